@@ -1,0 +1,8 @@
+"""pm_sens: which inputs matter to a PyMC model's posterior predictive, and where."""
+
+from pm_sens._version import __version__
+from pm_sens.api import sensitivity
+from pm_sens.graph.predictive import Predictive
+from pm_sens.summary import summary
+
+__all__ = ["Predictive", "__version__", "sensitivity", "summary"]

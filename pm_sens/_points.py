@@ -1,0 +1,193 @@
+"""Which inputs to differentiate, where to evaluate, and how to label the result."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from pm_sens._validate import as_name_list, check_finite_array
+from pm_sens.graph.model_queries import data_containers, is_float
+
+
+@dataclass
+class PointSet:
+    """Values of every data variable at the points, with result labels."""
+
+    values: dict  # variable -> ndarray, rows = points for per-point variables
+    n_points: int
+    point_dim: str
+    point_coords: np.ndarray
+    features: list  # feature labels, in the order of the derivative columns
+
+
+def _current_value(var):
+    return var.get_value() if hasattr(var, "get_value") else None
+
+
+def _default_point_count(predictive, model, variables):
+    if predictive.var_name is not None:
+        return int(np.shape(model.rvs_to_values[model[predictive.var_name]].eval())[0])
+    for var in variables:
+        value = _current_value(var)
+        if value is not None and np.ndim(value):
+            return int(np.shape(value)[0])
+    return None
+
+
+def resolve_inputs(predictive, model, inputs):
+    """The variables to differentiate, and all data variables of the predictive.
+
+    Default: the predictive's float inputs with one row per point.
+    """
+    params = predictive.parameter_list
+    containers = data_containers(model, params)
+    variables = list(dict.fromkeys([*predictive.inputs, *containers]))
+    n_default = _default_point_count(predictive, model, variables)
+
+    def per_point(var):
+        value = _current_value(var)
+        return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
+
+    float_vars = [v for v in variables if is_float(v)]
+    if inputs is None:
+        chosen = [v for v in predictive.inputs if is_float(v) and per_point(v)]
+        if not chosen:
+            raise ValueError(
+                f"the predictions of {predictive.var_name or predictive.family!r} depend on "
+                "no float pm.Data container with one row per observation; wrap the inputs "
+                "in pm.Data (or pass inputs= / a Predictive)"
+            )
+        return chosen, variables, n_default
+    by_name = {v.name: v for v in variables}
+    chosen = []
+    for name in as_name_list("inputs", inputs):
+        var = by_name.get(name)
+        if var is None or not is_float(var):
+            reason = (
+                f"is an integer container (dtype {var.dtype}); integer inputs such as group "
+                "indices are held at their values and cannot be differentiated"
+                if var is not None
+                else "is not a data container the predictions depend on"
+            )
+            raise ValueError(
+                f"inputs={name!r} {reason}; valid: {sorted(v.name for v in float_vars)}"
+            )
+        if not per_point(var):
+            raise ValueError(
+                f"inputs={name!r} has shape {np.shape(_current_value(var))}, not one row per "
+                f"point ({n_default} points); only per-point inputs (1-D or 2-D, rows = points) "
+                "can be differentiated"
+            )
+        chosen.append(var)
+    return chosen, variables, n_default
+
+
+def _given_points(points, names):
+    if points is None:
+        return {}, {}
+    if isinstance(points, xr.Dataset):
+        arrays = {k: points[k] for k in points.data_vars}
+    elif isinstance(points, dict):
+        arrays = dict(points)
+    else:
+        raise TypeError(
+            f"points={type(points).__name__} is not valid; give None, a dict "
+            "{container_name: array} or an xarray.Dataset"
+        )
+    unknown = sorted(set(arrays) - set(names))
+    if unknown:
+        raise ValueError(
+            f"points has unknown name(s) {unknown}; valid: data containers {sorted(names)}"
+        )
+    dataarrays = {k: v for k, v in arrays.items() if isinstance(v, xr.DataArray)}
+    return {k: check_finite_array(f"points[{k!r}]", v) for k, v in arrays.items()}, dataarrays
+
+
+def _check_point_shape(name, value, current):
+    if value.ndim != np.ndim(current) or value.shape[1:] != np.shape(current)[1:]:
+        raise ValueError(
+            f"points[{name!r}] has shape {value.shape}; expected (n_points, "
+            f"{', '.join(map(str, np.shape(current)[1:]))}) like the container's "
+            f"{np.shape(current)}".replace(", )", ")")
+        )
+
+
+def _feature_labels(model, inputs, values, dataarrays):
+    labels = []
+    for var in inputs:
+        if np.ndim(values[var]) == 1:
+            labels.append([var.name])
+            continue
+        dims = model.named_vars_to_dims.get(var.name) or ()
+        column_dim = dims[1] if len(dims) > 1 else None
+        columns = np.arange(np.shape(values[var])[1])
+        if var.name in dataarrays and dataarrays[var.name].ndim == 2:
+            da = dataarrays[var.name]
+            if da.dims[1] in da.coords:
+                columns = da.coords[da.dims[1]].values
+        elif column_dim is not None and model.coords.get(column_dim) is not None:
+            columns = np.asarray(model.coords[column_dim])
+        prefix = f"{var.name}[{{}}]" if len(inputs) > 1 else "{}"
+        labels.append([prefix.format(c) for c in columns])
+    flat = [label for group in labels for label in group]
+    if len(set(flat)) != len(flat):
+        flat = [f"{var.name}[{label}]" for var, group in zip(inputs, labels, strict=True) for label in group]
+    return flat
+
+
+def _point_labels(model, predictive, inputs, n_points, given, dataarrays):
+    first = inputs[0].name
+    if first in dataarrays:
+        da = dataarrays[first]
+        coords = da.coords[da.dims[0]].values if da.dims[0] in da.coords else np.arange(n_points)
+        return da.dims[0], coords
+    dims = model.named_vars_to_dims.get(first) or model.named_vars_to_dims.get(
+        predictive.var_name or ""
+    )
+    dim = dims[0] if dims else "point"
+    coords = model.coords.get(dim) if dims else None
+    if given or coords is None or len(coords) != n_points:
+        coords = np.arange(n_points)
+    return dim, np.asarray(coords)
+
+
+def resolve_points(model, predictive, inputs, variables, n_default, points):
+    """Values of all data variables at the requested points, checked, with labels."""
+    names = {v.name: v for v in variables}
+    given, dataarrays = _given_points(points, names)
+    values, lengths = {}, {}
+    for var in variables:
+        current = _current_value(var)
+        if var.name in given:
+            value = given[var.name]
+            if current is not None:
+                _check_point_shape(var.name, value, current)
+                if not is_float(var) and not np.all(np.mod(value, 1) == 0):
+                    raise ValueError(
+                        f"points[{var.name!r}] has non-integer values for an integer container"
+                    )
+            values[var] = value.astype(var.dtype)
+            if value.ndim:
+                lengths[var.name] = value.shape[0]
+        elif current is None:
+            raise ValueError(f"points must give {var.name!r}: it has no current value")
+        else:
+            values[var] = np.asarray(current)
+    n_points = {*lengths.values()}
+    if len(n_points) > 1:
+        raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
+    n_points = n_points.pop() if n_points else n_default
+    if n_points != n_default:
+        stale = [
+            v.name
+            for v in variables
+            if v.name not in given and np.ndim(values[v]) and np.shape(values[v])[0] == n_default
+        ]
+        if stale:
+            raise ValueError(
+                f"points give {n_points} rows but {stale} still hold(s) {n_default} "
+                "(one per original observation); pass new values for them in points too"
+            )
+    dim, coords = _point_labels(model, predictive, inputs, n_points, bool(given), dataarrays)
+    features = _feature_labels(model, inputs, values, dataarrays)
+    return PointSet(values, n_points, dim, coords, features)

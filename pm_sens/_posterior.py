@@ -1,0 +1,80 @@
+"""Posterior draws of the free variables a predictive needs, optionally thinned."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+
+@dataclass
+class Draws:
+    """Posterior draws flattened over (chain, draw), with the kept coordinates."""
+
+    values: list  # one array (S, *shape) per free RV
+    chain: np.ndarray
+    draw: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """Number of draws S."""
+        return len(self.chain) * len(self.draw)
+
+
+def _posterior_dataset(idata):
+    if isinstance(idata, xr.DataTree) and "posterior" in idata.children:
+        return idata["posterior"].to_dataset()
+    raise ValueError(
+        f"idata={type(idata).__name__} has no 'posterior' group; pass the DataTree "
+        "returned by pm.sample (groups: posterior, ...)"
+    )
+
+
+def _expected_shape(model, rv):
+    dims = model.named_vars_to_dims.get(rv.name)
+    if dims:
+        return tuple(len(model.coords[d]) if model.coords.get(d) is not None else None for d in dims)
+    return rv.type.shape
+
+
+def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None):
+    """Draws of ``free_rvs`` from ``idata.posterior``, checked against the model.
+
+    With ``num_draws``, keeps ``num_draws // n_chains`` (at least one) draw
+    positions chosen at random without replacement, the same in every chain.
+    """
+    posterior = _posterior_dataset(idata)
+    missing = [rv.name for rv in free_rvs if rv.name not in posterior]
+    if missing:
+        raise ValueError(
+            f"idata.posterior lacks {missing}, free variable(s) of the model that "
+            f"{'it' if len(missing) == 1 else 'they'} the predictions depend on; "
+            f"it holds {sorted(posterior.data_vars)}"
+        )
+    for rv in free_rvs:
+        array = posterior[rv.name]
+        if array.dims[:2] != ("chain", "draw"):
+            raise ValueError(
+                f"idata.posterior[{rv.name!r}] has dims {array.dims}; expected ('chain', 'draw', ...)"
+            )
+        expected = _expected_shape(model, rv)
+        got = array.shape[2:]
+        if len(got) != len(expected) or any(
+            e is not None and e != g for e, g in zip(expected, got, strict=False)
+        ):
+            raise ValueError(
+                f"idata.posterior[{rv.name!r}] has shape {got} per draw but the model's "
+                f"{rv.name!r} has shape {expected}; was idata sampled from this model?"
+            )
+    chain = posterior["chain"].values
+    draw = posterior["draw"].values
+    keep = slice(None)
+    if num_draws is not None and num_draws < len(chain) * len(draw):
+        per_chain = max(1, num_draws // len(chain))
+        rng = np.random.default_rng(random_seed)
+        keep = np.sort(rng.choice(len(draw), size=per_chain, replace=False))
+        draw = draw[keep]
+    values = []
+    for rv in free_rvs:
+        array = np.asarray(posterior[rv.name].values[:, keep], dtype=rv.dtype)
+        values.append(array.reshape(-1, *array.shape[2:]))
+    return Draws(values=values, chain=chain, draw=draw)

@@ -1,0 +1,63 @@
+"""The `Family` record and small array helpers shared by the family modules."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+SUPPORTS = ("real", "positive", "unit", "count", "binary", "binomial", "categorical")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A predictive family in its mean–variance parametrization.
+
+    Attributes
+    ----------
+    name : str
+        Identifier used in ``family=`` and in result attrs.
+    support : str
+        One of :data:`SUPPORTS`; an override must match the likelihood's support.
+    parameters : tuple of str
+        Names of the components of ``phi``: ``("mean", "variance")`` for
+        two-parameter families, ``("mean",)`` or ``("p",)`` for one-parameter
+        ones, ``("p",)`` with a trailing class axis for the categorical.
+    fisher_information : callable
+        ``fisher_information(phi, **fixed) -> (..., M, M)`` for ``phi`` of shape
+        ``(..., M)``; ``fixed`` holds parameters that never vary (Binomial ``n``).
+    """
+
+    name: str
+    support: str
+    parameters: tuple[str, ...]
+    fisher_information: Callable[..., np.ndarray]
+
+    @property
+    def uses_variance(self) -> bool:
+        """Whether moment matching needs the mixture variance, not only the mean."""
+        return self.parameters == ("mean", "variance")
+
+
+def stack_matrix(rows):
+    """Stack nested lists of broadcastable arrays into a ``(..., M, M)`` array."""
+    arrays = [np.broadcast_arrays(*row) for row in rows]
+    shape = np.broadcast_shapes(*(a[0].shape for a in arrays))
+    return np.stack([np.stack([np.broadcast_to(x, shape) for x in row], -1) for row in arrays], -2)
+
+
+def diagonal_matrix(*entries):
+    """``(..., M, M)`` diagonal matrix from M broadcastable arrays."""
+    entries = np.broadcast_arrays(*entries)
+    zeros = np.zeros_like(entries[0])
+    return stack_matrix(
+        [[e if j == i else zeros for j in range(len(entries))] for i, e in enumerate(entries)]
+    )
+
+
+def reparametrize(info, jacobian):
+    """Fisher information after a change of variables: ``Jᵀ I J``.
+
+    ``jacobian[..., a, b] = ∂θ_a/∂φ_b`` maps the new parameters φ to the ones θ
+    in which ``info`` is expressed.
+    """
+    return np.einsum("...ab,...ac,...cd->...bd", jacobian, info, jacobian)

@@ -1,0 +1,22 @@
+"""Beta(mean, variance): concentration κ = m(1−m)/v − 1, α = mκ, β = (1−m)κ."""
+
+from scipy.special import polygamma
+
+from pm_sens.families._base import Family, reparametrize, stack_matrix
+
+
+def fisher_information(phi):
+    """Fisher information in (m, v), from the (α, β) form with trigamma ψ′."""
+    m, v = phi[..., 0], phi[..., 1]
+    kappa = m * (1 - m) / v - 1
+    a, b = m * kappa, (1 - m) * kappa
+    t_ab = polygamma(1, a + b)
+    info = stack_matrix([[polygamma(1, a) - t_ab, -t_ab], [-t_ab, polygamma(1, b) - t_ab]])
+    dk_dm, dk_dv = (1 - 2 * m) / v, -m * (1 - m) / v**2
+    jac = stack_matrix(
+        [[kappa + m * dk_dm, m * dk_dv], [-kappa + (1 - m) * dk_dm, (1 - m) * dk_dv]]
+    )
+    return reparametrize(info, jac)
+
+
+FAMILY = Family("beta", "unit", ("mean", "variance"), fisher_information)

@@ -1,0 +1,198 @@
+"""Symbolic views of PyMC likelihoods: per-draw parameters and moments.
+
+For each supported likelihood, a :class:`Likelihood` maps PyMC's own parameters
+(in the order of ``op.dist_params``) to
+
+- ``draw_parameters``: the family's parameters in the mean–variance
+  parametrization (SPEC §3) whose Fisher information ``draw_family`` gives;
+- ``moments``: the per-draw predictive mean (or class probabilities) and
+  variance, averaged over draws for the moment-matched predictive.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytensor.tensor as pt
+from pytensor.tensor.random import basic as rv
+
+from pm_sens import families
+from pm_sens.families import Family
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """How pm_sens reads one PyMC likelihood."""
+
+    name: str
+    support: str
+    parameter_names: tuple[str, ...]
+    draw_family: Family
+    draw_parameters: Callable
+    moments: Callable
+    fixed: Callable = field(default=lambda *params: {})
+    #: user-facing parameter name -> (PyMC parameter it sets, function of all given parameters)
+    aliases: dict = field(default_factory=dict)
+    #: the PyMC random-variable op, for the generic Fisher information
+    op: object = None
+
+
+def _normal(mu, sigma):
+    return [mu, sigma**2]
+
+
+def _studentt_draw(nu, mu, sigma):
+    return [mu, sigma**2, nu]
+
+
+def _studentt_moments(nu, mu, sigma):
+    return mu, sigma**2 * nu / (nu - 2)
+
+
+def _laplace(mu, b):
+    return [mu, 2 * b**2]
+
+
+def _lognormal(mu, sigma):
+    s = sigma**2
+    return [pt.exp(mu + s / 2), pt.expm1(s) * pt.exp(2 * mu + s)]
+
+
+def _gamma(alpha, scale):
+    return [alpha * scale, alpha * scale**2]
+
+
+def _beta(a, b):
+    total = a + b
+    return [a / total, a * b / (total**2 * (total + 1))]
+
+
+def _negative_binomial_draw(n, p):
+    return [n * (1 - p) / p, n]
+
+
+def _negative_binomial_moments(n, p):
+    mean = n * (1 - p) / p
+    return mean, mean / p
+
+
+def _mean_only(parameter):
+    return lambda *params: (params[parameter], None)
+
+
+def _mean_and_variance(draw_parameters):
+    return lambda *params: tuple(draw_parameters(*params))
+
+
+LIKELIHOODS: dict[type, Likelihood] = {
+    rv.NormalRV: Likelihood(
+        "normal",
+        "real",
+        ("mu", "sigma"),
+        families.MOMENT_FAMILIES["normal"],
+        _normal,
+        _mean_and_variance(_normal),
+    ),
+    rv.StudentTRV: Likelihood(
+        "studentt",
+        "real",
+        ("nu", "mu", "sigma"),
+        families.STUDENTT,
+        _studentt_draw,
+        _studentt_moments,
+    ),
+    rv.LaplaceRV: Likelihood(
+        "laplace",
+        "real",
+        ("mu", "b"),
+        families.MOMENT_FAMILIES["laplace"],
+        _laplace,
+        _mean_and_variance(_laplace),
+    ),
+    rv.LogNormalRV: Likelihood(
+        "lognormal",
+        "positive",
+        ("mu", "sigma"),
+        families.MOMENT_FAMILIES["lognormal"],
+        _lognormal,
+        _mean_and_variance(_lognormal),
+    ),
+    rv.GammaRV: Likelihood(
+        "gamma",
+        "positive",
+        ("alpha", "scale"),
+        families.MOMENT_FAMILIES["gamma"],
+        _gamma,
+        _mean_and_variance(_gamma),
+        aliases={"beta": ("scale", lambda p: 1 / p["beta"])},
+    ),
+    rv.ExponentialRV: Likelihood(
+        "exponential",
+        "positive",
+        ("scale",),
+        families.MOMENT_FAMILIES["exponential"],
+        lambda scale: [scale],
+        lambda scale: (scale, scale**2),
+        aliases={"lam": ("scale", lambda p: 1 / p["lam"])},
+    ),
+    rv.BetaRV: Likelihood(
+        "beta",
+        "unit",
+        ("alpha", "beta"),
+        families.MOMENT_FAMILIES["beta"],
+        _beta,
+        _mean_and_variance(_beta),
+    ),
+    rv.BernoulliRV: Likelihood(
+        "bernoulli",
+        "binary",
+        ("p",),
+        families.MOMENT_FAMILIES["bernoulli"],
+        lambda p: [p],
+        _mean_only(0),
+        aliases={"logit_p": ("p", lambda p: pt.sigmoid(p["logit_p"]))},
+    ),
+    rv.BinomialRV: Likelihood(
+        "binomial",
+        "binomial",
+        ("n", "p"),
+        families.MOMENT_FAMILIES["binomial"],
+        lambda n, p: [p],
+        _mean_only(1),
+        fixed=lambda n, p: {"n": n},
+    ),
+    rv.CategoricalRV: Likelihood(
+        "categorical",
+        "categorical",
+        ("p",),
+        families.MOMENT_FAMILIES["categorical"],
+        lambda p: [p],
+        _mean_only(0),
+    ),
+    rv.PoissonRV: Likelihood(
+        "poisson",
+        "count",
+        ("mu",),
+        families.MOMENT_FAMILIES["poisson"],
+        lambda mu: [mu],
+        lambda mu: (mu, mu),
+    ),
+    rv.NegBinomialRV: Likelihood(
+        "negative_binomial",
+        "count",
+        ("n", "p"),
+        families.NEGATIVE_BINOMIAL_MEAN_ALPHA,
+        _negative_binomial_draw,
+        _negative_binomial_moments,
+        aliases={
+            "alpha": ("n", lambda p: p["alpha"]),
+            "mu": ("p", lambda p: p["alpha"] / (p["mu"] + p["alpha"])),
+        },
+    ),
+}
+
+LIKELIHOODS_BY_NAME = {lik.name: lik for lik in LIKELIHOODS.values()}
+
+
+def likelihood_for_op(op) -> Likelihood | None:
+    """The :class:`Likelihood` of a PyMC random-variable op, or None if unknown."""
+    return LIKELIHOODS.get(type(op))

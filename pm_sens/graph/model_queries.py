@@ -1,0 +1,61 @@
+"""Small read-only queries on a PyMC model's graph."""
+
+import numpy as np
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.sharedvar import TensorSharedVariable
+
+
+def observed_variable(model, var_name):
+    """The observed RV called ``var_name`` (default: the model's only one)."""
+    observed = {rv.name: rv for rv in model.observed_RVs}
+    if not observed:
+        raise ValueError(
+            "model has no observed random variable; pm_sens explains the predictions "
+            "of an observed variable (a likelihood with observed=...)"
+        )
+    if var_name is None:
+        if len(observed) > 1:
+            raise ValueError(
+                f"var_name=None is ambiguous: the model has several observed variables "
+                f"{sorted(observed)}; pass var_name= one of them"
+            )
+        return next(iter(observed.values()))
+    if var_name not in observed:
+        raise ValueError(
+            f"var_name={var_name!r} is not an observed variable of the model; "
+            f"valid: {sorted(observed)}"
+        )
+    return observed[var_name]
+
+
+def data_containers(model, outputs):
+    """The model's ``pm.Data`` containers that ``outputs`` depend on, in model order."""
+    upstream = set(ancestors(outputs))
+    return [
+        var
+        for var in model.data_vars
+        if isinstance(var, TensorSharedVariable) and var in upstream
+    ]
+
+
+def is_float(var) -> bool:
+    """Whether a variable holds floating-point values."""
+    return np.dtype(var.dtype).kind == "f"
+
+
+def free_variables(model, outputs):
+    """The model's free random variables that ``outputs`` depend on, in model order."""
+    upstream = set(ancestors(outputs))
+    return [rv for rv in model.free_RVs if rv in upstream]
+
+
+def observed_ancestors(model, outputs):
+    """Observed RVs upstream of ``outputs``, mapped to their observed data."""
+    upstream = set(ancestors(outputs))
+    return {rv: model.rvs_to_values[rv] for rv in model.observed_RVs if rv in upstream}
+
+
+def depends_on(output, variables) -> bool:
+    """Whether ``output`` has any of ``variables`` among its ancestors."""
+    targets = set(variables)
+    return any(var in targets for var in ancestors([output]))

@@ -1,0 +1,131 @@
+"""`Predictive`: a likelihood family, its symbolic parameters and the inputs."""
+
+import pytensor.tensor as pt
+
+from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
+from pm_sens.graph.model_queries import data_containers, is_float, observed_variable
+
+
+def _generic_likelihood(op) -> Likelihood:
+    """A likelihood pm_sens has no closed forms for: per-draw only, generic Fisher."""
+    return Likelihood(
+        name=op.name,
+        support="generic",
+        parameter_names=(),
+        draw_family=None,
+        draw_parameters=lambda *params: list(params),
+        moments=None,
+        op=op,
+    )
+
+
+def _parameters_in_op_order(likelihood, parameters):
+    given = dict(parameters)
+    out = {}
+    for alias, (target, build) in likelihood.aliases.items():
+        if alias in given and target not in given:
+            out[target] = build(given)
+    consumed = {a for a, (t, _) in likelihood.aliases.items() if t in out}
+    out.update({k: v for k, v in given.items() if k not in consumed})
+    valid = set(likelihood.parameter_names) | set(likelihood.aliases)
+    unknown = sorted(set(given) - valid)
+    missing = [n for n in likelihood.parameter_names if n not in out]
+    if unknown or missing:
+        raise ValueError(
+            f"parameters={sorted(given)} do not describe a {likelihood.name} likelihood: "
+            f"expected {list(likelihood.parameter_names)}"
+            + (f" (or the aliases {sorted(likelihood.aliases)})" if likelihood.aliases else "")
+        )
+    return [pt.as_tensor_variable(out[n]) for n in likelihood.parameter_names]
+
+
+class Predictive:
+    """The per-draw predictive distribution that sensitivities are computed from.
+
+    Parameters
+    ----------
+    family : str
+        The likelihood family of one posterior draw, by name: one of
+        ``"normal"``, ``"studentt"``, ``"laplace"``, ``"lognormal"``,
+        ``"gamma"``, ``"exponential"``, ``"beta"``, ``"bernoulli"``,
+        ``"binomial"``, ``"categorical"``, ``"poisson"``, ``"negative_binomial"``.
+    parameters : dict of str to TensorVariable
+        The family's parameters as PyTensor expressions of the model's free
+        random variables and of the inputs, with PyMC's parameter names
+        (e.g. ``{"mu": ..., "sigma": ...}``; also ``logit_p`` for Bernoulli,
+        ``alpha``/``beta`` for Gamma, ``lam`` for Exponential, ``mu``/``alpha``
+        for the negative binomial). Per point they must have one value (or, for
+        the categorical, one probability vector).
+    inputs : list of Variable
+        The input variables that can be differentiated (``pm.Data`` containers
+        or symbolic tensors); rows are points.
+
+    Examples
+    --------
+    >>> import pymc as pm, numpy as np, pm_sens
+    >>> with pm.Model() as model:
+    ...     x = pm.Data("x", np.linspace(-1, 1, 20))
+    ...     b = pm.Normal("b")
+    ...     y = pm.Poisson("y", mu=pm.math.exp(b * x), observed=np.ones(20))
+    >>> pred = pm_sens.Predictive("poisson", {"mu": pm.math.exp(b * x)}, [x])
+    >>> pred.family
+    'poisson'
+    """
+
+    def __init__(self, family, parameters, inputs, *, var_name=None):
+        if family not in LIKELIHOODS_BY_NAME:
+            raise ValueError(
+                f"family={family!r} is not a known likelihood family; "
+                f"valid: {sorted(LIKELIHOODS_BY_NAME)}"
+            )
+        likelihood = LIKELIHOODS_BY_NAME[family]
+        self._init(likelihood, _parameters_in_op_order(likelihood, parameters), inputs, var_name)
+
+    def _init(self, likelihood, parameter_list, inputs, var_name):
+        self.likelihood = likelihood
+        self.parameter_list = list(parameter_list)
+        self.inputs = list(inputs)
+        self.var_name = var_name
+        self.compiled = {}
+
+    @property
+    def family(self) -> str:
+        """Name of the per-draw likelihood family."""
+        return self.likelihood.name
+
+    @property
+    def parameters(self) -> dict:
+        """The symbolic parameters by PyMC name."""
+        names = self.likelihood.parameter_names or [
+            f"param_{i}" for i in range(len(self.parameter_list))
+        ]
+        return dict(zip(names, self.parameter_list, strict=True))
+
+    @property
+    def exact_fisher(self) -> bool:
+        """False when the Fisher information comes from the generic score estimate."""
+        return self.likelihood.draw_family is not None
+
+    @classmethod
+    def from_observed(cls, model, var_name=None):
+        """Read the predictive of an observed variable of ``model``.
+
+        The family comes from the observed RV's distribution and the parameters
+        from its node (``op.dist_params``); the inputs are the float ``pm.Data``
+        containers those parameters depend on. Integer containers (group
+        indices, flags) are held at their values.
+        """
+        rv = observed_variable(model, var_name)
+        op = rv.owner.op
+        params = [
+            p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)
+        ]
+        likelihood = likelihood_for_op(op) or _generic_likelihood(op)
+        inputs = [c for c in data_containers(model, params) if is_float(c)]
+        self = cls.__new__(cls)
+        self._init(likelihood, params, inputs, rv.name)
+        return self
+
+    def __repr__(self):
+        names = [getattr(x, "name", None) or repr(x) for x in self.inputs]
+        return f"Predictive(family={self.family!r}, parameters={list(self.parameters)}, inputs={names})"

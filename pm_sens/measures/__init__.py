@@ -1,0 +1,1 @@
+"""Sensitivity measures on arrays (no graphs, no xarray)."""
