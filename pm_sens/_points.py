@@ -131,7 +131,11 @@ def _feature_labels(model, inputs, values, dataarrays):
         labels.append([prefix.format(c) for c in columns])
     flat = [label for group in labels for label in group]
     if len(set(flat)) != len(flat):
-        flat = [f"{var.name}[{label}]" for var, group in zip(inputs, labels, strict=True) for label in group]
+        flat = [
+            f"{var.name}[{label}]"
+            for var, group in zip(inputs, labels, strict=True)
+            for label in group
+        ]
     return flat
 
 

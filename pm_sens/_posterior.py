@@ -32,7 +32,9 @@ def _posterior_dataset(idata):
 def _expected_shape(model, rv):
     dims = model.named_vars_to_dims.get(rv.name)
     if dims:
-        return tuple(len(model.coords[d]) if model.coords.get(d) is not None else None for d in dims)
+        return tuple(
+            len(model.coords[d]) if model.coords.get(d) is not None else None for d in dims
+        )
     return rv.type.shape
 
 
@@ -54,7 +56,8 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None):
         array = posterior[rv.name]
         if array.dims[:2] != ("chain", "draw"):
             raise ValueError(
-                f"idata.posterior[{rv.name!r}] has dims {array.dims}; expected ('chain', 'draw', ...)"
+                f"idata.posterior[{rv.name!r}] has dims {array.dims}; "
+                "expected ('chain', 'draw', ...)"
             )
         expected = _expected_shape(model, rv)
         got = array.shape[2:]

@@ -123,10 +123,16 @@ def _check_locality(compiled, points, draws):
     base = compiled(_data_for_chunk(compiled, points, 1), first)["phi"]
     for row in sorted({0, n // 2}):
         data = []
-        for var, value in zip(compiled.data_variables, _data_for_chunk(compiled, points, 1), strict=True):
+        for var, value in zip(
+            compiled.data_variables, _data_for_chunk(compiled, points, 1), strict=True
+        ):
             if var in compiled.inputs:
                 value = np.array(value, dtype=float)
-                index = (Ellipsis, row) if np.ndim(points.values[var]) == 1 else (Ellipsis, row, slice(None))
+                index = (
+                    (Ellipsis, row)
+                    if np.ndim(points.values[var]) == 1
+                    else (Ellipsis, row, slice(None))
+                )
                 value[index] += 1e-3 * (np.abs(value[index]) + 1)
             data.append(value)
         moved = compiled(data, first)["phi"]
@@ -312,7 +318,8 @@ def sensitivity(
         predictive = _predictive_for(model, var_name)
     elif not isinstance(predictive, Predictive):
         raise TypeError(
-            f"predictive={type(predictive).__name__} is not valid; give a pm_sens.Predictive or None"
+            f"predictive={type(predictive).__name__} is not valid; "
+            "give a pm_sens.Predictive or None"
         )
     matched = _matched_family(predictive, mode, family)
     diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs)

@@ -24,8 +24,10 @@ def _pairs(da):
     picked = da.isel(
         feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
     )
-    return picked.drop_vars(["feature", "feature_bis"]).rename(pair="feature").assign_coords(
-        feature=labels
+    return (
+        picked.drop_vars(["feature", "feature_bis"])
+        .rename(pair="feature")
+        .assign_coords(feature=labels)
     )
 
 

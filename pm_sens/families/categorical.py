@@ -6,8 +6,11 @@ from pm_sens.families._base import Family
 
 
 def fisher_information(phi):
-    """``diag(1/p_k)``, so that ``JᵀIJ = Σ_k (∂p_k)²/p_k`` (the simplex constraint
-    makes ``Σ_k ∂p_k = 0``, which this form respects)."""
+    """Fisher information of the class probabilities: ``diag(1/p_k)``.
+
+    Then ``JᵀIJ = Σ_k (∂p_k)²/p_k``; derivatives along the simplex have
+    ``Σ_k ∂p_k = 0``, which this form respects.
+    """
     return np.eye(phi.shape[-1]) / phi[..., None, :]
 
 

@@ -63,9 +63,7 @@ def fisher_information(phi):
     if regular.any():
         mr, er, ar = m[regular], excess[regular], a[regular]
         jac = stack_matrix([[1.0, 0.0], [mr * (mr + 2 * er) / er**2, -(mr**2) / er**2]])
-        info[regular] = reparametrize(
-            fisher_information_mean_alpha(np.stack([mr, ar], -1)), jac
-        )
+        info[regular] = reparametrize(fisher_information_mean_alpha(np.stack([mr, ar], -1)), jac)
     limit = overdispersed & near_poisson
     if limit.any():
         c = 1 / (2 * m[limit] ** 2)

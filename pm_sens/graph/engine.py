@@ -127,7 +127,9 @@ def _class_count(params, inputs, first_values):
     return int(pytensor.function(inputs, p.shape[-1], on_unused_input="ignore")(*first_values))
 
 
-def compile_predictive(predictive, model, inputs, data_values, draw_values, *, mode, order, uses_variance):
+def compile_predictive(
+    predictive, model, inputs, data_values, draw_values, *, mode, order, uses_variance
+):
     """Build and compile the chunk function of ``predictive`` (see `CompiledPredictive`).
 
     ``inputs`` are the variables to differentiate; ``data_values`` (a dict over

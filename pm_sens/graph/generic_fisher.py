@@ -49,8 +49,13 @@ class GenericFisher:
         block = max(1, _MAX_CELLS // self.n_samples)
         for start in range(0, len(flat), block):
             rows = flat[start : start + block]
-            params = [np.broadcast_to(rows[:, k], (self.n_samples, len(rows))) for k in range(rows.shape[1])]
+            params = [
+                np.broadcast_to(rows[:, k], (self.n_samples, len(rows)))
+                for k in range(rows.shape[1])
+            ]
             y = self._sample(rng, *params)
             score = self._score(*params, y)
-            out[start : start + len(rows)] = np.einsum("sem,sek->emk", score, score) / self.n_samples
+            out[start : start + len(rows)] = (
+                np.einsum("sem,sek->emk", score, score) / self.n_samples
+            )
         return out.reshape(*phi.shape, phi.shape[-1])

@@ -32,9 +32,7 @@ def data_containers(model, outputs):
     """The model's ``pm.Data`` containers that ``outputs`` depend on, in model order."""
     upstream = set(ancestors(outputs))
     return [
-        var
-        for var in model.data_vars
-        if isinstance(var, TensorSharedVariable) and var in upstream
+        var for var in model.data_vars if isinstance(var, TensorSharedVariable) and var in upstream
     ]
 
 

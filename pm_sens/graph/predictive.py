@@ -117,9 +117,7 @@ class Predictive:
         """
         rv = observed_variable(model, var_name)
         op = rv.owner.op
-        params = [
-            p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)
-        ]
+        params = [p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)]
         likelihood = likelihood_for_op(op) or _generic_likelihood(op)
         inputs = [c for c in data_containers(model, params) if is_float(c)]
         self = cls.__new__(cls)
@@ -128,4 +126,7 @@ class Predictive:
 
     def __repr__(self):
         names = [getattr(x, "name", None) or repr(x) for x in self.inputs]
-        return f"Predictive(family={self.family!r}, parameters={list(self.parameters)}, inputs={names})"
+        return (
+            f"Predictive(family={self.family!r}, parameters={list(self.parameters)}, "
+            f"inputs={names})"
+        )

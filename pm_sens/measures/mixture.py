@@ -10,8 +10,6 @@ second derivatives. Two chunks merge exactly (Chan et al.'s pairwise update):
 on how the draws are chunked, and no chunk needs the global mean first.
 """
 
-import numpy as np
-
 
 class MixtureMoments:
     """Running moments of the predictive mixture over chunks of draws.
@@ -46,7 +44,9 @@ class MixtureMoments:
             new_jac[:, -1] += 2 * cross * delta[:, None] * d_delta
             if hess is not None:
                 dd_delta = hess[:, 0] - self.hess[:, 0]
-                new_hess[:, -1] += 2 * cross * (
-                    d_delta[:, :, None] * d_delta[:, None, :] + delta[:, None, None] * dd_delta
+                new_hess[:, -1] += (
+                    2
+                    * cross
+                    * (d_delta[:, :, None] * d_delta[:, None, :] + delta[:, None, None] * dd_delta)
                 )
         self.count, self.phi, self.jac, self.hess = total, new_phi, new_jac, new_hess

@@ -1,0 +1,170 @@
+"""Closed-form Fisher information of every family against an independent estimate:
+E[s sᵀ] by quadrature (or summation) of scores obtained by finite differences
+of scipy's log densities in the mean–variance parametrization."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from pm_sens import families
+from pm_sens.families import negative_binomial
+
+
+def _normal(phi):
+    return stats.norm(phi[0], np.sqrt(phi[1]))
+
+
+def _laplace(phi):
+    return stats.laplace(phi[0], np.sqrt(phi[1] / 2))
+
+
+def _lognormal(phi):
+    s = np.log1p(phi[1] / phi[0] ** 2)
+    return stats.lognorm(s=np.sqrt(s), scale=np.exp(np.log(phi[0]) - s / 2))
+
+
+def _gamma(phi):
+    return stats.gamma(phi[0] ** 2 / phi[1], scale=phi[1] / phi[0])
+
+
+def _beta(phi):
+    kappa = phi[0] * (1 - phi[0]) / phi[1] - 1
+    return stats.beta(phi[0] * kappa, (1 - phi[0]) * kappa)
+
+
+def _nb_mean_variance(phi):
+    alpha = phi[0] ** 2 / (phi[1] - phi[0])
+    return stats.nbinom(alpha, alpha / (alpha + phi[0]))
+
+
+def _nb_mean_alpha(phi):
+    return stats.nbinom(phi[1], phi[1] / (phi[1] + phi[0]))
+
+
+def _studentt(phi):
+    return stats.t(phi[2], phi[0], np.sqrt(phi[1]))
+
+
+CONTINUOUS = [
+    (families.MOMENT_FAMILIES["normal"], _normal, [1.3, 0.7]),
+    (families.MOMENT_FAMILIES["laplace"], _laplace, [-0.4, 2.1]),
+    (families.MOMENT_FAMILIES["lognormal"], _lognormal, [2.0, 1.5]),
+    (families.MOMENT_FAMILIES["gamma"], _gamma, [3.0, 2.0]),
+    (families.MOMENT_FAMILIES["beta"], _beta, [0.3, 0.02]),
+    (families.MOMENT_FAMILIES["exponential"], lambda phi: stats.expon(scale=phi[0]), [1.7]),
+    (families.STUDENTT, _studentt, [0.5, 1.4, 4.5]),
+]
+DISCRETE = [
+    (families.MOMENT_FAMILIES["bernoulli"], lambda phi: stats.bernoulli(phi[0]), [0.3], {}),
+    (
+        families.MOMENT_FAMILIES["binomial"],
+        lambda phi: stats.binom(7, phi[0]),
+        [0.35],
+        {"n": np.array(7.0)},
+    ),
+    (families.MOMENT_FAMILIES["poisson"], lambda phi: stats.poisson(phi[0]), [3.2], {}),
+    (families.MOMENT_FAMILIES["negative_binomial"], _nb_mean_variance, [3.0, 7.5], {}),
+    (families.NEGATIVE_BINOMIAL_MEAN_ALPHA, _nb_mean_alpha, [4.0, 2.5], {}),
+]
+
+
+def _scores(logpdf, make, phi, y):
+    """Central finite-difference score of the log density in each component of phi."""
+    out = []
+    for k in range(len(phi)):
+        h = 1e-5 * max(abs(phi[k]), 1e-3)
+        up, down = np.array(phi, float), np.array(phi, float)
+        up[k] += h
+        down[k] -= h
+        out.append((logpdf(make(up), y) - logpdf(make(down), y)) / (2 * h))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi"), CONTINUOUS, ids=lambda x: getattr(x, "name", "")
+)
+def test_continuous_fisher_matches_quadrature(family, make, phi):
+    dist = make(np.array(phi, float))
+    lo, hi = dist.ppf(1e-13), dist.ppf(1 - 1e-13)
+    m = len(phi)
+    expected = np.empty((m, m))
+    for a in range(m):
+        for b in range(a, m):
+
+            def integrand(y, a=a, b=b):
+                s = _scores(lambda d, v: d.logpdf(v), make, phi, y)
+                return dist.pdf(y) * s[a] * s[b]
+
+            expected[a, b] = integrate.quad(
+                integrand, lo, hi, points=[dist.median()], limit=400, epsrel=1e-10
+            )[0]
+            expected[b, a] = expected[a, b]
+    got = family.fisher_information(np.array([phi], float))[0]
+    np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"), DISCRETE, ids=lambda x: getattr(x, "name", "")
+)
+def test_discrete_fisher_matches_summation(family, make, phi, fixed):
+    dist = make(np.array(phi, float))
+    y = np.arange(int(dist.ppf(1 - 1e-15)) + 1)
+    s = np.array(_scores(lambda d, v: d.logpmf(v), make, phi, y))
+    expected = np.einsum("ay,by,y->ab", s, s, dist.pmf(y))
+    got = family.fisher_information(np.array([phi], float), **fixed)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9 * np.abs(expected).max())
+
+
+def test_categorical_fisher_is_the_simplex_information():
+    # KL between nearby categoricals: KL(p||p+δu) ≈ ½ δ² uᵀ I u for u on the simplex
+    p = np.array([0.2, 0.5, 0.3])
+    u = np.array([1.0, -0.4, -0.6])
+    delta = 1e-4
+    q = p + delta * u
+    kl = np.sum(p * np.log(p / q))
+    quad = u @ families.MOMENT_FAMILIES["categorical"].fisher_information(p[None])[0] @ u
+    np.testing.assert_allclose(kl, 0.5 * delta**2 * quad, rtol=1e-3)
+
+
+def test_negative_binomial_is_poisson_without_overdispersion():
+    info = negative_binomial.fisher_information(np.array([[2.5, 2.5], [2.5, 2.0]]))
+    np.testing.assert_allclose(info, [[[0.4, 0], [0, 0]]] * 2)
+
+
+def test_negative_binomial_information_is_continuous_at_the_poisson_limit():
+    m = 3.0
+    near = negative_binomial.fisher_information(np.array([[m, m * (1 + 1e-7)]]))[0]
+    limit = negative_binomial.fisher_information(np.array([[m, m * (1 + 1e-13)]]))[0]
+    c = 1 / (2 * m**2)
+    np.testing.assert_allclose(limit, [[1 / m + c, -c], [-c, c]])
+    np.testing.assert_allclose(near, limit, rtol=1e-5)
+
+
+def test_families_are_batched():
+    phi = np.stack([np.linspace(1, 2, 6).reshape(2, 3), np.full((2, 3), 0.5)], -1)
+    info = families.MOMENT_FAMILIES["gamma"].fisher_information(phi)
+    assert info.shape == (2, 3, 2, 2)
+    np.testing.assert_allclose(
+        info[1, 2], families.MOMENT_FAMILIES["gamma"].fisher_information(phi[1, 2][None])[0]
+    )
+
+
+def test_families_layer_imports_without_pymc_or_pytensor():
+    # pm_sens/__init__ imports the API and PyMC: load the subpackage through a bare parent
+    loader = (
+        "import sys, importlib.util, pathlib\n"
+        "root = pathlib.Path(importlib.util.find_spec('pm_sens').origin).parent\n"
+        "spec = importlib.util.spec_from_loader('pm_sens', None, is_package=True)\n"
+        "pkg = importlib.util.module_from_spec(spec)\n"
+        "pkg.__path__ = [str(root)]\n"
+        "sys.modules['pm_sens'] = pkg\n"
+        "import pm_sens.families\n"
+        "print(sorted(m for m in ('pymc', 'pytensor') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", loader], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,209 @@
+"""R-sens and R-sens2 against closed forms, with posteriors built from known draws."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+import pm_sens
+from tests.conftest import posterior
+
+
+def _linear_gaussian(rng, n=40, d=3, sigma=0.5, tau=2.0, draws=(2, 500)):
+    """A conjugate Bayesian linear regression and exact draws from its posterior."""
+    x = rng.normal(size=(n, d))
+    beta_true = np.array([1.0, -2.0, 0.0])[:d]
+    y = x @ beta_true + rng.normal(0, sigma, n)
+    precision = x.T @ x / sigma**2 + np.eye(d) / tau**2
+    cov = np.linalg.inv(precision)
+    mean = cov @ x.T @ y / sigma**2
+    beta = rng.multivariate_normal(mean, cov, size=draws)
+    with pm.Model(coords={"obs": range(n), "feat": ["u", "v", "w"][:d]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "feat"))
+        b = pm.Normal("beta", 0, tau, dims="feat")
+        pm.Normal("y", mu=xd @ b, sigma=sigma, observed=y, dims="obs")
+    idata = posterior(
+        {"beta": beta}, dims={"beta": ["feat"]}, coords={"feat": ["u", "v", "w"][:d]}
+    )
+    return model, idata, x, beta.reshape(-1, d), sigma
+
+
+def test_gaussian_moment_mode_matches_closed_form(rng):
+    model, idata, x, beta, sigma = _linear_gaussian(rng)
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    eta = beta @ x.T  # (S, N)
+    m = eta.mean(0)
+    v = sigma**2 + eta.var(0)
+    dm = beta.mean(0)  # (D,)
+    dv = 2 * np.einsum("sn,sd->nd", eta - m, beta) / len(beta)
+    expected = np.sqrt(dm**2 / v[:, None] + dv**2 / (2 * v[:, None] ** 2))
+    np.testing.assert_allclose(out["rsens"].values, expected, rtol=1e-10)
+    assert out["rsens"].dims == ("obs", "feature")
+    assert list(out["feature"].values) == ["u", "v", "w"]
+    assert out.attrs["family"] == "normal" and out.attrs["mode"] == "moment"
+
+
+def test_gaussian_interactions_are_curvature_of_the_variance(rng):
+    model, idata, x, beta, sigma = _linear_gaussian(rng)
+    out = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)["sensitivity"]
+    eta = beta @ x.T
+    v = sigma**2 + eta.var(0)
+    # ∂²m = 0 and ∂²v_de = 2 cov(β_d, β_e) for a linear mean: R-sens2 = |∂²v|/(sqrt2 v)
+    d2v = 2 * np.cov(beta.T, ddof=0)
+    expected = np.abs(d2v)[None] / (np.sqrt(2) * v[:, None, None])
+    np.testing.assert_allclose(out["rsens2"].values, expected, rtol=1e-8)
+    assert out["rsens2"].dims == ("obs", "feature", "feature_bis")
+
+
+def test_chunking_does_not_change_results(rng):
+    model, idata, *_ = _linear_gaussian(rng)
+    full = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)
+    full = full["sensitivity"].to_dataset()
+    tiny = pm_sens.sensitivity(
+        idata,
+        model,
+        interactions=True,
+        progressbar=False,
+        memory_limit=1.0,
+        extend_inferencedata=False,
+    )["sensitivity"]
+    for name in ("rsens", "rsens2"):
+        np.testing.assert_allclose(tiny[name].values, full[name].values, rtol=1e-10)
+
+
+def _logistic(rng, n=30, draws=(2, 50)):
+    x = rng.normal(size=(n, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        a = pm.Normal("a")
+        pm.Bernoulli("y", logit_p=a + xd @ b, observed=rng.integers(0, 2, n))
+    b_draws = rng.normal([1.5, -0.5], 0.3, size=(*draws, 2))
+    a_draws = rng.normal(0.2, 0.3, size=draws)
+    idata = posterior({"b": b_draws, "a": a_draws})
+    return model, idata, x, b_draws.reshape(-1, 2), a_draws.reshape(-1)
+
+
+def test_logistic_per_draw(rng):
+    model, idata, x, b, a = _logistic(rng)
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    p = 1 / (1 + np.exp(-(a[:, None] + b @ x.T)))
+    expected = np.abs(b)[:, None, :] * np.sqrt(p * (1 - p))[..., None]
+    assert out["rsens"].dims == ("chain", "draw", "point", "feature")
+    np.testing.assert_allclose(out["rsens"].values.reshape(expected.shape), expected, rtol=1e-10)
+
+
+def test_logistic_moment_mode_is_bernoulli_of_the_mean_probability(rng):
+    model, idata, x, b, a = _logistic(rng)
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    p = 1 / (1 + np.exp(-(a[:, None] + b @ x.T)))
+    m = p.mean(0)
+    dm = np.einsum("sn,sd->nd", p * (1 - p), b) / len(b)
+    np.testing.assert_allclose(out["rsens"].values, np.abs(dm) / np.sqrt(m * (1 - m))[:, None])
+
+
+def _poisson(rng, n=25, draws=(2, 40)):
+    x = rng.normal(size=(n, 2)) * 0.5
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Poisson("y", mu=pm.math.exp(0.5 + xd @ b), observed=rng.poisson(2, n))
+    b_draws = rng.normal([0.8, -0.3], 0.2, size=(*draws, 2))
+    return model, posterior({"b": b_draws}), x, b_draws.reshape(-1, 2)
+
+
+def test_poisson_log_link_per_draw(rng):
+    model, idata, x, b = _poisson(rng)
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    eta = 0.5 + b @ x.T
+    expected = np.abs(b)[:, None, :] * np.exp(eta / 2)[..., None]
+    np.testing.assert_allclose(out["rsens"].values.reshape(expected.shape), expected, rtol=1e-10)
+
+
+def test_poisson_moment_mode_family_override(rng):
+    model, idata, x, b = _poisson(rng)
+    out = pm_sens.sensitivity(idata, model, family="poisson", progressbar=False)["sensitivity"]
+    lam = np.exp(0.5 + b @ x.T)
+    m, dm = lam.mean(0), np.einsum("sn,sd->nd", lam, b) / len(b)
+    np.testing.assert_allclose(out["rsens"].values, np.abs(dm) / np.sqrt(m)[:, None])
+    assert out.attrs["family"] == "poisson"
+
+
+def test_poisson_moment_mode_matches_kl_of_the_matched_negative_binomial(rng):
+    """Independent check of the NB(m, v) path: sqrt(2 KL)/h by summation over counts."""
+    model, idata, x, b = _poisson(rng, n=4)
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    assert out.attrs["family"] == "negative_binomial"
+
+    def matched(points):
+        lam = np.exp(0.5 + b @ points.T)
+        m, v = lam.mean(0), lam.mean(0) + lam.var(0)
+        alpha = m**2 / (v - m)
+        return stats.nbinom(alpha[:, None], (alpha / (alpha + m))[:, None])
+
+    h = 1e-4
+    counts = np.arange(200)
+    base = matched(x).pmf(counts)
+    for d in range(2):
+        shifted = matched(x + h * np.eye(2)[d]).pmf(counts)
+        kl = np.sum(base * np.log(base / shifted), axis=1)
+        np.testing.assert_allclose(out["rsens"].values[:, d], np.sqrt(2 * kl) / h, rtol=2e-3)
+
+
+def test_explicit_interaction_term_per_draw(rng):
+    n = 20
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    sigma = 0.7
+    with pm.Model() as model:
+        d1, d2 = pm.Data("x1", x1), pm.Data("x2", x2)
+        b = pm.Normal("b", shape=3)
+        pm.Normal("y", mu=b[0] * d1 + b[1] * d2 + b[2] * d1 * d2, sigma=sigma, observed=x1)
+    b_draws = rng.normal(size=(1, 30, 3))
+    idata = posterior({"b": b_draws})
+    out = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, progressbar=False)
+    out = out["sensitivity"]
+    assert list(out["feature"].values) == ["x1", "x2"]
+    b12 = np.abs(b_draws[0, :, 2])
+    r2 = out["rsens2"].values[0]
+    np.testing.assert_allclose(r2[:, :, 0, 1], np.repeat(b12[:, None], n, 1) / sigma, rtol=1e-10)
+    np.testing.assert_allclose(r2[:, :, 1, 0], r2[:, :, 0, 1])
+    np.testing.assert_allclose(r2[:, :, 0, 0], 0, atol=1e-12)
+    # first order: ∂μ/∂x1 = b1 + b12 x2
+    expected = np.abs(b_draws[0, :, 0, None] + b_draws[0, :, 2, None] * x2) / sigma
+    np.testing.assert_allclose(out["rsens"].values[0, :, :, 0], expected, rtol=1e-10)
+
+
+def test_heteroscedastic_normal_pins_the_mean_variance_parametrization(rng):
+    """σ = exp(γx): per draw R-sens² = β²/v + 2γ², R-sens2 = 2√2 γ² in (mean, variance)
+    (it would be √2 γ² in (mean, sd))."""
+    x = rng.normal(size=15)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        beta = pm.Normal("beta")
+        gamma = pm.Normal("gamma")
+        pm.Normal("y", mu=beta * xd, sigma=pm.math.exp(gamma * xd), observed=x)
+    draws = {"beta": rng.normal(size=(1, 10)), "gamma": rng.normal(0, 0.5, size=(1, 10))}
+    out = pm_sens.sensitivity(
+        posterior(draws), model, mode="draw", interactions=True, progressbar=False
+    )["sensitivity"]
+    b, g = draws["beta"][0][:, None], draws["gamma"][0][:, None]
+    v = np.exp(2 * g * x)
+    np.testing.assert_allclose(out["rsens"].values[0, :, :, 0], np.sqrt(b**2 / v + 2 * g**2))
+    np.testing.assert_allclose(
+        out["rsens2"].values[0, :, :, 0, 0], np.broadcast_to(2 * np.sqrt(2) * g**2, (10, 15))
+    )
+
+
+@pytest.mark.parametrize("mode", ["moment", "draw"])
+def test_alpha_scales_by_its_square_root(rng, mode):
+    model, idata, *_ = _logistic(rng)
+    one = pm_sens.sensitivity(
+        idata, model, mode=mode, progressbar=False, extend_inferencedata=False
+    )
+    two = pm_sens.sensitivity(
+        idata, model, mode=mode, alpha=2.5, progressbar=False, extend_inferencedata=False
+    )
+    np.testing.assert_allclose(
+        two["sensitivity"]["rsens"].values, np.sqrt(2.5) * one["sensitivity"]["rsens"].values
+    )
+    assert two["sensitivity"].attrs["alpha"] == 2.5
