@@ -1,0 +1,149 @@
+"""Bad input: each error names the argument, the value and what is valid,
+and is raised before any graph is compiled."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pm_sens
+from pm_sens import api
+from tests.conftest import posterior
+
+
+@pytest.fixture
+def setup(rng):
+    n = 12
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"obs": range(n)}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        group = pm.Data("group", np.arange(n) % 3)
+        b = pm.Normal("b", shape=2)
+        a = pm.Normal("a", shape=3)
+        pm.Normal("y", mu=a[group] + xd @ b, sigma=1.0, observed=x[:, 0], dims="obs")
+    idata = posterior({"b": rng.normal(size=(1, 8, 2)), "a": rng.normal(size=(1, 8, 3))})
+    return model, idata, x
+
+
+def _raises(setup, match, **kwargs):
+    model, idata, _ = setup
+    with pytest.raises((ValueError, TypeError), match=match):
+        pm_sens.sensitivity(idata, model, progressbar=False, **kwargs)
+    predictive = api._PREDICTIVES.get(model, {}).get(kwargs.get("var_name"))
+    assert predictive is None or not predictive.compiled, "compiled before validating"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"var_name": "z"}, r"var_name='z' is not an observed variable.*valid: \['y'\]"),
+        ({"inputs": "nope"}, r"inputs='nope' is not a data container.*valid: \['X'\]"),
+        ({"inputs": ["group"]}, r"inputs='group' is an integer container.*valid: \['X'\]"),
+        ({"alpha": 0}, r"alpha=0 is not valid; it must be a finite number > 0"),
+        ({"alpha": -1.5}, r"alpha=-1.5 is not valid"),
+        ({"mode": "mean"}, r"mode='mean' is not valid; valid: \['moment', 'draw'\]"),
+        ({"method": "shap"}, r"method='shap' is not valid; valid: \['rsens'\]"),
+        ({"family": "weibull"}, r"family='weibull' is not a known family; valid: \["),
+        ({"family": "gamma"}, r"family='gamma' does not fit the normal likelihood.*valid: \["),
+        ({"mode": "draw", "family": "normal"}, r"family='normal' is not valid with mode='draw'"),
+        ({"num_draws": 0}, r"num_draws=0 is not valid"),
+        ({"interactions": "yes"}, r"interactions='yes' is not valid"),
+        ({"points": [1, 2]}, r"points=list is not valid"),
+        ({"points": {"Z": np.ones((3, 2))}}, r"points has unknown name\(s\) \['Z'\]"),
+        ({"points": {"X": np.ones((3, 5))}}, r"points\['X'\] has shape \(3, 5\); expected"),
+        ({"points": {"X": np.ones(3)}}, r"points\['X'\] has shape \(3,\)"),
+        (
+            {"points": {"X": np.full((12, 2), np.nan)}},
+            r"points\['X'\] has 24 non-finite value\(s\)",
+        ),
+        (
+            {"points": {"X": np.ones((5, 2))}},
+            r"points give 5 rows but \['group'\] still hold",
+        ),
+        (
+            {"points": {"X": np.ones((5, 2)), "group": np.zeros(4, int)}},
+            r"points have different numbers of rows",
+        ),
+        ({"predictive": "normal"}, r"predictive=str is not valid"),
+    ],
+)
+def test_bad_arguments(setup, kwargs, match):
+    _raises(setup, match, **kwargs)
+
+
+def test_posterior_missing_a_free_variable(setup, rng):
+    model, _, _ = setup
+    idata = posterior({"b": rng.normal(size=(1, 8, 2))})
+    with pytest.raises(ValueError, match=r"idata.posterior lacks \['a'\].*holds \['b'\]"):
+        pm_sens.sensitivity(idata, model, progressbar=False)
+
+
+def test_posterior_with_wrong_shape(setup, rng):
+    model, _, _ = setup
+    idata = posterior({"b": rng.normal(size=(1, 8, 3)), "a": rng.normal(size=(1, 8, 3))})
+    with pytest.raises(ValueError, match=r"posterior\['b'\] has shape \(3,\).*shape \(2,\)"):
+        pm_sens.sensitivity(idata, model, progressbar=False)
+
+
+def test_no_posterior_group(setup):
+    model, _, _ = setup
+    with pytest.raises(ValueError, match=r"idata=dict has no 'posterior' group"):
+        pm_sens.sensitivity({}, model, progressbar=False)
+
+
+def test_model_without_observed_variable():
+    with pm.Model() as model:
+        pm.Normal("a")
+    with pytest.raises(ValueError, match="model has no observed random variable"):
+        pm_sens.sensitivity(posterior({"a": np.zeros((1, 2))}), model, progressbar=False)
+
+
+def test_several_observed_variables_need_var_name(rng):
+    with pm.Model() as model:
+        x = pm.Data("x", rng.normal(size=5))
+        b = pm.Normal("b")
+        pm.Normal("y1", b * x, 1, observed=np.zeros(5))
+        pm.Normal("y2", b * x, 1, observed=np.zeros(5))
+    with pytest.raises(ValueError, match=r"several observed variables \['y1', 'y2'\]"):
+        pm_sens.sensitivity(posterior({"b": np.zeros((1, 2))}), model, progressbar=False)
+
+
+def test_inputs_not_in_pm_data(rng):
+    x = rng.normal(size=5)
+    with pm.Model() as model:
+        b = pm.Normal("b")
+        pm.Normal("y", b * x, 1, observed=np.zeros(5))
+    with pytest.raises(ValueError, match="depend on no float pm.Data container"):
+        pm_sens.sensitivity(posterior({"b": np.zeros((1, 2))}), model, progressbar=False)
+
+
+def test_moment_mode_needs_finite_variance(rng):
+    x = rng.normal(size=6)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.StudentT("y", nu=1.5, mu=b * xd, sigma=1, observed=x)
+    with pytest.raises(ValueError, match="variance is not finite and positive"):
+        pm_sens.sensitivity(posterior({"b": np.ones((1, 3))}), model, progressbar=False)
+
+
+def test_inputs_standardized_inside_the_model_break_locality(rng):
+    x = rng.normal(size=10)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        z = (xd - xd.mean()) / xd.std()
+        pm.Normal("y", b * z, 1, observed=x)
+    with pytest.raises(ValueError, match=r"depend on the inputs \['x'\] of other points.*outside"):
+        pm_sens.sensitivity(posterior({"b": np.ones((1, 3))}), model, progressbar=False)
+
+
+def test_nothing_of_the_user_is_mutated(setup):
+    model, idata, x = setup
+    before = {k: idata[k].to_dataset().copy(deep=True) for k in idata.children}
+    pm_sens.sensitivity(idata, model, points={"X": x[:12] + 1.0}, progressbar=False)
+    np.testing.assert_array_equal(model["X"].get_value(), x)
+    assert set(idata.children) == {*before, "sensitivity"}
+    for k, ds in before.items():
+        assert idata[k].to_dataset().identical(ds)
+    new = pm_sens.sensitivity(idata, model, progressbar=False, extend_inferencedata=False)
+    assert set(new.children) == {"sensitivity"}
