@@ -175,18 +175,19 @@ def _moment_mode(compiled, points, draws, family, alpha, order, chunk, advance):
 
 
 def _draw_information(predictive):
+    """The per-draw Fisher information function and how exact it is."""
     family = predictive.likelihood.draw_family
     if family is None:
-        return GenericFisher(predictive.likelihood.op)
-    return family.fisher_information
+        generic = GenericFisher(predictive.likelihood.op)
+        return generic, f"approximate: {generic.method}"
+    return family.fisher_information, "exact"
 
 
-def _draw_mode(predictive, compiled, points, draws, alpha, order, chunk, advance):
+def _draw_mode(compiled, points, draws, fisher, alpha, order, chunk, advance):
     n, d = points.n_points, len(points.features)
     result = {"rsens": np.empty((draws.count, n, d))}
     if order == 2:
         result["rsens2"] = np.empty((draws.count, n, d, d))
-    fisher = _draw_information(predictive)
     varying = compiled.varying
     for start in range(0, draws.count, chunk):
         values = [v[start : start + chunk] for v in draws.values]
@@ -336,8 +337,10 @@ def sensitivity(
     with progress_bar(f"R-sens ({mode})", draws.count, progressbar) as advance:
         if mode == "moment":
             result = _moment_mode(compiled, pts, draws, matched, alpha, order, chunk, advance)
+            fisher_note = "exact"
         else:
-            result = _draw_mode(predictive, compiled, pts, draws, alpha, order, chunk, advance)
+            fisher, fisher_note = _draw_information(predictive)
+            result = _draw_mode(compiled, pts, draws, fisher, alpha, order, chunk, advance)
 
     attrs = {
         "method": methods + (["rsens2"] if order == 2 else []),
@@ -347,7 +350,7 @@ def sensitivity(
         "likelihood": predictive.family,
         "var_name": predictive.var_name or "",
         "parametrization": "mean-variance",
-        "fisher": "exact" if mode == "moment" or predictive.exact_fisher else "approximate",
+        "fisher": fisher_note,
         "num_draws": draws.count,
         "pm_sens_version": __version__,
     }

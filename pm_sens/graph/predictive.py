@@ -101,11 +101,6 @@ class Predictive:
         ]
         return dict(zip(names, self.parameter_list, strict=True))
 
-    @property
-    def exact_fisher(self) -> bool:
-        """False when the Fisher information comes from the generic score estimate."""
-        return self.likelihood.draw_family is not None
-
     @classmethod
     def from_observed(cls, model, var_name=None):
         """Read the predictive of an observed variable of ``model``.
