@@ -30,10 +30,13 @@ class CompiledPredictive:
 
     - mode ``"moment"``: ``phi`` (N, M) chunk moments (class probabilities or
       mean, then the chunk's mixture variance when ``uses_variance``),
-      ``jac`` (N, M, D), and with ``order=2`` ``hess`` (N, M, D, D);
+      with ``order >= 1`` ``jac`` (M, N, D), with ``order=2`` ``hess`` (M, N, D, D);
     - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters, ``jac``
-      (S, N, V, D) and ``hess`` (S, N, V, D, D) for the V components listed
+      (V, S, N, D) and ``hess`` (V, S, N, D, D) for the V components listed
       in ``varying``;
+
+    (derivatives put the parameter axis first, so each parameter's slice is
+    contiguous for the quadratic forms of `pm_sens.measures.rsens`);
     - ``fixed``: parameters held fixed by the family (Binomial ``n``).
     """
 
@@ -49,7 +52,7 @@ class CompiledPredictive:
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         outputs = self.function(*data_values, *draw_values)
-        names = ["phi", "jac"] + (["hess"] if self.order == 2 else []) + self.fixed_names
+        names = ["phi", "jac", "hess"][: self.order + 1] + self.fixed_names
         result = dict(zip(names, outputs, strict=True))
         result["fixed"] = {n: result.pop(n) for n in self.fixed_names}
         return result
@@ -82,8 +85,10 @@ def _split_components(expr, n_classes):
 
 
 def _derivatives(components, wrts, one_dimensional, n_features, order):
+    if order == 0:
+        return []
     jac = [_point_gradient(c, wrts, one_dimensional) for c in components]
-    out = [pt.stack(jac, axis=-2)]
+    out = [pt.stack(jac)]
     if order == 2:
         hess = [
             pt.stack(
@@ -92,7 +97,7 @@ def _derivatives(components, wrts, one_dimensional, n_features, order):
             )
             for j in jac
         ]
-        out.append(pt.stack(hess, axis=-3))
+        out.append(pt.stack(hess))
     return out
 
 

@@ -27,26 +27,23 @@ class MixtureMoments:
         self.phi = self.jac = self.hess = None
 
     def add(self, count, phi, jac, hess=None):
-        """Merge a chunk of ``count`` draws: phi (N, M), jac (N, M, D), hess (N, M, D, D)."""
+        """Merge a chunk of ``count`` draws: phi (N, M), jac (M, N, D), hess (M, N, D, D)."""
         if self.count == 0:
             self.count, self.phi, self.jac, self.hess = count, phi, jac, hess
             return
         total = self.count + count
         wa, wb = self.count / total, count / total
         delta = phi[..., 0] - self.phi[..., 0]
-        d_delta = jac[:, 0] - self.jac[:, 0]
+        d_delta = jac[0] - self.jac[0]
         new_phi = wa * self.phi + wb * phi
         new_jac = wa * self.jac + wb * jac
         new_hess = None if hess is None else wa * self.hess + wb * hess
         if self.uses_variance:
             cross = wa * wb
             new_phi[..., -1] += cross * delta**2
-            new_jac[:, -1] += 2 * cross * delta[:, None] * d_delta
+            new_jac[-1] += 2 * cross * delta[:, None] * d_delta
             if hess is not None:
-                dd_delta = hess[:, 0] - self.hess[:, 0]
-                new_hess[:, -1] += (
-                    2
-                    * cross
-                    * (d_delta[:, :, None] * d_delta[:, None, :] + delta[:, None, None] * dd_delta)
-                )
+                dd_delta = hess[0] - self.hess[0]
+                outer = d_delta[:, :, None] * d_delta[:, None, :]
+                new_hess[-1] += 2 * cross * (outer + delta[:, None, None] * dd_delta)
         self.count, self.phi, self.jac, self.hess = total, new_phi, new_jac, new_hess

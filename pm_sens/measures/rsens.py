@@ -8,9 +8,28 @@
 import numpy as np
 
 
-def _sqrt_quadratic_form(quadratic, alpha):
+def _quadratic_form(derivatives, info, trailing):
+    """``Σ_mk D_m I_mk D_k`` for derivatives (M, ..., *trailing) and info (..., M, M).
+
+    M is small (1–3, or the number of classes): summing the M(M+1)/2 terms of
+    the symmetric form elementwise beats a batched matrix product.
+    """
+    expand = (Ellipsis,) + (None,) * trailing
+    total = np.zeros(derivatives.shape[1:])
+    term = np.empty_like(total)
+    for m in range(info.shape[-1]):
+        for k in range(m, info.shape[-1]):
+            np.multiply(derivatives[m], derivatives[k], out=term)
+            term *= info[..., m, k][expand] * (1 if k == m else 2)
+            total += term
+    return total
+
+
+def _scaled_sqrt(quadratic, alpha):
     # round-off can leave tiny negatives where the form is 0
-    return np.sqrt(alpha * np.clip(quadratic, 0, None))
+    np.maximum(quadratic, 0, out=quadratic)
+    quadratic *= alpha
+    return np.sqrt(quadratic, out=quadratic)
 
 
 def rsens_local(jac, info, alpha=1.0):
@@ -18,10 +37,10 @@ def rsens_local(jac, info, alpha=1.0):
 
     Parameters
     ----------
-    jac : ndarray, shape (..., M, D)
+    jac : ndarray, shape (M, ..., D)
         Derivatives of the M parameters with respect to the D features.
     info : ndarray, shape (..., M, M)
-        Fisher information of the parameters.
+        Fisher information of the parameters (symmetric).
     alpha : float
         Rényi order; the measure scales as ``sqrt(alpha)``.
 
@@ -29,7 +48,7 @@ def rsens_local(jac, info, alpha=1.0):
     -------
     ndarray, shape (..., D)
     """
-    return _sqrt_quadratic_form(np.einsum("...md,...mk,...kd->...d", jac, info, jac), alpha)
+    return _scaled_sqrt(_quadratic_form(jac, info, trailing=1), alpha)
 
 
 def rsens2_local(hess, info, alpha=1.0):
@@ -37,10 +56,10 @@ def rsens2_local(hess, info, alpha=1.0):
 
     Parameters
     ----------
-    hess : ndarray, shape (..., M, D, D)
+    hess : ndarray, shape (M, ..., D, D)
         Second derivatives of the M parameters.
     info : ndarray, shape (..., M, M)
-        Fisher information of the parameters.
+        Fisher information of the parameters (symmetric).
     alpha : float
         Rényi order.
 
@@ -48,5 +67,4 @@ def rsens2_local(hess, info, alpha=1.0):
     -------
     ndarray, shape (..., D, D), symmetric
     """
-    quadratic = np.einsum("...mde,...mk,...kde->...de", hess, info, hess)
-    return _sqrt_quadratic_form(quadratic, alpha)
+    return _scaled_sqrt(_quadratic_form(hess, info, trailing=2), alpha)

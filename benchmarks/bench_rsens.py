@@ -1,0 +1,172 @@
+"""R-sens cost against one vectorized forward evaluation, measured in one run.
+
+Run: .venv/bin/python benchmarks/bench_rsens.py [--quick]
+
+Prints, per model, the time of R-sens (moment and draw mode) and R-sens2 divided
+by the time of one forward evaluation of the likelihood parameters over the
+same draws and points (the same vectorized graph without derivatives), the
+first-call overhead (graph build + compile), and the peak memory of a large
+moment-mode call measured in a fresh process.
+"""
+
+import argparse
+import subprocess
+import sys
+import time
+
+import arviz_base as azb
+import numpy as np
+import pymc as pm
+
+import pm_sens
+from pm_sens import api
+from pm_sens._points import resolve_inputs, resolve_points
+from pm_sens._posterior import posterior_draws
+from pm_sens.graph.engine import required_free_rvs
+
+
+def logistic_glm(rng, n, d):
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        a = pm.Normal("a")
+        pm.Bernoulli("y", logit_p=a + xd @ b, observed=rng.integers(0, 2, n))
+    return model
+
+
+def heteroscedastic_normal(rng, n, d):
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        g = pm.Normal("g", shape=d)
+        pm.Normal("y", mu=xd @ b, sigma=pm.math.exp(0.1 * (xd @ g)), observed=x[:, 0])
+    return model
+
+
+def fake_posterior(model, rng, chains, draws):
+    shapes = model.eval_rv_shapes()
+    post = {
+        rv.name: 0.3 * rng.normal(size=(chains, draws, *shapes[rv.name])) for rv in model.free_RVs
+    }
+    return azb.from_dict({"posterior": post})
+
+
+def forward_seconds(model, idata, repeats):
+    """One vectorized forward evaluation of the per-draw parameters (no derivatives)."""
+    predictive = api._predictive_for(model, None)
+    inputs, variables, n = resolve_inputs(predictive, model, None)
+    points = resolve_points(model, predictive, inputs, variables, n, None)
+    draws = posterior_draws(idata, model, required_free_rvs(predictive, model))
+    compiled = api._compiled(predictive, model, inputs, points, draws, "draw", 0, False)
+    data = api._data_for_chunk(compiled, points, draws.count)
+    return best_of(lambda: compiled(data, draws.values), repeats)
+
+
+def best_of(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def ratios(name, build, rng, chains, draws, n, d, repeats):
+    model = build(rng, n, d)
+    idata = fake_posterior(model, rng, chains, draws)
+    start = time.perf_counter()
+    pm_sens.sensitivity(idata, model, progressbar=False)
+    first = time.perf_counter() - start
+    forward = forward_seconds(model, idata, repeats)
+
+    def run(**kw):
+        return best_of(lambda: pm_sens.sensitivity(idata, model, progressbar=False, **kw), repeats)
+
+    moment = run()
+    print(f"\n{name}: S={chains * draws} draws, N={n} points, D={d} features")
+    print(f"  forward evaluation                  {forward:8.3f} s   (baseline)")
+    print(
+        f"  R-sens, moment mode                 {moment:8.3f} s   {moment / forward:6.2f}x forward"
+    )
+    draw = run(mode="draw")
+    print(f"  R-sens, draw mode                   {draw:8.3f} s   {draw / forward:6.2f}x forward")
+    second = run(interactions=True)
+    print(
+        f"  R-sens + R-sens2, moment mode       {second:8.3f} s   {second / forward:6.2f}x forward"
+        f"   (target <= D+2 = {d + 2})"
+    )
+    print(
+        f"  first call (build + compile + run)  {first:8.3f} s   overhead {first - moment:.3f} s"
+    )
+
+
+PEAK_CODE = """
+import sys, threading, time, numpy as np
+sys.path.insert(0, "benchmarks")
+from bench_rsens import heteroscedastic_normal, fake_posterior
+import pm_sens
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+rng = np.random.default_rng(0)
+S, N, D = {s}, {n}, {d}
+model = heteroscedastic_normal(rng, N, D)
+idata = fake_posterior(model, rng, 4, S // 4)
+pm_sens.sensitivity(idata, model, progressbar=False, num_draws=8)  # compile first
+base, peak, done = rss(), [0], []
+
+def watch():
+    while not done:
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.002)
+
+thread = threading.Thread(target=watch)
+thread.start()
+pm_sens.sensitivity(idata, model, progressbar=False)
+done.append(1)
+thread.join()
+print(base / 2**30, peak[0] / 2**30)
+"""
+
+
+def peak_memory(s, n, d):
+    """Resident memory sampled every 2 ms during one call, in a fresh process."""
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_CODE.format(s=s, n=n, d=d)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    base, peak = map(float, out.stdout.split()[-2:])
+    print(f"\npeak memory, moment mode, S={s}, N={n}, D={d} (heteroscedastic Normal)")
+    print(f"  resident before the call {base:.2f} GB, peak during the call {peak:.2f} GB")
+    print(f"  added by pm_sens.sensitivity: {peak - base:.2f} GB   (target <= 1.5 GB)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    if args.quick:
+        sizes, repeats, peak = dict(chains=2, draws=100, n=200, d=4), 2, (400, 2000, 5)
+    else:
+        sizes, repeats, peak = dict(chains=4, draws=1000, n=1000, d=10), 3, (4000, 20000, 20)
+    ratios("logistic GLM (one parameter)", logistic_glm, rng, **sizes, repeats=repeats)
+    ratios(
+        "Normal, sigma depends on x (two parameters)",
+        heteroscedastic_normal,
+        rng,
+        **sizes,
+        repeats=repeats,
+    )
+    peak_memory(*peak)
+
+
+if __name__ == "__main__":
+    main()
