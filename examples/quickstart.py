@@ -10,7 +10,6 @@ Run: bash scripts/quickstart.sh   (or .venv/bin/python examples/quickstart.py)
 """
 
 import numpy as np
-import pandas as pd
 import pymc as pm
 
 import pm_sens
@@ -45,17 +44,15 @@ def main():
     x, y = generate(rng)
     model = build_model(x, y)
     with model:
-        idata = pm.sample(draws=500, tune=500, chains=2, random_seed=42)
+        idata = pm.sample(draws=1000, tune=1000, chains=4, random_seed=42)
 
     idata = pm_sens.sensitivity(idata, model, interactions=True)
     print("\nMoment-matched posterior predictive (the papers' setting):")
-    with pd.option_context("display.width", 120, "display.precision", 3):
-        print(pm_sens.summary(idata).to_string(index=False))
+    print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
 
     idata = pm_sens.sensitivity(idata, model, mode="draw")
     print("\nPer posterior draw: posterior mean and 89% interval of each input's importance")
-    with pd.option_context("display.width", 120, "display.precision", 3):
-        print(pm_sens.summary(idata).to_string(index=False))
+    print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
 
 
 if __name__ == "__main__":
