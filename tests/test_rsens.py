@@ -207,3 +207,18 @@ def test_alpha_scales_by_its_square_root(rng, mode):
         two["sensitivity"]["rsens"].values, np.sqrt(2.5) * one["sensitivity"]["rsens"].values
     )
     assert two["sensitivity"].attrs["alpha"] == 2.5
+
+
+def test_saturated_probabilities_give_zero_not_nan(rng):
+    """A logit of 40 rounds p to 1.0: sensitivity is 0 there, not 0·∞ = nan."""
+    x = np.array([0.0, 40.0, -800.0])
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Bernoulli("y", logit_p=b * xd, observed=[0, 1, 0])
+    idata = posterior({"b": np.ones((1, 3))})
+    for mode in ("moment", "draw"):
+        out = pm_sens.sensitivity(idata, model, mode=mode, progressbar=False)["sensitivity"]
+        values = out["rsens"].values.reshape(-1, 3)
+        np.testing.assert_allclose(values[:, 0], 0.5)  # |b| sqrt(p(1-p)) at p = 1/2
+        np.testing.assert_array_equal(values[:, 1:], 0.0)

@@ -38,6 +38,23 @@ class Family:
         return self.parameters == ("mean", "variance")
 
 
+_TINY = np.finfo(float).tiny
+
+
+def clip_probability(p):
+    """Keep probabilities that round to 0 or 1 off the boundary.
+
+    A saturated probability has zero derivative too (e.g. ``∂p = βp(1−p)``);
+    clipping turns ``0 · ∞`` into the limit 0 instead of nan.
+    """
+    return np.clip(p, _TINY, 1 - np.finfo(float).epsneg)
+
+
+def clip_positive(x):
+    """Keep a rate or mean that underflowed to 0 positive (see `clip_probability`)."""
+    return np.maximum(x, _TINY)
+
+
 def stack_matrix(rows):
     """Stack nested lists of broadcastable arrays into a ``(..., M, M)`` array."""
     arrays = [np.broadcast_arrays(*row) for row in rows]

@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from pm_sens.families._base import Family
+from pm_sens.families._base import Family, clip_probability
 
 
 def fisher_information(phi, n):
     """Fisher information of p: ``n/(p(1−p))``."""
-    p = phi[..., :1]
+    p = clip_probability(phi[..., :1])
     return (np.asarray(n)[..., None] / (p * (1 - p)))[..., None]
 
 

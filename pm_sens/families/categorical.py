@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pm_sens.families._base import Family
+from pm_sens.families._base import Family, clip_probability
 
 
 def fisher_information(phi):
@@ -11,7 +11,7 @@ def fisher_information(phi):
     Then ``JᵀIJ = Σ_k (∂p_k)²/p_k``; derivatives along the simplex have
     ``Σ_k ∂p_k = 0``, which this form respects.
     """
-    return np.eye(phi.shape[-1]) / phi[..., None, :]
+    return np.eye(phi.shape[-1]) / clip_probability(phi[..., None, :])
 
 
 FAMILY = Family("categorical", "categorical", ("p",), fisher_information)
