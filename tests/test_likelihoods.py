@@ -145,3 +145,38 @@ def test_moment_mode_matches_finite_difference_kl_of_the_matched_family(name):
 
     expected = [_fd_rsens(lambda xx: matched(xx), x) for x in X]
     np.testing.assert_allclose(out["rsens"].values[:, 0], expected, rtol=2e-4)
+
+
+def test_categorical_and_binomial_moment_modes_use_the_mean_probabilities():
+    """Mixtures of categoricals (binomials with fixed n) are categorical (binomial)
+    with the averaged probabilities: R-sens² = Σ_k (∂p̄_k)²/p̄_k (times n)."""
+    idata = posterior({"b": B[None]})
+    out = pm_sens.sensitivity(idata, _model("categorical"), progressbar=False)["sensitivity"]
+    z = np.stack([B[:, None] * X, -B[:, None] * X, 0.5 * np.broadcast_to(X, (2, 3))], -1)
+    p = np.exp(z) / np.exp(z).sum(-1, keepdims=True)  # (S, N, K)
+    dz = np.stack(
+        [np.broadcast_to(B[:, None], (2, 3)), -B[:, None] + 0 * X, 0.5 + 0 * z[..., 0]], -1
+    )
+    dp = p * (dz - (p * dz).sum(-1, keepdims=True))
+    expected = np.sqrt((dp.mean(0) ** 2 / p.mean(0)).sum(-1))
+    np.testing.assert_allclose(out["rsens"].values[:, 0], expected, rtol=1e-10)
+
+    out = pm_sens.sensitivity(idata, _model("binomial"), progressbar=False)["sensitivity"]
+    p = special.expit(B[:, None] * X)
+    dp = (p * (1 - p) * B[:, None]).mean(0)
+    expected = np.sqrt(6 * dp**2 / (p.mean(0) * (1 - p.mean(0))))
+    np.testing.assert_allclose(out["rsens"].values[:, 0], expected, rtol=1e-10)
+    assert out.attrs["family"] == "binomial"
+
+
+def test_feature_labels_with_several_containers(rng):
+    with pm.Model(coords={"col": ["a", "b"]}) as model:
+        xd = pm.Data("X", rng.normal(size=(5, 2)), dims=("obs", "col"))
+        zd = pm.Data("z", rng.normal(size=5), dims="obs")
+        b = pm.Normal("b", shape=3)
+        pm.Normal("y", mu=xd @ b[:2] + b[2] * zd, sigma=1.0, observed=np.zeros(5), dims="obs")
+    out = pm_sens.sensitivity(
+        posterior({"b": rng.normal(size=(1, 4, 3))}), model, progressbar=False
+    )
+    assert list(out["sensitivity"]["feature"].values) == ["X[a]", "X[b]", "z"]
+    assert out["sensitivity"]["rsens"].dims == ("obs", "feature")
