@@ -20,6 +20,35 @@ class PointSet:
     features: list  # feature labels, in the order of the derivative columns
 
 
+def feature_matrix(values, inputs):
+    """The differentiated inputs as one (N, D) matrix, columns in feature order."""
+    return np.concatenate([np.reshape(values[v], (np.shape(values[v])[0], -1)) for v in inputs], 1)
+
+
+def values_at(points, inputs, rows):
+    """Data values for stacked copies of the points whose features are ``rows``.
+
+    ``rows`` is (R·N, D): R blocks of the N points with new feature values. The
+    inputs take their columns from it; other per-point variables are tiled R
+    times; variables without a row per point keep their values.
+    """
+    copies = len(rows) // points.n_points
+    values = {}
+    for var, value in points.values.items():
+        if np.ndim(value) and np.shape(value)[0] == points.n_points:
+            values[var] = np.concatenate([value] * copies)
+        else:
+            values[var] = value
+    start = 0
+    for var in inputs:
+        value = points.values[var]
+        width = 1 if np.ndim(value) == 1 else np.shape(value)[1]
+        block = rows[:, start : start + width]
+        values[var] = (block[:, 0] if np.ndim(value) == 1 else block).astype(value.dtype)
+        start += width
+    return values
+
+
 def _current_value(var):
     return var.get_value() if hasattr(var, "get_value") else None
 

@@ -1,14 +1,18 @@
-"""`sensitivity`: R-sens and R-sens2 of a fitted PyMC model, into its DataTree."""
-
-import weakref
+"""`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
 import numpy as np
 import xarray as xr
 
 from pm_sens import families
-from pm_sens._points import resolve_inputs, resolve_points
-from pm_sens._posterior import posterior_draws
-from pm_sens._progress import progress_bar
+from pm_sens._points import feature_matrix, values_at
+from pm_sens._runner import (
+    check_locality,
+    compiled_for,
+    draw_pass,
+    make_context,
+    moment_pass,
+    per_draw_shape,
+)
 from pm_sens._validate import (
     as_name_list,
     check_bool,
@@ -17,26 +21,17 @@ from pm_sens._validate import (
     check_positive,
 )
 from pm_sens._version import __version__
-from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.generic_fisher import GenericFisher
-from pm_sens.graph.predictive import Predictive
-from pm_sens.measures.mixture import MixtureMoments
+from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
+from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
 from pm_sens.measures.rsens import rsens2_local, rsens_local
+from pm_sens.measures.var import conditional_points, var_sensitivity
 
-METHODS = ("rsens",)
+METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
+MEAN_METHODS = ("var", "ead", "aed", "eah", "aeh")
 MODES = ("moment", "draw")
 #: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
 DEFAULT_MEMORY_LIMIT = 1e9
-
-_PREDICTIVES = weakref.WeakKeyDictionary()
-
-
-def _predictive_for(model, var_name):
-    """`Predictive.from_observed`, reused across calls so compiled graphs are too."""
-    per_model = _PREDICTIVES.setdefault(model, {})
-    if var_name not in per_model:
-        per_model[var_name] = Predictive.from_observed(model, var_name)
-    return per_model[var_name]
 
 
 def _matched_family(predictive, mode, family):
@@ -47,7 +42,7 @@ def _matched_family(predictive, mode, family):
                 f"family={family!r} is not valid with mode='draw': the per-draw family is "
                 f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
             )
-        return None
+        return likelihood.draw_family
     if likelihood.moments is None:
         raise ValueError(
             f"mode='moment' needs the mean and variance of the {likelihood.name!r} "
@@ -71,81 +66,13 @@ def _check_methods(method, interactions):
     methods = as_name_list("method", method)
     for m in methods:
         check_choice("method", m, METHODS)
-    return methods
-
-
-def _bytes_per_draw(n_points, n_features, n_components, mode, order):
-    """Rough working memory of one draw: parameters, derivatives and temporaries."""
-    per_point = (n_components + 1) * (n_features + 4) * (1 + (order - 1) * n_features)
-    return 8 * n_points * per_point * (4 if mode == "draw" else 2)
-
-
-def _compiled(predictive, model, inputs, points, draws, mode, order, uses_variance):
-    key = (
-        mode,
-        order,
-        uses_variance,
-        tuple(v.name for v in inputs),
-        tuple((v.name, np.shape(points.values[v])[1:]) for v in points.values),
-        tuple(np.shape(v)[1:] for v in draws.values),
-    )
-    if key not in predictive.compiled:
-        predictive.compiled[key] = compile_predictive(
-            predictive,
-            model,
-            inputs,
-            points.values,
-            draws.values,
-            mode=mode,
-            order=order,
-            uses_variance=uses_variance,
-        )
-    return predictive.compiled[key]
-
-
-def _data_for_chunk(compiled, points, n_draws):
-    """Data arrays in the compiled order; differentiated inputs get a draw axis in draw mode."""
-    out = []
-    for var in compiled.data_variables:
-        value = points.values[var]
-        if compiled.mode == "draw" and var in compiled.inputs:
-            value = np.broadcast_to(value, (n_draws, *np.shape(value)))
-        out.append(value)
-    return out
-
-
-def _check_locality(compiled, points, draws):
-    """Perturb one row of the inputs; no other point's parameters may move."""
-    n = points.n_points
-    if n < 2:
-        return
-    first = [v[:1] for v in draws.values]
-    base = compiled(_data_for_chunk(compiled, points, 1), first)["phi"]
-    for row in sorted({0, n // 2}):
-        data = []
-        for var, value in zip(
-            compiled.data_variables, _data_for_chunk(compiled, points, 1), strict=True
-        ):
-            if var in compiled.inputs:
-                value = np.array(value, dtype=float)
-                index = (
-                    (Ellipsis, row)
-                    if np.ndim(points.values[var]) == 1
-                    else (Ellipsis, row, slice(None))
-                )
-                value[index] += 1e-3 * (np.abs(value[index]) + 1)
-            data.append(value)
-        moved = compiled(data, first)["phi"]
-        others = np.arange(n) != row
-        if not np.allclose(moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12):
-            names = [v.name for v in compiled.inputs]
-            raise ValueError(
-                f"the predictions at one point depend on the inputs {names} of other points "
-                f"(changing row {row} moved the parameters at other rows), so per-point "
-                "derivatives are not defined. Common causes: inputs standardized or centred "
-                "inside the model (do it outside, on the data), or a model coupling rows such "
-                "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
-            )
+    second = [m for m in methods if m in ("eah", "aeh")]
+    if second and not interactions:
+        raise ValueError(f"method={second} needs interactions=True (they are second-order)")
+    if interactions:
+        implied = {"rsens": "rsens2", "ead": "eah", "aed": "aeh"}
+        methods += [implied[m] for m in methods if m in implied]
+    return list(dict.fromkeys(methods))
 
 
 def _check_matched(phi, family):
@@ -157,23 +84,6 @@ def _check_matched(phi, family):
         )
 
 
-def _moment_mode(compiled, points, draws, family, alpha, order, chunk, advance):
-    moments = MixtureMoments(family.uses_variance)
-    fixed = {}
-    for start in range(0, draws.count, chunk):
-        values = [v[start : start + chunk] for v in draws.values]
-        out = compiled(_data_for_chunk(compiled, points, len(values[0])), values)
-        moments.add(len(values[0]), out["phi"], out["jac"], out.get("hess"))
-        fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out["fixed"].items()}
-        advance(len(values[0]))
-    _check_matched(moments.phi, family)
-    info = family.fisher_information(moments.phi, **fixed)
-    result = {"rsens": rsens_local(moments.jac, info, alpha)}
-    if order == 2:
-        result["rsens2"] = rsens2_local(moments.hess, info, alpha)
-    return result
-
-
 def _draw_information(predictive):
     """The per-draw Fisher information function and how exact it is."""
     family = predictive.likelihood.draw_family
@@ -183,37 +93,157 @@ def _draw_information(predictive):
     return family.fisher_information, "exact"
 
 
-def _draw_mode(compiled, points, draws, fisher, alpha, order, chunk, advance):
-    n, d = points.n_points, len(points.features)
-    result = {"rsens": np.empty((draws.count, n, d))}
-    if order == 2:
-        result["rsens2"] = np.empty((draws.count, n, d, d))
-    varying = compiled.varying
-    for start in range(0, draws.count, chunk):
-        values = [v[start : start + chunk] for v in draws.values]
-        size = len(values[0])
-        out = compiled(_data_for_chunk(compiled, points, size), values)
-        phi = np.broadcast_to(out["phi"], (size, *out["phi"].shape[-2:]))
-        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in out["fixed"].items()}
-        info = fisher(phi, **fixed)[..., varying, :][..., :, varying]
-        result["rsens"][start : start + size] = rsens_local(out["jac"], info, alpha)
+def _rsens(ctx, mode, family, alpha, order):
+    """R-sens (and R-sens2): local values, and how exact the Fisher information is."""
+    uses_variance = mode == "moment" and family.uses_variance
+    compiled = compiled_for(ctx, mode, order, uses_variance)
+    check_locality(compiled, ctx.points, ctx.draws)
+    if mode == "moment":
+        moments, fixed = moment_pass(ctx, compiled, ctx.points.values, uses_variance, "R-sens")
+        _check_matched(moments.phi, family)
+        info = family.fisher_information(moments.phi, **fixed)
+        out = {"rsens": rsens_local(moments.jac, info, alpha)}
         if order == 2:
-            result["rsens2"][start : start + size] = rsens2_local(out["hess"], info, alpha)
-        advance(size)
-    shape = (len(draws.chain), len(draws.draw))
-    return {k: v.reshape(*shape, *v.shape[1:]) for k, v in result.items()}
+            out["rsens2"] = rsens2_local(moments.hess, info, alpha)
+        return out, "exact"
+
+    fisher, note = _draw_information(ctx.predictive)
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"rsens": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+    varying = compiled.varying
+
+    def consume(draws, chunk):
+        phi = np.broadcast_to(chunk["phi"], (draws.stop - draws.start, *chunk["phi"].shape[-2:]))
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
+        info = fisher(phi, **fixed)[..., varying, :][..., :, varying]
+        out["rsens"][draws] = rsens_local(chunk["jac"], info, alpha)
+        if order == 2:
+            out["rsens2"][draws] = rsens2_local(chunk["hess"], info, alpha)
+
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume)
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}, note
 
 
-def _result_dataset(result, points, draws, mode, attrs):
-    dims = ([] if mode == "moment" else ["chain", "draw"]) + [points.point_dim, "feature"]
+def _feature_steps(x, delta):
+    """Δ_d = delta × the feature's sd over the points (1 where it is constant)."""
+    sd = x.std(0)
+    return delta * np.where(sd > 0, sd, 1.0)
+
+
+def _kl(ctx, mode, family, delta, scheme):
+    """Finite-difference KL sensitivity, local values (..., N, D)."""
+    if family is None:
+        raise ValueError(
+            f"method='kl' needs the KL divergence of the {ctx.predictive.family!r} "
+            "likelihood, which pm_sens does not know"
+        )
+    uses_variance = mode == "moment" and family.uses_variance
+    compiled = compiled_for(ctx, mode, 0, uses_variance)
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    steps = _feature_steps(x, delta)
+    offsets = shift_offsets(steps, scheme)
+    rows = np.concatenate([x, *(x + offset for offset in offsets)])
+    values = values_at(ctx.points, ctx.inputs, rows)
+    blocks, n = len(offsets) + 1, ctx.points.n_points
+    if mode == "moment":
+        moments, fixed = moment_pass(ctx, compiled, values, uses_variance, "KL")
+        phi = moments.phi.reshape(blocks, n, -1)
+        _check_matched(phi, family)
+        fixed = {k: v[:n] for k, v in fixed.items()}
+        return kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
+
+    out = np.empty((ctx.draws.count, n, len(steps)))
+
+    def consume(draws, chunk):
+        phi = chunk["phi"].reshape(-1, blocks, n, chunk["phi"].shape[-1])
+        phi = np.moveaxis(phi, 1, 0)
+        fixed = {
+            k: np.broadcast_to(v, chunk["phi"].shape[:-1])[..., :n]
+            for k, v in chunk["fixed"].items()
+        }
+        out[draws] = kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
+
+    draw_pass(ctx, compiled, values, "KL", consume)
+    return per_draw_shape(ctx, out)
+
+
+def _mean_derivatives(ctx, mode, methods):
+    """EAD/AED (and EAH/AEH) of the predictive mean."""
+    order = 2 if {"eah", "aeh"} & set(methods) else 1
+    compiled = compiled_for(ctx, mode, order, statistic="mean")
+    if mode == "moment":
+        moments, _ = moment_pass(ctx, compiled, ctx.points.values, False, "mean derivatives")
+        jac, hess = moments.jac[0], None if order == 1 else moments.hess[0]
+        point_axis = 0
+    else:
+        n, d = ctx.points.n_points, len(ctx.points.features)
+        jac = np.empty((ctx.draws.count, n, d))
+        hess = np.empty((ctx.draws.count, n, d, d)) if order == 2 else None
+
+        def consume(draws, chunk):
+            jac[draws] = chunk["jac"][0]
+            if order == 2:
+                hess[draws] = chunk["hess"][0]
+
+        draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
+        jac = per_draw_shape(ctx, jac)
+        hess = None if hess is None else per_draw_shape(ctx, hess)
+        point_axis = 2
+    results = {
+        "ead": lambda: absolute_derivative(jac),
+        "aed": lambda: absolute_expected_derivative(jac, point_axis),
+        "eah": lambda: absolute_derivative(hess),
+        "aeh": lambda: absolute_expected_derivative(hess, point_axis),
+    }
+    return {m: results[m]() for m in methods if m in results}
+
+
+def _var(ctx, mode, n_nodes):
+    """VAR: variance of the predictive mean along each feature's conditional."""
+    compiled = compiled_for(ctx, mode, 0, statistic="mean")
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    grid = conditional_points(x, n_nodes)  # (Q, D, N, D)
+    values = values_at(ctx.points, ctx.inputs, grid.reshape(-1, x.shape[1]))
+    if mode == "moment":
+        moments, _ = moment_pass(ctx, compiled, values, False, "VAR")
+        return var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)
+    out = np.empty((ctx.draws.count, *x.shape))
+
+    def consume(draws, chunk):
+        mean = chunk["phi"][..., 0].reshape(-1, *grid.shape[:3])
+        out[draws] = var_sensitivity(mean, n_nodes)
+
+    draw_pass(ctx, compiled, values, "VAR", consume)
+    return per_draw_shape(ctx, out)
+
+
+def _dims(name, mode, point_dim):
+    sample = [] if mode == "moment" else ["chain", "draw"]
+    points = [] if name in ("aed", "aeh") else [point_dim]
+    pairs = ["feature_bis"] if name in ("rsens2", "eah", "aeh") else []
+    return [*sample, *points, "feature", *pairs]
+
+
+def result_dataset(results, ctx, mode, attrs):
+    """Local measures as an xarray Dataset with the documented dims and coords."""
+    points = ctx.points
     coords = {points.point_dim: points.point_coords, "feature": points.features}
     if mode == "draw":
-        coords.update(chain=draws.chain, draw=draws.draw)
-    data = {"rsens": (dims, result["rsens"])}
-    if "rsens2" in result:
+        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
+    data = {name: (_dims(name, mode, points.point_dim), v) for name, v in results.items()}
+    if any("feature_bis" in dims for dims, _ in data.values()):
         coords["feature_bis"] = points.features
-        data["rsens2"] = ([*dims, "feature_bis"], result["rsens2"])
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def attach(idata, group, dataset, extend_inferencedata):
+    """Add ``group`` to ``idata`` and return it, or a new DataTree with only it."""
+    if not extend_inferencedata:
+        return xr.DataTree.from_dict({group: dataset})
+    idata[group] = xr.DataTree(dataset)
+    return idata
 
 
 def sensitivity(
@@ -229,19 +259,24 @@ def sensitivity(
     alpha=1.0,
     interactions=False,
     family=None,
+    delta=1e-4,
+    kl_scheme="forward",
+    var_nodes=11,
     num_draws=None,
     random_seed=None,
     progressbar=True,
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
 ):
-    """Local sensitivity of the posterior predictive to each input (R-sens, R-sens2).
+    """Local sensitivity of the posterior predictive to each input.
 
     R-sens measures how fast the predictive distribution at a point changes
     (in Rényi divergence of order ``alpha``) as one input moves:
     ``sqrt(alpha · Jᵀ I J)`` with ``J`` the derivative of the family's
     mean–variance parameters and ``I`` their Fisher information. Global
-    importance is its mean over points (see :func:`pm_sens.summary`).
+    importance is its mean over points (see :func:`pm_sens.summary`). The other
+    methods cross-check it (``"kl"``) or leave the uncertainty out (``"var"``,
+    ``"ead"``, ``"aed"``).
 
     Parameters
     ----------
@@ -262,25 +297,40 @@ def sensitivity(
         Describes the per-draw predictive; default
         ``Predictive.from_observed(model, var_name)``.
     method : str or list of str
-        ``"rsens"``.
+        Any of ``"rsens"`` (R-sens), ``"kl"`` (finite-difference KL, 2019 eq. 2),
+        ``"var"`` (variance of the predictive mean along each input's Gaussian
+        conditional, 2019 eq. 3–5), ``"ead"`` / ``"aed"`` (expected absolute /
+        absolute expected derivative of the predictive mean) and, with
+        ``interactions=True``, ``"eah"`` / ``"aeh"`` (their cross-derivative
+        versions). A list computes several in one call.
     mode : {"moment", "draw"}
         ``"moment"``: the posterior predictive mixture, matched by moments to one
-        family (SPEC §2). ``"draw"``: the likelihood of each posterior draw,
-        giving the posterior distribution of the sensitivities.
+        family (SPEC §2); the mean-based methods use the mixture mean.
+        ``"draw"``: the likelihood of each posterior draw, giving the posterior
+        distribution of each measure.
     alpha : float
-        Rényi order, > 0; the measures scale as ``sqrt(alpha)`` (1: KL).
+        Rényi order, > 0; R-sens scales as ``sqrt(alpha)`` (1: KL).
     interactions : bool
-        Also compute R-sens2 for all feature pairs.
+        Also compute the second-order measures: R-sens2 with ``"rsens"``, EAH
+        with ``"ead"``, AEH with ``"aed"``.
     family : str, optional
         Override the moment-matched family (e.g. ``"poisson"`` for a Poisson
         likelihood instead of the negative binomial); must fit the likelihood's support.
+    delta : float
+        ``"kl"`` step, relative to each input's standard deviation over the points.
+        Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3 (see the user guide).
+    kl_scheme : {"forward", "central"}
+        ``"kl"`` differences: forward (the paper's, error O(delta)) or central
+        (error O(delta²), twice the evaluations).
+    var_nodes : int
+        Gauss–Hermite nodes for ``"var"``.
     num_draws : int, optional
         Use about this many posterior draws (``num_draws // n_chains`` per chain,
         the same draw positions in every chain), chosen with ``random_seed``.
     random_seed : int or numpy.random.Generator, optional
         Seed for thinning.
     progressbar : bool
-        Show a progress bar over the draws.
+        Show progress bars over the draws; nothing is printed when False.
     extend_inferencedata : bool
         True: add the group ``sensitivity`` to ``idata`` (replacing an existing
         one) and return ``idata``. False: return a new DataTree holding only it.
@@ -290,16 +340,20 @@ def sensitivity(
     Returns
     -------
     xarray.DataTree
-        Group ``sensitivity`` with
+        Group ``sensitivity``; with ``S = ("chain", "draw")`` in draw mode and
+        nothing in moment mode, and ``point_dim`` the inputs' row dimension
+        (``"point"`` if unnamed):
 
-        - ``rsens``: dims ``(point_dim, "feature")`` in moment mode,
-          ``("chain", "draw", point_dim, "feature")`` in draw mode;
-        - ``rsens2`` (``interactions=True``): the same plus ``"feature_bis"``;
-          symmetric, its diagonal is the curvature of each feature.
+        - ``rsens``, ``kl``, ``var``, ``ead``: ``(*S, point_dim, "feature")``;
+        - ``rsens2``, ``eah``: ``(*S, point_dim, "feature", "feature_bis")``,
+          symmetric, the diagonal being each input's curvature;
+        - ``aed``: ``(*S, "feature")`` and ``aeh``: ``(*S, "feature",
+          "feature_bis")`` — they average the derivative over the points
+          before taking its absolute value, so they have no point dimension.
 
-        ``point_dim`` is the row dimension of the inputs (``"point"`` if unnamed).
-        Attrs record method, mode, alpha, family, likelihood, var_name, fisher
-        (``"exact"`` or ``"approximate"``) and ``pm_sens_version``.
+        Attrs record the methods, mode, alpha, family, likelihood, var_name,
+        fisher (``"exact"`` or ``"approximate: …"``), delta, kl_scheme,
+        var_nodes and ``pm_sens_version``.
 
     Examples
     --------
@@ -307,55 +361,65 @@ def sensitivity(
     >>> idata = pm_sens.sensitivity(idata, model)  # doctest: +SKIP
     >>> pm_sens.summary(idata)  # doctest: +SKIP
     """
-    methods = _check_methods(method, interactions)
+    order = 2 if check_bool("interactions", interactions) else 1
+    methods = _check_methods(method, order == 2)
     check_choice("mode", mode, MODES)
     alpha = check_positive("alpha", alpha)
-    order = 2 if check_bool("interactions", interactions) else 1
+    delta = check_positive("delta", delta)
+    check_choice("kl_scheme", kl_scheme, SCHEMES)
+    var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
     progressbar = check_bool("progressbar", progressbar)
     extend_inferencedata = check_bool("extend_inferencedata", extend_inferencedata)
     num_draws = check_optional_positive_int("num_draws", num_draws)
     memory_limit = check_positive("memory_limit", memory_limit)
-    if predictive is None:
-        predictive = _predictive_for(model, var_name)
-    elif not isinstance(predictive, Predictive):
-        raise TypeError(
-            f"predictive={type(predictive).__name__} is not valid; "
-            "give a pm_sens.Predictive or None"
-        )
-    matched = _matched_family(predictive, mode, family)
-    diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs)
-    pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
-    draws = posterior_draws(
-        idata, model, required_free_rvs(predictive, model), num_draws, random_seed
+    ctx = make_context(
+        idata,
+        model,
+        var_name=var_name,
+        inputs=inputs,
+        points=points,
+        predictive=predictive,
+        num_draws=num_draws,
+        random_seed=random_seed,
+        memory_limit=memory_limit,
+        progressbar=progressbar,
     )
-    uses_variance = matched is not None and matched.uses_variance
-    compiled = _compiled(predictive, model, diff_inputs, pts, draws, mode, order, uses_variance)
-    _check_locality(compiled, pts, draws)
+    matched = _matched_family(ctx.predictive, mode, family)
+    mean_methods = [m for m in methods if m in MEAN_METHODS]
+    if mean_methods and ctx.predictive.likelihood.support == "categorical":
+        raise ValueError(
+            f"method={mean_methods} needs a scalar predictive mean, which a categorical "
+            "likelihood does not have; use 'rsens' or 'kl' (or integrated_gradients with "
+            "statistic='p[k]')"
+        )
 
-    per_draw = _bytes_per_draw(pts.n_points, len(pts.features), 2, mode, order)
-    chunk = int(max(1, min(draws.count, memory_limit // per_draw)))
-    with progress_bar(f"R-sens ({mode})", draws.count, progressbar) as advance:
-        if mode == "moment":
-            result = _moment_mode(compiled, pts, draws, matched, alpha, order, chunk, advance)
-            fisher_note = "exact"
-        else:
-            fisher, fisher_note = _draw_information(predictive)
-            result = _draw_mode(compiled, pts, draws, fisher, alpha, order, chunk, advance)
+    results, fisher_note = {}, "exact"
+    if "rsens" in methods:
+        rsens, fisher_note = _rsens(ctx, mode, matched, alpha, order)
+        results.update(rsens)
+    if "kl" in methods:
+        results["kl"] = _kl(ctx, mode, matched, delta, kl_scheme)
+    if {"ead", "aed", "eah", "aeh"} & set(methods):
+        results.update(_mean_derivatives(ctx, mode, methods))
+    if "var" in methods:
+        results["var"] = _var(ctx, mode, var_nodes)
+    results = {m: results[m] for m in methods}
 
     attrs = {
-        "method": methods + (["rsens2"] if order == 2 else []),
+        "method": methods,
         "mode": mode,
         "alpha": alpha,
-        "family": matched.name if matched is not None else predictive.family,
-        "likelihood": predictive.family,
-        "var_name": predictive.var_name or "",
+        "family": matched.name if matched is not None else ctx.predictive.family,
+        "likelihood": ctx.predictive.family,
+        "var_name": ctx.predictive.var_name or "",
         "parametrization": "mean-variance",
         "fisher": fisher_note,
-        "num_draws": draws.count,
+        "delta": delta,
+        "kl_scheme": kl_scheme,
+        "var_nodes": var_nodes,
+        "num_draws": ctx.draws.count,
         "pm_sens_version": __version__,
     }
-    dataset = _result_dataset(result, pts, draws, mode, attrs)
-    if not extend_inferencedata:
-        return xr.DataTree.from_dict({"sensitivity": dataset})
-    idata["sensitivity"] = xr.DataTree(dataset)
-    return idata
+    return attach(
+        idata, "sensitivity", result_dataset(results, ctx, mode, attrs), extend_inferencedata
+    )

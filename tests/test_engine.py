@@ -8,7 +8,7 @@ import xarray as xr
 from scipy import special
 
 import pm_sens
-from pm_sens import api
+from pm_sens import _runner
 from pm_sens.graph import engine
 from pm_sens.graph.generic_fisher import GenericFisher
 from tests.conftest import posterior
@@ -32,7 +32,7 @@ def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
     calls = []
     original = engine.compile_predictive
     monkeypatch.setattr(
-        api, "compile_predictive", lambda *a, **k: calls.append(1) or original(*a, **k)
+        _runner, "compile_predictive", lambda *a, **k: calls.append(1) or original(*a, **k)
     )
     out = pm_sens.sensitivity(
         idata, model, points={"X": rng.normal(size=(7, 2))}, progressbar=False

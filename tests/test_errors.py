@@ -6,7 +6,7 @@ import pymc as pm
 import pytest
 
 import pm_sens
-from pm_sens import api
+from pm_sens import _runner
 from tests.conftest import posterior
 
 
@@ -28,7 +28,7 @@ def _raises(setup, match, **kwargs):
     model, idata, _ = setup
     with pytest.raises((ValueError, TypeError), match=match):
         pm_sens.sensitivity(idata, model, progressbar=False, **kwargs)
-    predictive = api._PREDICTIVES.get(model, {}).get(kwargs.get("var_name"))
+    predictive = _runner._PREDICTIVES.get(model, {}).get(kwargs.get("var_name"))
     assert predictive is None or not predictive.compiled, "compiled before validating"
 
 
@@ -41,7 +41,10 @@ def _raises(setup, match, **kwargs):
         ({"alpha": 0}, r"alpha=0 is not valid; it must be a finite number > 0"),
         ({"alpha": -1.5}, r"alpha=-1.5 is not valid"),
         ({"mode": "mean"}, r"mode='mean' is not valid; valid: \['moment', 'draw'\]"),
-        ({"method": "shap"}, r"method='shap' is not valid; valid: \['rsens'\]"),
+        ({"method": "shap"}, r"method='shap' is not valid; valid: \['rsens', 'kl', 'var'"),
+        ({"method": ["rsens", "eah"]}, r"method=\['eah'\] needs interactions=True"),
+        ({"delta": 0.0}, r"delta=0.0 is not valid"),
+        ({"kl_scheme": "backward"}, r"kl_scheme='backward' is not valid; valid: \['forward'"),
         ({"family": "weibull"}, r"family='weibull' is not a known family; valid: \["),
         ({"family": "gamma"}, r"family='gamma' does not fit the normal likelihood.*valid: \["),
         ({"mode": "draw", "family": "normal"}, r"family='normal' is not valid with mode='draw'"),

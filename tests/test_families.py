@@ -168,3 +168,47 @@ def test_families_layer_imports_without_pymc_or_pytensor():
         [sys.executable, "-c", loader], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+ALL_FAMILIES = [(f, make, phi, {}) for f, make, phi in CONTINUOUS] + DISCRETE
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"), ALL_FAMILIES, ids=lambda x: getattr(x, "name", "")
+)
+def test_kl_divergence_matches_numeric_integration(family, make, phi, fixed):
+    phi_p = np.array(phi, float)
+    phi_q = phi_p * (1 + 0.05 * np.array([1, -1, 1][: len(phi)]))
+    p, q = make(phi_p), make(phi_q)
+    if hasattr(p, "pdf"):
+        lo, hi = p.ppf(1e-14), p.ppf(1 - 1e-14)
+        points = sorted({float(p.median()), float(q.median())})
+        expected = integrate.quad(
+            lambda y: p.pdf(y) * (p.logpdf(y) - q.logpdf(y)), lo, hi, points=points, epsrel=1e-11
+        )[0]
+    else:
+        y = np.arange(int(p.ppf(1 - 1e-15)) + 1)
+        expected = np.sum(p.pmf(y) * (p.logpmf(y) - q.logpmf(y)))
+    got = family.kl_divergence(phi_p[None], phi_q[None], **fixed)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert family.kl_divergence(phi_p[None], phi_p[None], **fixed)[0] == pytest.approx(0, abs=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"), ALL_FAMILIES, ids=lambda x: getattr(x, "name", "")
+)
+def test_kl_hessian_is_the_fisher_information(family, make, phi, fixed):
+    """KL(φ ‖ φ + δu) = ½ δ² uᵀ I u + O(δ³): check along each axis and a diagonal."""
+    phi_p = np.array(phi, float)
+    info = family.fisher_information(phi_p[None], **fixed)[0]
+    for u in [*np.eye(len(phi)), np.ones(len(phi)) / np.sqrt(len(phi))]:
+        delta = 1e-4 * np.abs(phi_p).min()
+        kl = family.kl_divergence(phi_p[None], (phi_p + delta * u)[None], **fixed)[0]
+        kl += family.kl_divergence(phi_p[None], (phi_p - delta * u)[None], **fixed)[0]
+        np.testing.assert_allclose(kl / delta**2, u @ info @ u, rtol=1e-4)
+
+
+def test_categorical_kl():
+    p, q = np.array([0.2, 0.5, 0.3]), np.array([0.25, 0.45, 0.3])
+    got = families.MOMENT_FAMILIES["categorical"].kl_divergence(p[None], q[None])[0]
+    np.testing.assert_allclose(got, np.sum(p * np.log(p / q)), rtol=1e-12)

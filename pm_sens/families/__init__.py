@@ -56,6 +56,7 @@ NEGATIVE_BINOMIAL_MEAN_ALPHA = Family(
     "count",
     ("mean", "alpha"),
     negative_binomial.fisher_information_mean_alpha,
+    negative_binomial.kl_divergence_mean_alpha,
 )
 
 

@@ -25,12 +25,16 @@ class Family:
     fisher_information : callable
         ``fisher_information(phi, **fixed) -> (..., M, M)`` for ``phi`` of shape
         ``(..., M)``; ``fixed`` holds parameters that never vary (Binomial ``n``).
+    kl_divergence : callable
+        ``kl_divergence(phi_p, phi_q, **fixed) -> (...)``: KL(p ‖ q), written to
+        stay accurate when p and q are close (finite differences need that).
     """
 
     name: str
     support: str
     parameters: tuple[str, ...]
     fisher_information: Callable[..., np.ndarray]
+    kl_divergence: Callable[..., np.ndarray]
 
     @property
     def uses_variance(self) -> bool:
@@ -53,6 +57,19 @@ def clip_probability(p):
 def clip_positive(x):
     """Keep a rate or mean that underflowed to 0 positive (see `clip_probability`)."""
     return np.maximum(x, _TINY)
+
+
+def log1p_gap(u):
+    """``u − log(1 + u)`` (≥ 0), accurate for small ``u``.
+
+    KL divergences between nearby members of a family reduce to sums of
+    ``p · log1p_gap(u)`` terms whose first-order parts cancel exactly.
+    """
+    u = np.asarray(u, dtype=float)
+    small = np.abs(u) < 1e-3
+    series = u**2 * (1 / 2 - u * (1 / 3 - u * (1 / 4 - u / 5)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(small, series, u - np.log1p(np.where(small, 0.0, u)))
 
 
 def stack_matrix(rows):

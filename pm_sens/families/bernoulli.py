@@ -1,6 +1,6 @@
 """Bernoulli(p)."""
 
-from pm_sens.families._base import Family, clip_probability
+from pm_sens.families._base import Family, clip_probability, log1p_gap
 
 
 def fisher_information(phi):
@@ -9,4 +9,11 @@ def fisher_information(phi):
     return (1 / (p * (1 - p)))[..., None]
 
 
-FAMILY = Family("bernoulli", "binary", ("p",), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL between Bernoulli laws: ``p₁ g(d/p₁) + (1−p₁) g(−d/(1−p₁))``, d = p₂ − p₁."""
+    p1, p2 = clip_probability(phi_p[..., 0]), clip_probability(phi_q[..., 0])
+    d = p2 - p1
+    return p1 * log1p_gap(d / p1) + (1 - p1) * log1p_gap(-d / (1 - p1))
+
+
+FAMILY = Family("bernoulli", "binary", ("p",), fisher_information, kl_divergence)

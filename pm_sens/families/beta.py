@@ -1,6 +1,6 @@
 """Beta(mean, variance): concentration κ = m(1−m)/v − 1, α = mκ, β = (1−m)κ."""
 
-from scipy.special import polygamma
+from scipy.special import betaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
 
@@ -19,4 +19,22 @@ def fisher_information(phi):
     return reparametrize(info, jac)
 
 
-FAMILY = Family("beta", "unit", ("mean", "variance"), fisher_information)
+def _shapes(phi):
+    m, v = phi[..., 0], phi[..., 1]
+    kappa = m * (1 - m) / v - 1
+    return m * kappa, (1 - m) * kappa
+
+
+def kl_divergence(phi_p, phi_q):
+    """KL between Beta laws, from their (α, β) shapes."""
+    (a1, b1), (a2, b2) = _shapes(phi_p), _shapes(phi_q)
+    return (
+        betaln(a2, b2)
+        - betaln(a1, b1)
+        + (a1 - a2) * psi(a1)
+        + (b1 - b2) * psi(b1)
+        + (a2 - a1 + b2 - b1) * psi(a1 + b1)
+    )
+
+
+FAMILY = Family("beta", "unit", ("mean", "variance"), fisher_information, kl_divergence)

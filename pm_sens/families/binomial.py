@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from pm_sens.families import bernoulli
 from pm_sens.families._base import Family, clip_probability
 
 
@@ -11,4 +12,9 @@ def fisher_information(phi, n):
     return (np.asarray(n)[..., None] / (p * (1 - p)))[..., None]
 
 
-FAMILY = Family("binomial", "binomial", ("p",), fisher_information)
+def kl_divergence(phi_p, phi_q, n):
+    """KL between Binomial(n, p) laws: n times the Bernoulli KL."""
+    return np.asarray(n) * bernoulli.kl_divergence(phi_p, phi_q)
+
+
+FAMILY = Family("binomial", "binomial", ("p",), fisher_information, kl_divergence)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pm_sens.families._base import Family, clip_probability
+from pm_sens.families._base import Family, clip_probability, log1p_gap
 
 
 def fisher_information(phi):
@@ -14,4 +14,10 @@ def fisher_information(phi):
     return np.eye(phi.shape[-1]) / clip_probability(phi[..., None, :])
 
 
-FAMILY = Family("categorical", "categorical", ("p",), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """``Σ_k p₁ₖ g((p₂ₖ − p₁ₖ)/p₁ₖ)``: the first-order terms sum to zero exactly."""
+    p1, p2 = clip_probability(phi_p), clip_probability(phi_q)
+    return (p1 * log1p_gap((p2 - p1) / p1)).sum(-1)
+
+
+FAMILY = Family("categorical", "categorical", ("p",), fisher_information, kl_divergence)

@@ -1,6 +1,6 @@
 """Exponential(mean)."""
 
-from pm_sens.families._base import Family
+from pm_sens.families._base import Family, log1p_gap
 
 
 def fisher_information(phi):
@@ -9,4 +9,10 @@ def fisher_information(phi):
     return (1 / m**2)[..., None]
 
 
-FAMILY = Family("exponential", "positive", ("mean",), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL between exponentials with means m₁, m₂: ``g(m₁/m₂ − 1)``."""
+    m1, m2 = phi_p[..., 0], phi_q[..., 0]
+    return log1p_gap((m1 - m2) / m2)
+
+
+FAMILY = Family("exponential", "positive", ("mean",), fisher_information, kl_divergence)

@@ -1,6 +1,7 @@
 """Gamma(mean, variance): shape m²/v, rate m/v."""
 
-from scipy.special import polygamma
+import numpy as np
+from scipy.special import gammaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
 
@@ -14,4 +15,17 @@ def fisher_information(phi):
     return reparametrize(info, jac)
 
 
-FAMILY = Family("gamma", "positive", ("mean", "variance"), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL between Gamma laws with shape a = m²/v and rate r = m/v."""
+    a1, r1 = phi_p[..., 0] ** 2 / phi_p[..., 1], phi_p[..., 0] / phi_p[..., 1]
+    a2, r2 = phi_q[..., 0] ** 2 / phi_q[..., 1], phi_q[..., 0] / phi_q[..., 1]
+    return (
+        (a1 - a2) * psi(a1)
+        - gammaln(a1)
+        + gammaln(a2)
+        + a2 * np.log(r1 / r2)
+        + a1 * (r2 - r1) / r1
+    )
+
+
+FAMILY = Family("gamma", "positive", ("mean", "variance"), fisher_information, kl_divergence)

@@ -1,6 +1,8 @@
 """Laplace(mean, variance); PyMC's scale b gives variance 2b²."""
 
-from pm_sens.families._base import Family, diagonal_matrix
+import numpy as np
+
+from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
 
 
 def fisher_information(phi):
@@ -9,4 +11,16 @@ def fisher_information(phi):
     return diagonal_matrix(2 / v, 1 / (4 * v**2))
 
 
-FAMILY = Family("laplace", "real", ("mean", "variance"), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL between Laplace laws with scales b = sqrt(v/2) and distance t = |m₁ − m₂|.
+
+    ``log(b₂/b₁) + t/b₂ + (b₁/b₂)exp(−t/b₁) − 1``, rearranged as
+    ``g(ρ − 1) + ρ(expm1(−t/b₁) + t/b₁)`` with ρ = b₁/b₂.
+    """
+    b1, b2 = np.sqrt(phi_p[..., 1] / 2), np.sqrt(phi_q[..., 1] / 2)
+    scaled = np.abs(phi_p[..., 0] - phi_q[..., 0]) / b1
+    rho = b1 / b2
+    return log1p_gap((b1 - b2) / b2) + rho * (np.expm1(-scaled) + scaled)
+
+
+FAMILY = Family("laplace", "real", ("mean", "variance"), fisher_information, kl_divergence)

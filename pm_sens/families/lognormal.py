@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from pm_sens.families import normal
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
 
 
@@ -18,4 +19,15 @@ def fisher_information(phi):
     return reparametrize(diagonal_matrix(1 / s, 1 / (2 * s**2)), jac)
 
 
-FAMILY = Family("lognormal", "positive", ("mean", "variance"), fisher_information)
+def _log_moments(phi):
+    """Mean and variance of log y."""
+    s = np.log1p(phi[..., 1] / phi[..., 0] ** 2)
+    return np.stack([np.log(phi[..., 0]) - s / 2, s], -1)
+
+
+def kl_divergence(phi_p, phi_q):
+    """KL between lognormals: the KL of the normal laws of log y."""
+    return normal.kl_divergence(_log_moments(phi_p), _log_moments(phi_q))
+
+
+FAMILY = Family("lognormal", "positive", ("mean", "variance"), fisher_information, kl_divergence)

@@ -5,7 +5,7 @@ expected squared score summed over the support (tail mass below ``tail``).
 """
 
 import numpy as np
-from scipy.stats import nbinom
+from scipy.stats import nbinom, poisson
 
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
 
@@ -71,4 +71,54 @@ def fisher_information(phi):
     return info
 
 
-FAMILY = Family("negative_binomial", "count", ("mean", "variance"), fisher_information)
+def _logpmf(y, m, a):
+    """NB(m, α) log pmf; Poisson(m) where α is infinite."""
+    finite = np.isfinite(a)
+    safe = np.where(finite, a, 1.0)
+    return np.where(finite, nbinom.logpmf(y, safe, safe / (safe + m)), poisson.logpmf(y, m))
+
+
+def _kl_block(m1, a1, m2, a2, top):
+    y = np.arange(top + 1)[None, :]
+    lp = _logpmf(y, m1[:, None], a1[:, None])
+    lq = _logpmf(y, m2[:, None], a2[:, None])
+    return (np.exp(lp) * (lp - lq)).sum(-1)
+
+
+def _kl_mean_alpha(m1, a1, m2, a2, tail=1e-12):
+    """KL(NB(m₁, α₁) ‖ NB(m₂, α₂)) summed over the support of the first law."""
+    m1, a1, m2, a2 = (np.asarray(x, float) for x in np.broadcast_arrays(m1, a1, m2, a2))
+    shape = m1.shape
+    m1, a1, m2, a2 = (x.ravel() for x in (m1, a1, m2, a2))
+    finite = np.isfinite(a1)
+    safe = np.where(finite, a1, 1.0)
+    quantile = np.where(
+        finite, nbinom.ppf(1 - tail, safe, safe / (safe + m1)), poisson.ppf(1 - tail, m1)
+    )
+    top = int(quantile.max()) + 1 if m1.size else 0
+    out = np.empty_like(m1)
+    step = max(1, _MAX_CELLS // (top + 1))
+    for start in range(0, m1.size, step):
+        b = slice(start, start + step)
+        out[b] = _kl_block(m1[b], a1[b], m2[b], a2[b], top)
+    return out.reshape(shape)
+
+
+def kl_divergence_mean_alpha(phi_p, phi_q):
+    """KL between NB laws given as (mean, α)."""
+    return _kl_mean_alpha(phi_p[..., 0], phi_p[..., 1], phi_q[..., 0], phi_q[..., 1])
+
+
+def _alpha(phi):
+    excess = phi[..., 1] - phi[..., 0]
+    return np.where(excess > 0, phi[..., 0] ** 2 / np.where(excess > 0, excess, 1), np.inf)
+
+
+def kl_divergence(phi_p, phi_q):
+    """KL between NB laws given as (mean, variance); Poisson where v <= m."""
+    return _kl_mean_alpha(phi_p[..., 0], _alpha(phi_p), phi_q[..., 0], _alpha(phi_q))
+
+
+FAMILY = Family(
+    "negative_binomial", "count", ("mean", "variance"), fisher_information, kl_divergence
+)

@@ -1,6 +1,6 @@
 """Normal(mean, variance)."""
 
-from pm_sens.families._base import Family, diagonal_matrix
+from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
 
 
 def fisher_information(phi):
@@ -9,4 +9,10 @@ def fisher_information(phi):
     return diagonal_matrix(1 / v, 1 / (2 * v**2))
 
 
-FAMILY = Family("normal", "real", ("mean", "variance"), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL(N(m₁, v₁) ‖ N(m₂, v₂)) = ½[g(v₁/v₂ − 1) + (m₁ − m₂)²/v₂], g(u) = u − log(1+u)."""
+    (m1, v1), (m2, v2) = (phi_p[..., 0], phi_p[..., 1]), (phi_q[..., 0], phi_q[..., 1])
+    return 0.5 * (log1p_gap((v1 - v2) / v2) + (m1 - m2) ** 2 / v2)
+
+
+FAMILY = Family("normal", "real", ("mean", "variance"), fisher_information, kl_divergence)

@@ -1,6 +1,6 @@
 """Poisson(mean)."""
 
-from pm_sens.families._base import Family, clip_positive
+from pm_sens.families._base import Family, clip_positive, log1p_gap
 
 
 def fisher_information(phi):
@@ -9,4 +9,10 @@ def fisher_information(phi):
     return (1 / m)[..., None]
 
 
-FAMILY = Family("poisson", "count", ("mean",), fisher_information)
+def kl_divergence(phi_p, phi_q):
+    """KL between Poisson laws: ``m₁ g((m₂ − m₁)/m₁)``."""
+    m1, m2 = clip_positive(phi_p[..., 0]), clip_positive(phi_q[..., 0])
+    return m1 * log1p_gap((m2 - m1) / m1)
+
+
+FAMILY = Family("poisson", "count", ("mean",), fisher_information, kl_divergence)

@@ -14,6 +14,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
+from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
     data_containers,
     depends_on,
@@ -132,14 +133,35 @@ def _class_count(params, inputs, first_values):
     return int(pytensor.function(inputs, p.shape[-1], on_unused_input="ignore")(*first_values))
 
 
+def _draw_components(predictive, params, n_classes, statistic):
+    """Per-draw components: the family's parameters, or one named statistic."""
+    likelihood = predictive.likelihood
+    if statistic is not None:
+        return [statistic_expression(likelihood, list(predictive.parameters), params, statistic)]
+    return [
+        c for p in likelihood.draw_parameters(*params) for c in _split_components(p, n_classes)
+    ]
+
+
 def compile_predictive(
-    predictive, model, inputs, data_values, draw_values, *, mode, order, uses_variance
+    predictive,
+    model,
+    inputs,
+    data_values,
+    draw_values,
+    *,
+    mode,
+    order,
+    uses_variance,
+    statistic=None,
 ):
     """Build and compile the chunk function of ``predictive`` (see `CompiledPredictive`).
 
     ``inputs`` are the variables to differentiate; ``data_values`` (a dict over
     inputs and held containers) and ``draw_values`` (arrays (S, ...) per free
-    RV) fix the trailing shapes the graph is compiled for.
+    RV) fix the trailing shapes the graph is compiled for. With ``statistic``
+    (a name from `statistic_names`), the one component is that statistic: per
+    draw, or averaged over draws in moment mode.
     """
     params = _parameters_given_observed(predictive, model)
     free_rvs = free_variables(model, params)
@@ -162,10 +184,9 @@ def compile_predictive(
     unbatched_inputs = [symbols[x] for x in inputs]
     if mode == "draw":
         # decided before broadcasting, whose shape graphs would link every parameter to X
-        draw_params = likelihood.draw_parameters(*params)
         varying = [
             i
-            for i, c in enumerate(c for p in draw_params for c in _split_components(p, n_classes))
+            for i, c in enumerate(_draw_components(predictive, params, n_classes, statistic))
             if depends_on(c, unbatched_inputs)
         ]
     params = pt.broadcast_arrays(*params)
@@ -181,12 +202,14 @@ def compile_predictive(
         for x, flat in zip(inputs, one_dimensional, strict=True)
     )
 
-    if mode == "moment":
+    if mode == "moment" and statistic is not None:
+        components = [c.mean(0) for c in _draw_components(predictive, params, None, statistic)]
+        varying = [0]
+    elif mode == "moment":
         components = _moment_components(likelihood, params, uses_variance, n_classes)
         varying = list(range(len(components)))
     else:
-        draw_params = likelihood.draw_parameters(*params)
-        components = [c for p in draw_params for c in _split_components(p, n_classes)]
+        components = _draw_components(predictive, params, n_classes, statistic)
     phi = pt.stack(components, axis=-1)
     components = [components[i] for i in varying]
 

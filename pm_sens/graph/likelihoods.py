@@ -9,6 +9,7 @@ For each supported likelihood, a :class:`Likelihood` maps PyMC's own parameters
   variance, averaged over draws for the moment-matched predictive.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ class Likelihood:
     aliases: dict = field(default_factory=dict)
     #: the PyMC random-variable op, for the generic Fisher information
     op: object = None
+    #: E[y] per draw when it differs from the first moment above (Binomial: n·p)
+    mean: Callable | None = None
 
 
 def _normal(mu, sigma):
@@ -159,6 +162,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda n, p: [p],
         _mean_only(1),
         fixed=lambda n, p: {"n": n},
+        mean=lambda n, p: n * p,
     ),
     rv.CategoricalRV: Likelihood(
         "categorical",
@@ -191,6 +195,46 @@ LIKELIHOODS: dict[type, Likelihood] = {
 }
 
 LIKELIHOODS_BY_NAME = {lik.name: lik for lik in LIKELIHOODS.values()}
+
+_CLASS_PROBABILITY = re.compile(r"p\[(\d+)\]")
+
+
+def statistic_names(likelihood, parameter_names):
+    """Valid names of a per-draw predictive statistic (see `statistic_expression`)."""
+    names = [] if likelihood.support == "categorical" else ["mean"]
+    if likelihood.moments is not None and likelihood.support != "categorical":
+        names.append("variance")
+    names += list(parameter_names)
+    if likelihood.support == "categorical":
+        names.append("p[k]")
+    return names
+
+
+def check_statistic(likelihood, parameter_names, name):
+    """Raise unless ``name`` is a statistic of this likelihood; return it."""
+    valid = statistic_names(likelihood, parameter_names)
+    match = _CLASS_PROBABILITY.fullmatch(name) if isinstance(name, str) else None
+    if name in valid or (match and "p[k]" in valid):
+        return name
+    raise ValueError(
+        f"statistic={name!r} is not valid for a {likelihood.name} likelihood; valid: {valid}"
+    )
+
+
+def statistic_expression(likelihood, parameter_names, params, name):
+    """A per-draw predictive statistic as an expression of the likelihood's parameters.
+
+    ``"mean"`` is E[y], ``"variance"`` Var[y], a parameter name that parameter,
+    and ``"p[k]"`` a categorical class probability.
+    """
+    if name == "mean":
+        return (likelihood.mean or (lambda *p: likelihood.moments(*p)[0]))(*params)
+    if name == "variance":
+        return likelihood.moments(*params)[1]
+    match = _CLASS_PROBABILITY.fullmatch(name)
+    if match:
+        return params[0][..., int(match.group(1))]
+    return params[list(parameter_names).index(name)]
 
 
 def likelihood_for_op(op) -> Likelihood | None:

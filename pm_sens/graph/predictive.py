@@ -1,9 +1,27 @@
 """`Predictive`: a likelihood family, its symbolic parameters and the inputs."""
 
 import pytensor.tensor as pt
+from pymc.distributions.moments import mean as pm_mean
+from pytensor.tensor.random.type import random_generator_type
 
 from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
 from pm_sens.graph.model_queries import data_containers, is_float, observed_variable
+
+
+def _generic_mean(op):
+    """E[y] of ``op``'s distribution from PyMC's mean dispatcher."""
+
+    def mean(*params):
+        draws = op.make_node(random_generator_type(), None, *params).outputs[1]
+        try:
+            return pm_mean(draws)
+        except NotImplementedError:
+            raise ValueError(
+                f"PyMC does not know the mean of the {op.name!r} likelihood; "
+                "statistic='mean' and the mean-based methods are unavailable for it"
+            ) from None
+
+    return mean
 
 
 def _generic_likelihood(op) -> Likelihood:
@@ -16,6 +34,7 @@ def _generic_likelihood(op) -> Likelihood:
         draw_parameters=lambda *params: list(params),
         moments=None,
         op=op,
+        mean=_generic_mean(op),
     )
 
 

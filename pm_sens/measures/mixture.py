@@ -26,7 +26,7 @@ class MixtureMoments:
         self.count = 0
         self.phi = self.jac = self.hess = None
 
-    def add(self, count, phi, jac, hess=None):
+    def add(self, count, phi, jac=None, hess=None):
         """Merge a chunk of ``count`` draws: phi (N, M), jac (M, N, D), hess (M, N, D, D)."""
         if self.count == 0:
             self.count, self.phi, self.jac, self.hess = count, phi, jac, hess
@@ -34,13 +34,14 @@ class MixtureMoments:
         total = self.count + count
         wa, wb = self.count / total, count / total
         delta = phi[..., 0] - self.phi[..., 0]
-        d_delta = jac[0] - self.jac[0]
         new_phi = wa * self.phi + wb * phi
-        new_jac = wa * self.jac + wb * jac
+        new_jac = None if jac is None else wa * self.jac + wb * jac
         new_hess = None if hess is None else wa * self.hess + wb * hess
         if self.uses_variance:
             cross = wa * wb
             new_phi[..., -1] += cross * delta**2
+        if self.uses_variance and jac is not None:
+            d_delta = jac[0] - self.jac[0]
             new_jac[-1] += 2 * cross * delta[:, None] * d_delta
             if hess is not None:
                 dd_delta = hess[0] - self.hess[0]

@@ -1,0 +1,176 @@
+"""Running compiled predictives over chunks of draws, shared by the public functions.
+
+A `Context` holds what every measure needs once validated: the predictive, the
+inputs to differentiate, the points and the posterior draws. `moment_pass`
+and `draw_pass` evaluate one compiled graph over all draws, chunk by chunk.
+"""
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_sens._points import PointSet, resolve_inputs, resolve_points
+from pm_sens._posterior import Draws, posterior_draws
+from pm_sens._progress import progress_bar
+from pm_sens.graph.engine import compile_predictive, required_free_rvs
+from pm_sens.graph.predictive import Predictive
+from pm_sens.measures.mixture import MixtureMoments
+
+_PREDICTIVES = weakref.WeakKeyDictionary()
+
+
+def predictive_for(model, var_name):
+    """`Predictive.from_observed`, reused across calls so compiled graphs are too."""
+    per_model = _PREDICTIVES.setdefault(model, {})
+    if var_name not in per_model:
+        per_model[var_name] = Predictive.from_observed(model, var_name)
+    return per_model[var_name]
+
+
+@dataclass
+class Context:
+    """A validated request: predictive, inputs, points and draws."""
+
+    model: object
+    predictive: Predictive
+    inputs: list
+    points: PointSet
+    draws: Draws
+    memory_limit: float
+    progressbar: bool
+
+
+def make_context(
+    idata,
+    model,
+    *,
+    var_name,
+    inputs,
+    points,
+    predictive,
+    num_draws,
+    random_seed,
+    memory_limit,
+    progressbar,
+):
+    """Check the request (no compiling) and gather what the measures need."""
+    if predictive is None:
+        predictive = predictive_for(model, var_name)
+    elif not isinstance(predictive, Predictive):
+        raise TypeError(
+            f"predictive={type(predictive).__name__} is not valid; "
+            "give a pm_sens.Predictive or None"
+        )
+    diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs)
+    pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
+    draws = posterior_draws(
+        idata, model, required_free_rvs(predictive, model), num_draws, random_seed
+    )
+    return Context(model, predictive, diff_inputs, pts, draws, memory_limit, progressbar)
+
+
+def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
+    """The compiled chunk function for these settings, built once per predictive."""
+    values = ctx.points.values
+    key = (
+        mode,
+        order,
+        uses_variance,
+        statistic,
+        tuple(v.name for v in ctx.inputs),
+        tuple((v.name, np.shape(values[v])[1:]) for v in values),
+        tuple(np.shape(v)[1:] for v in ctx.draws.values),
+    )
+    cache = ctx.predictive.compiled
+    if key not in cache:
+        cache[key] = compile_predictive(
+            ctx.predictive,
+            ctx.model,
+            ctx.inputs,
+            values,
+            ctx.draws.values,
+            mode=mode,
+            order=order,
+            uses_variance=uses_variance,
+            statistic=statistic,
+        )
+    return cache[key]
+
+
+def data_for_chunk(compiled, values, n_draws):
+    """Data arrays in compiled order; differentiated inputs get a draw axis in draw mode."""
+    out = []
+    for var in compiled.data_variables:
+        value = values[var]
+        if compiled.mode == "draw" and var in compiled.inputs:
+            value = np.broadcast_to(value, (n_draws, *np.shape(value)))
+        out.append(value)
+    return out
+
+
+def check_locality(compiled, points, draws):
+    """Perturb one row of the inputs; no other point's parameters may move."""
+    n = points.n_points
+    if n < 2:
+        return
+    first = [v[:1] for v in draws.values]
+    base = compiled(data_for_chunk(compiled, points.values, 1), first)["phi"]
+    for row in sorted({0, n // 2}):
+        moved_values = dict(points.values)
+        for var in compiled.inputs:
+            value = np.array(points.values[var], dtype=float)
+            value[row] += 1e-3 * (np.abs(value[row]) + 1)
+            moved_values[var] = value
+        moved = compiled(data_for_chunk(compiled, moved_values, 1), first)["phi"]
+        others = np.arange(n) != row
+        if not np.allclose(moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12):
+            names = [v.name for v in compiled.inputs]
+            raise ValueError(
+                f"the predictions at one point depend on the inputs {names} of other points "
+                f"(changing row {row} moved the parameters at other rows), so per-point "
+                "derivatives are not defined. Common causes: inputs standardized or centred "
+                "inside the model (do it outside, on the data), or a model coupling rows such "
+                "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
+            )
+
+
+def _chunk_size(ctx, n_rows, n_components, mode, order):
+    """Draws per chunk so that parameters, derivatives and temporaries fit the limit."""
+    n_features = len(ctx.points.features)
+    per_row = (n_components + 1) * (n_features + 4) * (1 + max(order - 1, 0) * n_features)
+    per_draw = 8 * n_rows * per_row * (4 if mode == "draw" else 2)
+    return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
+
+
+def _chunks(ctx, compiled, values, n_components, description):
+    """Yield (start, size, outputs) over chunks of draws, with a progress bar."""
+    n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
+    chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
+    with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
+        for start in range(0, ctx.draws.count, chunk):
+            draw_values = [v[start : start + chunk] for v in ctx.draws.values]
+            size = len(draw_values[0])
+            yield start, size, compiled(data_for_chunk(compiled, values, size), draw_values)
+            advance(size)
+
+
+def moment_pass(ctx, compiled, values, uses_variance, description):
+    """Mixture moments (and derivatives) over all draws, merged chunk by chunk."""
+    moments = MixtureMoments(uses_variance)
+    fixed = {}
+    for _, size, out in _chunks(ctx, compiled, values, 2, description):
+        moments.add(size, out["phi"], out.get("jac"), out.get("hess"))
+        fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out["fixed"].items()}
+    return moments, fixed
+
+
+def draw_pass(ctx, compiled, values, description, consume):
+    """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode)."""
+    for start, size, out in _chunks(ctx, compiled, values, 2, description):
+        consume(slice(start, start + size), out)
+
+
+def per_draw_shape(ctx, array):
+    """(S, ...) → (chain, draw, ...)."""
+    return array.reshape(len(ctx.draws.chain), len(ctx.draws.draw), *array.shape[1:])
