@@ -191,7 +191,9 @@ def test_kl_divergence_matches_numeric_integration(family, make, phi, fixed):
         expected = np.sum(p.pmf(y) * (p.logpmf(y) - q.logpmf(y)))
     got = family.kl_divergence(phi_p[None], phi_q[None], **fixed)[0]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
-    assert family.kl_divergence(phi_p[None], phi_p[None], **fixed)[0] == pytest.approx(0, abs=1e-14)
+    assert family.kl_divergence(phi_p[None], phi_p[None], **fixed)[0] == pytest.approx(
+        0, abs=1e-14
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import polygamma
 from scipy.stats import t as student_t
 
-from pm_sens.families._base import Family, stack_matrix
+from pm_sens.families._base import Family, log1p_gap, stack_matrix
 
 
 def fisher_information(phi):
@@ -40,7 +40,8 @@ def kl_divergence(phi_p, phi_q):
     jacobian = scale * np.sqrt(nu) / np.cos(theta) ** 2
     logp = student_t.logpdf(y, nu, mu, scale)
     logq = student_t.logpdf(y, phi_q[..., 2], phi_q[..., 0], np.sqrt(phi_q[..., 1]))
-    return (weights * jacobian * np.exp(logp) * (logp - logq)).sum(0)
+    # E_p[log p/q] = E_p[g(q/p − 1)], g(u) = u − log1p(u): no cancellation for close laws
+    return (weights * jacobian * np.exp(logp) * log1p_gap(np.expm1(logq - logp))).sum(0)
 
 
 FAMILY = Family(
