@@ -75,7 +75,7 @@ def test_jitter_makes_a_singular_covariance_usable():
 
 
 @pytest.mark.parametrize("mode", ["moment", "draw"])
-def test_var_against_brute_force_monte_carlo(rng, mode):
+def test_var_against_brute_force(rng, mode):
     model, idata = _logistic(rng)
 
     def var_with(nodes):
@@ -98,7 +98,9 @@ def test_var_against_brute_force_monte_carlo(rng, mode):
         eta = beta[:, d, None, None] * xd + (beta[:, rest, None] * x[:, rest])[:, :, None]
         p = special.expit(eta)  # (S, N, MC)
         expected = p.mean(0).var(-1) if mode == "moment" else p.var(-1)
-        np.testing.assert_allclose(fine[..., d].reshape(expected.shape), expected, rtol=1e-3)
+        scale = np.abs(expected).max()
+        got = fine[..., d].reshape(expected.shape)
+        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-4 * scale)
         # the default 11 nodes: quadrature error up to ~2% for the steepest draws
         np.testing.assert_allclose(default[..., d].reshape(expected.shape), expected, rtol=0.03)
 
