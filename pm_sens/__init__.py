@@ -2,7 +2,8 @@
 
 from pm_sens._version import __version__
 from pm_sens.api import sensitivity
+from pm_sens.attribution import integrated_gradients
 from pm_sens.graph.predictive import Predictive
 from pm_sens.summary import summary
 
-__all__ = ["Predictive", "__version__", "sensitivity", "summary"]
+__all__ = ["Predictive", "__version__", "integrated_gradients", "sensitivity", "summary"]

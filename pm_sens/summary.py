@@ -10,10 +10,14 @@ SAMPLE_DIMS = ("chain", "draw")
 FEATURE_DIMS = ("feature", "feature_bis")
 
 
-def _global_importance(da):
+#: Signed attributions: their global importance is the mean absolute value.
+SIGNED = ("ig",)
+
+
+def _global_importance(name, da):
     """Mean over the point dim: dims (chain, draw)? + feature (+ feature_bis)."""
     point_dims = [d for d in da.dims if d not in SAMPLE_DIMS + FEATURE_DIMS]
-    return da.mean(point_dims)
+    return (abs(da) if name in SIGNED else da).mean(point_dims)
 
 
 def _pairs(da):
@@ -50,9 +54,11 @@ def _rows(name, da, ci_prob):
 def summary(idata, *, group="sensitivity", ci_prob=None):
     """Rank the features (and feature pairs) by global importance.
 
-    Global importance is the mean of the local values over the points. In draw
-    mode it is a posterior distribution: the table gives its posterior mean and
-    an equal-tailed interval (from arviz-stats).
+    Global importance is the mean of the local values over the points (of their
+    absolute values for signed attributions such as ``ig``). In draw mode it is
+    a posterior distribution: the table gives its posterior mean and an
+    equal-tailed interval (from arviz-stats). Variables without a feature
+    dimension (e.g. ``completeness_gap``) are left out.
 
     Parameters
     ----------
@@ -80,6 +86,8 @@ def summary(idata, *, group="sensitivity", ci_prob=None):
     ci_prob = rcParams["stats.ci_prob"] if ci_prob is None else ci_prob
     dataset = idata[group].to_dataset()
     frames = [
-        _rows(name, _global_importance(dataset[name]), ci_prob) for name in dataset.data_vars
+        _rows(name, _global_importance(name, dataset[name]), ci_prob)
+        for name in dataset.data_vars
+        if "feature" in dataset[name].dims
     ]
     return pd.concat(frames, ignore_index=True)
