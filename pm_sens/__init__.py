@@ -5,5 +5,14 @@ from pm_sens.api import sensitivity
 from pm_sens.attribution import integrated_gradients
 from pm_sens.graph.predictive import Predictive
 from pm_sens.summary import summary
+from pm_sens.uncertainty import partial_dependence, permutation_importance
 
-__all__ = ["Predictive", "__version__", "integrated_gradients", "sensitivity", "summary"]
+__all__ = [
+    "Predictive",
+    "__version__",
+    "integrated_gradients",
+    "partial_dependence",
+    "permutation_importance",
+    "sensitivity",
+    "summary",
+]

@@ -63,10 +63,12 @@ def _default_point_count(predictive, model, variables):
     return None
 
 
-def resolve_inputs(predictive, model, inputs):
-    """The variables to differentiate, and all data variables of the predictive.
+def resolve_inputs(predictive, model, inputs, differentiable=True):
+    """The input variables, and all data variables of the predictive.
 
-    Default: the predictive's float inputs with one row per point.
+    Default: the predictive's float inputs with one row per point. With
+    ``differentiable=False`` (permutation and grids, no derivatives), integer
+    per-point containers count as inputs too.
     """
     params = predictive.parameter_list
     containers = data_containers(model, params)
@@ -77,9 +79,13 @@ def resolve_inputs(predictive, model, inputs):
         value = _current_value(var)
         return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
 
-    float_vars = [v for v in variables if is_float(v)]
+    def eligible(var):
+        return is_float(var) or not differentiable
+
+    candidates = [v for v in variables if eligible(v)]
     if inputs is None:
-        chosen = [v for v in predictive.inputs if is_float(v) and per_point(v)]
+        pool = predictive.inputs if differentiable else variables
+        chosen = [v for v in pool if eligible(v) and per_point(v)]
         if not chosen:
             raise ValueError(
                 f"the predictions of {predictive.var_name or predictive.family!r} depend on "
@@ -91,7 +97,7 @@ def resolve_inputs(predictive, model, inputs):
     chosen = []
     for name in as_name_list("inputs", inputs):
         var = by_name.get(name)
-        if var is None or not is_float(var):
+        if var is None or not eligible(var):
             reason = (
                 f"is an integer container (dtype {var.dtype}); integer inputs such as group "
                 "indices are held at their values and cannot be differentiated"
@@ -99,13 +105,13 @@ def resolve_inputs(predictive, model, inputs):
                 else "is not a data container the predictions depend on"
             )
             raise ValueError(
-                f"inputs={name!r} {reason}; valid: {sorted(v.name for v in float_vars)}"
+                f"inputs={name!r} {reason}; valid: {sorted(v.name for v in candidates)}"
             )
         if not per_point(var):
             raise ValueError(
                 f"inputs={name!r} has shape {np.shape(_current_value(var))}, not one row per "
                 f"point ({n_default} points); only per-point inputs (1-D or 2-D, rows = points) "
-                "can be differentiated"
+                "are supported"
             )
         chosen.append(var)
     return chosen, variables, n_default

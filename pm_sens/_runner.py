@@ -53,6 +53,7 @@ def make_context(
     random_seed,
     memory_limit,
     progressbar,
+    differentiable=True,
 ):
     """Check the request (no compiling) and gather what the measures need."""
     if predictive is None:
@@ -62,7 +63,7 @@ def make_context(
             f"predictive={type(predictive).__name__} is not valid; "
             "give a pm_sens.Predictive or None"
         )
-    diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs)
+    diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs, differentiable)
     pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
     draws = posterior_draws(
         idata, model, required_free_rvs(predictive, model), num_draws, random_seed

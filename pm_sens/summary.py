@@ -7,7 +7,7 @@ from arviz_base import rcParams
 from arviz_stats import eti
 
 SAMPLE_DIMS = ("chain", "draw")
-FEATURE_DIMS = ("feature", "feature_bis")
+FEATURE_DIMS = ("feature", "feature_bis", "component")
 
 
 #: Signed attributions: their global importance is the mean absolute value.
@@ -55,10 +55,11 @@ def summary(idata, *, group="sensitivity", ci_prob=None):
     """Rank the features (and feature pairs) by global importance.
 
     Global importance is the mean of the local values over the points (of their
-    absolute values for signed attributions such as ``ig``). In draw mode it is
-    a posterior distribution: the table gives its posterior mean and an
+    absolute values for signed attributions such as ``ig``; over the repeats
+    for permutation importance, one block per entropy component). In draw mode
+    it is a posterior distribution: the table gives its posterior mean and an
     equal-tailed interval (from arviz-stats). Variables without a feature
-    dimension (e.g. ``completeness_gap``) are left out.
+    dimension (e.g. ``completeness_gap``) and curves over a grid are left out.
 
     Parameters
     ----------
@@ -85,9 +86,17 @@ def summary(idata, *, group="sensitivity", ci_prob=None):
         )
     ci_prob = rcParams["stats.ci_prob"] if ci_prob is None else ci_prob
     dataset = idata[group].to_dataset()
-    frames = [
-        _rows(name, _global_importance(name, dataset[name]), ci_prob)
-        for name in dataset.data_vars
-        if "feature" in dataset[name].dims
-    ]
+    frames = []
+    for name in dataset.data_vars:
+        da = dataset[name]
+        if "feature" not in da.dims or "grid" in da.dims:
+            continue
+        importance = _global_importance(name, da)
+        if "component" in da.dims:
+            frames += [
+                _rows(f"{name}[{c}]", importance.sel(component=c), ci_prob)
+                for c in importance["component"].values
+            ]
+        else:
+            frames.append(_rows(name, importance, ci_prob))
     return pd.concat(frames, ignore_index=True)

@@ -214,3 +214,30 @@ def test_categorical_kl():
     p, q = np.array([0.2, 0.5, 0.3]), np.array([0.25, 0.45, 0.3])
     got = families.MOMENT_FAMILIES["categorical"].kl_divergence(p[None], q[None])[0]
     np.testing.assert_allclose(got, np.sum(p * np.log(p / q)), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi"), CONTINUOUS, ids=lambda x: getattr(x, "name", "")
+)
+def test_entropy_and_density_of_continuous_families(family, make, phi):
+    phi_a = np.array(phi, float)
+    dist = make(phi_a)
+    lo, hi = dist.ppf(1e-14), dist.ppf(1 - 1e-14)
+    expected = integrate.quad(
+        lambda y: -dist.pdf(y) * dist.logpdf(y), lo, hi, points=[dist.median()], epsrel=1e-11
+    )[0]
+    np.testing.assert_allclose(family.entropy(phi_a[None])[0], expected, rtol=1e-7)
+    y = np.linspace(lo, hi, 7)[1:-1]
+    np.testing.assert_allclose(family.log_density(phi_a[None], y[:, None])[:, 0], dist.logpdf(y))
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"), DISCRETE, ids=lambda x: getattr(x, "name", "")
+)
+def test_density_and_support_of_discrete_families(family, make, phi, fixed):
+    phi_a = np.array(phi, float)[None]
+    top = int(family.support_upper(phi_a, 1e-12, **fixed)[0])
+    y = np.arange(top + 1)
+    logp = family.log_density(phi_a, y[:, None], **fixed)[:, 0]
+    np.testing.assert_allclose(logp, make(phi_a[0]).logpmf(y), rtol=1e-12)
+    assert 1 - np.exp(logp).sum() < 1e-11

@@ -57,6 +57,8 @@ NEGATIVE_BINOMIAL_MEAN_ALPHA = Family(
     ("mean", "alpha"),
     negative_binomial.fisher_information_mean_alpha,
     negative_binomial.kl_divergence_mean_alpha,
+    negative_binomial.log_density_mean_alpha,
+    support_upper=negative_binomial.support_upper_mean_alpha,
 )
 
 

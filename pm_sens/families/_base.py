@@ -28,6 +28,13 @@ class Family:
     kl_divergence : callable
         ``kl_divergence(phi_p, phi_q, **fixed) -> (...)``: KL(p ‖ q), written to
         stay accurate when p and q are close (finite differences need that).
+    log_density : callable
+        ``log_density(phi, y, **fixed) -> (...)``: log pdf or pmf at y.
+    entropy : callable, optional
+        ``entropy(phi) -> (...)`` in closed form (continuous families).
+    support_upper : callable, optional
+        Discrete families: ``support_upper(phi, tail, **fixed)``, the smallest
+        count above which the mass is below ``tail``.
     """
 
     name: str
@@ -35,6 +42,14 @@ class Family:
     parameters: tuple[str, ...]
     fisher_information: Callable[..., np.ndarray]
     kl_divergence: Callable[..., np.ndarray]
+    log_density: Callable[..., np.ndarray]
+    entropy: Callable[..., np.ndarray] | None = None
+    support_upper: Callable[..., np.ndarray] | None = None
+
+    @property
+    def discrete(self) -> bool:
+        """Whether the family has a pmf on 0, 1, 2, … (entropies by summation)."""
+        return self.support_upper is not None
 
     @property
     def uses_variance(self) -> bool:

@@ -1,5 +1,8 @@
 """Bernoulli(p)."""
 
+import numpy as np
+from scipy import stats
+
 from pm_sens.families._base import Family, clip_probability, log1p_gap
 
 
@@ -16,4 +19,22 @@ def kl_divergence(phi_p, phi_q):
     return p1 * log1p_gap(d / p1) + (1 - p1) * log1p_gap(-d / (1 - p1))
 
 
-FAMILY = Family("bernoulli", "binary", ("p",), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log pmf at y ∈ {0, 1}."""
+    return stats.bernoulli.logpmf(y, phi[..., 0])
+
+
+def support_upper(phi, tail):
+    """The support is {0, 1}."""
+    return np.ones(phi.shape[:-1], dtype=int)
+
+
+FAMILY = Family(
+    "bernoulli",
+    "binary",
+    ("p",),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    support_upper=support_upper,
+)

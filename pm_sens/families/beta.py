@@ -1,5 +1,6 @@
 """Beta(mean, variance): concentration κ = m(1−m)/v − 1, α = mκ, β = (1−m)κ."""
 
+from scipy import stats
 from scipy.special import betaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
@@ -37,4 +38,24 @@ def kl_divergence(phi_p, phi_q):
     )
 
 
-FAMILY = Family("beta", "unit", ("mean", "variance"), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at 0 < y < 1."""
+    a, b = _shapes(phi)
+    return stats.beta.logpdf(y, a, b)
+
+
+def entropy(phi):
+    """``log B(a, b) − (a−1)ψ(a) − (b−1)ψ(b) + (a+b−2)ψ(a+b)``."""
+    a, b = _shapes(phi)
+    return betaln(a, b) - (a - 1) * psi(a) - (b - 1) * psi(b) + (a + b - 2) * psi(a + b)
+
+
+FAMILY = Family(
+    "beta",
+    "unit",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -20,4 +20,29 @@ def kl_divergence(phi_p, phi_q):
     return (p1 * log1p_gap((p2 - p1) / p1)).sum(-1)
 
 
-FAMILY = Family("categorical", "categorical", ("p",), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log pmf at the class y (an integer array broadcasting with phi[..., 0])."""
+    y = np.asarray(y).astype(int)
+    shape = np.broadcast_shapes(y.shape, phi.shape[:-1])
+    index = np.broadcast_to(y, shape)[..., None]
+    inside = (index >= 0) & (index < phi.shape[-1])
+    phi = np.broadcast_to(phi, (*shape, phi.shape[-1]))
+    picked = np.take_along_axis(phi, np.clip(index, 0, phi.shape[-1] - 1), -1)
+    with np.errstate(divide="ignore"):
+        return np.where(inside, np.log(picked), -np.inf)[..., 0]
+
+
+def support_upper(phi, tail):
+    """The support is {0, …, K−1}."""
+    return np.full(phi.shape[:-1], phi.shape[-1] - 1)
+
+
+FAMILY = Family(
+    "categorical",
+    "categorical",
+    ("p",),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    support_upper=support_upper,
+)

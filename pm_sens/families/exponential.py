@@ -1,5 +1,8 @@
 """Exponential(mean)."""
 
+import numpy as np
+from scipy import stats
+
 from pm_sens.families._base import Family, log1p_gap
 
 
@@ -15,4 +18,22 @@ def kl_divergence(phi_p, phi_q):
     return log1p_gap((m1 - m2) / m2)
 
 
-FAMILY = Family("exponential", "positive", ("mean",), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at y >= 0."""
+    return stats.expon.logpdf(y, scale=phi[..., 0])
+
+
+def entropy(phi):
+    """``1 + log m``."""
+    return 1 + np.log(phi[..., 0])
+
+
+FAMILY = Family(
+    "exponential",
+    "positive",
+    ("mean",),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -1,6 +1,7 @@
 """Gamma(mean, variance): shape m²/v, rate m/v."""
 
 import numpy as np
+from scipy import stats
 from scipy.special import gammaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
@@ -28,4 +29,23 @@ def kl_divergence(phi_p, phi_q):
     )
 
 
-FAMILY = Family("gamma", "positive", ("mean", "variance"), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at y > 0."""
+    return stats.gamma.logpdf(y, phi[..., 0] ** 2 / phi[..., 1], scale=phi[..., 1] / phi[..., 0])
+
+
+def entropy(phi):
+    """``a − log r + log Γ(a) + (1 − a) ψ(a)`` (shape a, rate r)."""
+    a, r = phi[..., 0] ** 2 / phi[..., 1], phi[..., 0] / phi[..., 1]
+    return a - np.log(r) + gammaln(a) + (1 - a) * psi(a)
+
+
+FAMILY = Family(
+    "gamma",
+    "positive",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -1,6 +1,7 @@
 """Laplace(mean, variance); PyMC's scale b gives variance 2b²."""
 
 import numpy as np
+from scipy import stats
 
 from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
 
@@ -23,4 +24,22 @@ def kl_divergence(phi_p, phi_q):
     return log1p_gap((b1 - b2) / b2) + rho * (np.expm1(-scaled) + scaled)
 
 
-FAMILY = Family("laplace", "real", ("mean", "variance"), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at y (scale b = sqrt(v/2))."""
+    return stats.laplace.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1] / 2))
+
+
+def entropy(phi):
+    """``1 + log(2b)``."""
+    return 1 + np.log(2 * np.sqrt(phi[..., 1] / 2))
+
+
+FAMILY = Family(
+    "laplace",
+    "real",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -1,6 +1,7 @@
 """LogNormal(mean, variance) of y (not of log y)."""
 
 import numpy as np
+from scipy import stats
 
 from pm_sens.families import normal
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
@@ -30,4 +31,24 @@ def kl_divergence(phi_p, phi_q):
     return normal.kl_divergence(_log_moments(phi_p), _log_moments(phi_q))
 
 
-FAMILY = Family("lognormal", "positive", ("mean", "variance"), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at y > 0."""
+    log_moments = _log_moments(phi)
+    return stats.lognorm.logpdf(y, np.sqrt(log_moments[..., 1]), scale=np.exp(log_moments[..., 0]))
+
+
+def entropy(phi):
+    """``μ + ½ log(2πe σ²)`` with μ, σ² the mean and variance of log y."""
+    log_moments = _log_moments(phi)
+    return log_moments[..., 0] + normal.entropy(log_moments)
+
+
+FAMILY = Family(
+    "lognormal",
+    "positive",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -117,12 +117,7 @@ def _kl_mean_alpha(m1, a1, m2, a2, tail=1e-15):
     m1, a1, m2, a2 = (np.asarray(x, float) for x in np.broadcast_arrays(m1, a1, m2, a2))
     shape = m1.shape
     m1, a1, m2, a2 = (x.ravel() for x in (m1, a1, m2, a2))
-    finite = np.isfinite(a1)
-    safe = np.where(finite, a1, 1.0)
-    quantile = np.where(
-        finite, nbinom.ppf(1 - tail, safe, safe / (safe + m1)), poisson.ppf(1 - tail, m1)
-    )
-    top = int(quantile.max()) + 1 if m1.size else 0
+    top = int(_upper(m1, a1, tail).max()) + 1 if m1.size else 0
     out = np.empty_like(m1)
     step = max(1, _MAX_CELLS // (top + 1))
     for start in range(0, m1.size, step):
@@ -146,6 +141,41 @@ def kl_divergence(phi_p, phi_q):
     return _kl_mean_alpha(phi_p[..., 0], _alpha(phi_p), phi_q[..., 0], _alpha(phi_q))
 
 
+def log_density_mean_alpha(phi, y):
+    """Log pmf at the count y for NB given as (mean, α)."""
+    return _logpmf(y, phi[..., 0], phi[..., 1])
+
+
+def log_density(phi, y):
+    """Log pmf at the count y for NB given as (mean, variance); Poisson where v <= m."""
+    return _logpmf(y, phi[..., 0], _alpha(phi))
+
+
+def _upper(m, a, tail):
+    finite = np.isfinite(a)
+    safe = np.where(finite, a, 1.0)
+    quantile = np.where(
+        finite, nbinom.ppf(1 - tail, safe, safe / (safe + m)), poisson.ppf(1 - tail, m)
+    )
+    return quantile.astype(int)
+
+
+def support_upper_mean_alpha(phi, tail):
+    """The count above which the mass is below ``tail``, NB given as (mean, α)."""
+    return _upper(phi[..., 0], phi[..., 1], tail)
+
+
+def support_upper(phi, tail):
+    """The count above which the mass is below ``tail``, NB given as (mean, variance)."""
+    return _upper(phi[..., 0], _alpha(phi), tail)
+
+
 FAMILY = Family(
-    "negative_binomial", "count", ("mean", "variance"), fisher_information, kl_divergence
+    "negative_binomial",
+    "count",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    support_upper=support_upper,
 )

@@ -1,5 +1,8 @@
 """Normal(mean, variance)."""
 
+import numpy as np
+from scipy import stats
+
 from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
 
 
@@ -15,4 +18,22 @@ def kl_divergence(phi_p, phi_q):
     return 0.5 * (log1p_gap((v1 - v2) / v2) + (m1 - m2) ** 2 / v2)
 
 
-FAMILY = Family("normal", "real", ("mean", "variance"), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log density at y."""
+    return stats.norm.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1]))
+
+
+def entropy(phi):
+    """``½ log(2πe v)``."""
+    return 0.5 * np.log(2 * np.pi * np.e * phi[..., 1])
+
+
+FAMILY = Family(
+    "normal",
+    "real",
+    ("mean", "variance"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
+)

@@ -1,5 +1,7 @@
 """Poisson(mean)."""
 
+from scipy import stats
+
 from pm_sens.families._base import Family, clip_positive, log1p_gap
 
 
@@ -15,4 +17,22 @@ def kl_divergence(phi_p, phi_q):
     return m1 * log1p_gap((m2 - m1) / m1)
 
 
-FAMILY = Family("poisson", "count", ("mean",), fisher_information, kl_divergence)
+def log_density(phi, y):
+    """Log pmf at the count y."""
+    return stats.poisson.logpmf(y, phi[..., 0])
+
+
+def support_upper(phi, tail):
+    """The count above which the mass is below ``tail``."""
+    return stats.poisson.ppf(1 - tail, phi[..., 0]).astype(int)
+
+
+FAMILY = Family(
+    "poisson",
+    "count",
+    ("mean",),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    support_upper=support_upper,
+)

@@ -5,7 +5,7 @@ by two moments); used per draw for Student-t likelihoods.
 """
 
 import numpy as np
-from scipy.special import polygamma
+from scipy.special import betaln, polygamma, psi
 from scipy.stats import t as student_t
 
 from pm_sens.families._base import Family, log1p_gap, stack_matrix
@@ -44,6 +44,28 @@ def kl_divergence(phi_p, phi_q):
     return (weights * jacobian * np.exp(logp) * log1p_gap(np.expm1(logq - logp))).sum(0)
 
 
+def log_density(phi, y):
+    """Log density at y."""
+    return student_t.logpdf(y, phi[..., 2], phi[..., 0], np.sqrt(phi[..., 1]))
+
+
+def entropy(phi):
+    """``(ν+1)/2 [ψ((ν+1)/2) − ψ(ν/2)] + log(√ν B(ν/2, ½)) + ½ log s``."""
+    s, nu = phi[..., 1], phi[..., 2]
+    return (
+        (nu + 1) / 2 * (psi((nu + 1) / 2) - psi(nu / 2))
+        + 0.5 * np.log(nu)
+        + betaln(nu / 2, 0.5)
+        + 0.5 * np.log(s)
+    )
+
+
 FAMILY = Family(
-    "studentt", "real", ("location", "scale2", "nu"), fisher_information, kl_divergence
+    "studentt",
+    "real",
+    ("location", "scale2", "nu"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy,
 )

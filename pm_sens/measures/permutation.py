@@ -1,0 +1,50 @@
+"""Permutation feature importance and partial-dependence grids (004)."""
+
+import numpy as np
+
+
+def permutations(n_points, n_repeats, n_groups, rng):
+    """Independent permutations of the points: (n_repeats, n_groups, N)."""
+    return np.array(
+        [[rng.permutation(n_points) for _ in range(n_groups)] for _ in range(n_repeats)]
+    ).reshape(n_repeats, n_groups, n_points)
+
+
+def permuted_features(x, groups, order):
+    """Copies of ``x`` (N, D) with each group's columns permuted together.
+
+    ``groups`` lists column indices; ``order`` is (R, G, N) from `permutations`.
+    Returns (R, G, N, D).
+    """
+    out = np.broadcast_to(x, (*order.shape[:2], *x.shape)).copy()
+    for g, columns in enumerate(groups):
+        for c in columns:
+            out[:, g, :, c] = x[order[:, g], c]
+    return out
+
+
+def importance(base, permuted):
+    """Mean over points of ``permuted − base``: (..., N) with base (N,) → (...)."""
+    return np.mean(permuted - base, axis=-1)
+
+
+def feature_grid(column, resolution, percentiles, levels):
+    """Grid of one feature: its levels if ``levels``, else quantiles between percentiles."""
+    if levels:
+        return np.unique(column)
+    quantiles = np.linspace(percentiles[0], percentiles[1], resolution)
+    return np.unique(np.quantile(column, quantiles))
+
+
+def grid_features(x, columns, grids):
+    """ICE points: for each column d and its grid value g, x with column d set to g.
+
+    Returns (F, K, N, D) for F columns, K the longest grid; shorter grids repeat
+    their last value (the caller masks those entries).
+    """
+    width = max(len(g) for g in grids)
+    out = np.broadcast_to(x, (len(columns), width, *x.shape)).copy()
+    for f, (d, grid) in enumerate(zip(columns, grids, strict=True)):
+        padded = np.concatenate([grid, np.repeat(grid[-1:], width - len(grid))])
+        out[f, :, :, d] = padded[:, None]
+    return out

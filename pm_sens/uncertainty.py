@@ -1,0 +1,445 @@
+"""Uncertainty attribution: entropy/likelihood permutation importance, PDP and ICE (004)."""
+
+import numpy as np
+import xarray as xr
+
+from pm_sens import families
+from pm_sens._points import feature_matrix, values_at
+from pm_sens._runner import compiled_for, draw_pass, make_context, moment_pass, per_draw_shape
+from pm_sens._validate import (
+    as_name_list,
+    check_bool,
+    check_choice,
+    check_finite_array,
+    check_optional_positive_int,
+    check_positive,
+)
+from pm_sens._version import __version__
+from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
+from pm_sens.graph.model_queries import is_float
+from pm_sens.measures.entropy import (
+    COMPONENTS,
+    EntropyAccumulator,
+    MixtureLogDensity,
+    entropy_components,
+)
+from pm_sens.measures.permutation import (
+    feature_grid,
+    grid_features,
+    importance,
+    permutations,
+    permuted_features,
+)
+
+PFI_KINDS = ("entropy", "likelihood")
+PDP_KINDS = ("mean", "entropy", "log_likelihood")
+
+
+def _context(idata, model, *, memory_limit, progressbar, extend_inferencedata, **kwargs):
+    check_bool("progressbar", progressbar)
+    check_bool("extend_inferencedata", extend_inferencedata)
+    ctx = make_context(
+        idata,
+        model,
+        memory_limit=check_positive("memory_limit", memory_limit),
+        progressbar=progressbar,
+        differentiable=False,
+        **kwargs,
+    )
+    if ctx.predictive.likelihood.draw_family is None:
+        raise ValueError(
+            f"entropies and log densities of the {ctx.predictive.family!r} likelihood are "
+            "not known to pm_sens; uncertainty attribution needs one of its families"
+        )
+    return ctx
+
+
+def _observed(idata, ctx, observed):
+    """Observed y at the points: ``observed`` or the idata's observed_data."""
+    name = ctx.predictive.var_name
+    if observed is None:
+        group = "observed_data"
+        if not (
+            isinstance(idata, xr.DataTree) and group in idata.children and name in idata[group]
+        ):
+            raise ValueError(
+                f"observed=None but idata has no observed_data[{name!r}]; pass observed= "
+                "(one value per point)"
+            )
+        observed = idata[group][name].values
+    observed = check_finite_array("observed", observed)
+    if observed.shape != (ctx.points.n_points,):
+        raise ValueError(
+            f"observed has shape {observed.shape}; expected ({ctx.points.n_points},), one "
+            "value per point (pass observed= for new points)"
+        )
+    return observed
+
+
+def _feature_groups(features, labels):
+    """Feature groups as (label, column indices); names or lists of names."""
+    if features is None:
+        return [(label, [i]) for i, label in enumerate(labels)]
+    items = [features] if isinstance(features, str) else list(features)
+    groups = []
+    for item in items:
+        names = [item] if isinstance(item, str) else list(item)
+        unknown = [n for n in names if n not in labels]
+        if unknown or not names:
+            raise ValueError(
+                f"features={features!r}: {unknown or 'an empty group'} not among the "
+                f"features {list(labels)}"
+            )
+        groups.append(("+".join(names), [labels.index(n) for n in names]))
+    return groups
+
+
+def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
+    """Per row: entropy components (R, 3) and mixture log density (R,), as requested."""
+    family = ctx.predictive.likelihood.draw_family
+    accumulator = EntropyAccumulator(family, n_rows) if entropy else None
+    log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
+
+    def consume(draws, chunk):
+        size = draws.stop - draws.start
+        phi = np.broadcast_to(chunk["phi"], (size, *chunk["phi"].shape[-2:]))
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
+        if accumulator is not None:
+            accumulator.add(phi, **fixed)
+        if log_density is not None:
+            log_density.add(family.log_density(phi, observed_rows, **fixed))
+
+    draw_pass(ctx, compiled_for(ctx, "draw", 0), values, "predictive draws", consume)
+    out = {}
+    if log_density is not None:
+        out["log_likelihood"] = log_density.value()
+    if accumulator is not None:
+        if family.discrete:
+            total = accumulator.mixture_entropy()
+        else:
+            matched = families.get_moment_family(
+                families.DEFAULT_MOMENT_FAMILY[ctx.predictive.likelihood.support]
+            )
+            compiled = compiled_for(ctx, "moment", 0, matched.uses_variance)
+            moments, _ = moment_pass(ctx, compiled, values, matched.uses_variance, "mixture")
+            total = matched.entropy(moments.phi)
+        out["entropy"] = entropy_components(total, accumulator.aleatoric())
+    return out
+
+
+def permutation_importance(
+    idata,
+    model,
+    *,
+    var_name=None,
+    inputs=None,
+    points=None,
+    observed=None,
+    features=None,
+    kind=PFI_KINDS,
+    n_repeats=5,
+    random_seed=None,
+    predictive=None,
+    num_draws=None,
+    progressbar=True,
+    extend_inferencedata=True,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+):
+    """Entropy and likelihood permutation feature importance of the posterior predictive.
+
+    Each feature (or group of features, permuted together) is shuffled across
+    the points, and the change is averaged over points:
+
+    - Entropy-PFI: ``mean_i [H(x̃_i) − H(x_i)]`` for the total predictive entropy
+      and its aleatoric and epistemic parts — how much the feature's true value
+      makes the model confident (zero in expectation for a feature independent of
+      the others);
+    - Likelihood-PFI: ``mean_i [log q(y_i|x_i) − log q(y_i|x̃_i)]`` with the exact
+      mixture ``log q(y|x) = logsumexp_s log p(y|λ_s(x)) − log S`` — how much the
+      feature helps predict the observations.
+
+    All permuted copies are evaluated in one pass over the draws.
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        Holds the ``posterior`` (and, for the likelihood, ``observed_data``).
+    model : pymc.Model
+        The fitted model. It is not modified.
+    var_name : str, optional
+        Observed variable; default the only one.
+    inputs : str or list of str, optional
+        Containers whose columns are features; default every per-point container
+        (float and integer: group indices and flags can be permuted too).
+    points : dict or xarray.Dataset, optional
+        Points to permute over; default the observed rows.
+    observed : array, optional
+        y at the points for the likelihood; default ``idata.observed_data[var_name]``.
+    features : list, optional
+        Feature labels, or lists of labels permuted together (e.g.
+        ``[["lat", "lon"], "x3"]``); default each feature alone.
+    kind : str or sequence of str
+        ``"entropy"`` and/or ``"likelihood"``.
+    n_repeats : int
+        Independent permutations per feature.
+    random_seed : int, optional
+        Seed of the permutations (and of ``num_draws`` thinning); results are
+        reproducible.
+    predictive : pm_sens.Predictive, optional
+        The per-draw predictive.
+    num_draws : int, optional
+        Thin the posterior.
+    progressbar : bool
+        Show progress bars.
+    extend_inferencedata : bool
+        Add the group ``permutation_importance`` to ``idata`` or return a new DataTree.
+    memory_limit : float
+        Bytes of working memory per chunk of draws.
+
+    Returns
+    -------
+    xarray.DataTree
+        Group ``permutation_importance`` with ``entropy_pfi`` (dims ``("repeat",
+        "feature", "component")``, component ∈ total / aleatoric / epistemic)
+        and ``likelihood_pfi`` (``("repeat", "feature")``), as requested.
+    """
+    kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
+    n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5
+    ctx = _context(
+        idata,
+        model,
+        var_name=var_name,
+        inputs=inputs,
+        points=points,
+        predictive=predictive,
+        num_draws=check_optional_positive_int("num_draws", num_draws),
+        random_seed=random_seed,
+        memory_limit=memory_limit,
+        progressbar=progressbar,
+        extend_inferencedata=extend_inferencedata,
+    )
+    y = _observed(idata, ctx, observed) if "likelihood" in kinds else None
+    groups = _feature_groups(features, ctx.points.features)
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    n = len(x)
+    order = permutations(n, n_repeats, len(groups), np.random.default_rng(random_seed))
+    permuted = permuted_features(x, [cols for _, cols in groups], order)
+    rows = np.concatenate([x, permuted.reshape(-1, x.shape[1])])
+    copies = len(rows) // n
+    out = _uncertainty_rows(
+        ctx,
+        values_at(ctx.points, ctx.inputs, rows),
+        len(rows),
+        "entropy" in kinds,
+        None if y is None else np.tile(y, copies),
+    )
+    shape = (n_repeats, len(groups), n)
+    data = {}
+    if "entropy" in kinds:
+        entropy = out["entropy"]
+        moved = entropy[n:].reshape(*shape, 3)
+        data["entropy_pfi"] = (
+            ("repeat", "feature", "component"),
+            importance(entropy[:n].T[:, None, None, :], np.moveaxis(moved, -1, 0)).transpose(
+                1, 2, 0
+            ),
+        )
+    if "likelihood" in kinds:
+        log_q = out["log_likelihood"]
+        data["likelihood_pfi"] = (
+            ("repeat", "feature"),
+            -importance(log_q[:n], log_q[n:].reshape(shape)),
+        )
+    dataset = xr.Dataset(
+        data,
+        coords={
+            "repeat": np.arange(n_repeats),
+            "feature": [label for label, _ in groups],
+            "component": list(COMPONENTS),
+        },
+        attrs={
+            "method": "permutation_importance",
+            "kind": kinds,
+            "n_repeats": n_repeats,
+            "random_seed": "none" if random_seed is None else str(random_seed),
+            "likelihood": ctx.predictive.family,
+            "var_name": ctx.predictive.var_name or "",
+            "num_draws": ctx.draws.count,
+            "pm_sens_version": __version__,
+        },
+    )
+    if "entropy" not in kinds:
+        dataset = dataset.drop_vars("component")
+    return attach(idata, "permutation_importance", dataset, extend_inferencedata)
+
+
+def _integer_columns(ctx):
+    """Whether each feature column comes from an integer container."""
+    return [
+        not is_float(var)
+        for var in ctx.inputs
+        for _ in range(
+            1 if np.ndim(ctx.points.values[var]) == 1 else np.shape(ctx.points.values[var])[1]
+        )
+    ]
+
+
+def partial_dependence(  # noqa: D417 (shared parameters documented together)
+    idata,
+    model,
+    *,
+    var_name=None,
+    inputs=None,
+    points=None,
+    observed=None,
+    features=None,
+    kind=("mean", "entropy"),
+    grid_resolution=50,
+    percentiles=(0.05, 0.95),
+    ice=True,
+    predictive=None,
+    num_draws=None,
+    random_seed=None,
+    progressbar=True,
+    extend_inferencedata=True,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+):
+    """Partial dependence (PDP) and individual conditional expectation (ICE) curves.
+
+    For each feature d and grid value g, every point gets ``x_d = g`` (other
+    inputs unchanged); ICE is the quantity at each such point, PDP its mean over
+    points. Quantities: the predictive mean (PDP per posterior draw, so it has
+    posterior bands; ICE as the posterior mean), the entropy (total, aleatoric,
+    epistemic) and the mixture log density of the observed y.
+
+    Parameters
+    ----------
+    idata, model, var_name, inputs, points, observed, predictive, num_draws,
+    random_seed, progressbar, extend_inferencedata, memory_limit
+        As in :func:`permutation_importance`.
+    features : str or list of str, optional
+        Features to vary, one at a time; default all.
+    kind : str or sequence of str
+        Any of ``"mean"``, ``"entropy"``, ``"log_likelihood"``.
+    grid_resolution : int
+        Quantile grid size per float feature (duplicates removed).
+    percentiles : tuple of float
+        Range of the quantile grid. Integer inputs use their observed levels.
+    ice : bool
+        Also return the per-point curves.
+
+    Returns
+    -------
+    xarray.DataTree
+        Group ``partial_dependence`` with, per kind, ``{kind}_pdp`` and (``ice``)
+        ``{kind}_ice``: ``mean_pdp`` ``("chain", "draw", "feature", "grid")``,
+        ``mean_ice`` ``("feature", "grid", point_dim)``; ``entropy_pdp``
+        ``("feature", "grid", "component")``, ``entropy_ice`` ``("feature",
+        "grid", point_dim, "component")``; ``log_likelihood_pdp`` ``("feature",
+        "grid")``, ``log_likelihood_ice`` ``("feature", "grid", point_dim)``.
+        Coordinate ``grid_value`` ``("feature", "grid")`` holds the grid (NaN
+        past a feature's last grid value, where the curves are NaN too).
+    """
+    kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
+    grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
+    ice = check_bool("ice", ice)
+    low, high = percentiles
+    if not 0 <= low < high <= 1:
+        raise ValueError(f"percentiles={percentiles!r} is not valid; need 0 <= low < high <= 1")
+    ctx = _context(
+        idata,
+        model,
+        var_name=var_name,
+        inputs=inputs,
+        points=points,
+        predictive=predictive,
+        num_draws=check_optional_positive_int("num_draws", num_draws),
+        random_seed=random_seed,
+        memory_limit=memory_limit,
+        progressbar=progressbar,
+        extend_inferencedata=extend_inferencedata,
+    )
+    y = _observed(idata, ctx, observed) if "log_likelihood" in kinds else None
+    labels = ctx.points.features
+    selected = [
+        cols[0]
+        for _, cols in _feature_groups(
+            None if features is None else as_name_list("features", features), labels
+        )
+    ]
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    integer = _integer_columns(ctx)
+    grids = [feature_grid(x[:, d], grid_resolution, percentiles, integer[d]) for d in selected]
+    points_grid = grid_features(x, selected, grids)  # (F, K, N, D)
+    n_features, width, n = points_grid.shape[:3]
+    rows = points_grid.reshape(-1, x.shape[1])
+    values = values_at(ctx.points, ctx.inputs, rows)
+    valid = np.array([[k < len(g) for k in range(width)] for g in grids])  # (F, K)
+    mask = np.where(valid, 1.0, np.nan)
+
+    data = {}
+    if "mean" in kinds:
+        pdp = np.empty((ctx.draws.count, n_features, width))
+        ice_sum = np.zeros((n_features, width, n))
+
+        def consume(draws, chunk):
+            size = draws.stop - draws.start
+            mean = np.broadcast_to(chunk["phi"][..., 0], (size, len(rows)))
+            mean = mean.reshape(size, n_features, width, n)
+            pdp[draws] = mean.mean(-1)
+            ice_sum[...] += mean.sum(0)
+
+        draw_pass(ctx, compiled_for(ctx, "draw", 0, statistic="mean"), values, "mean", consume)
+        data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
+        if ice:
+            data["mean_ice"] = (
+                ("feature", "grid", ctx.points.point_dim),
+                ice_sum / ctx.draws.count * mask[..., None],
+            )
+    if "entropy" in kinds or "log_likelihood" in kinds:
+        out = _uncertainty_rows(
+            ctx,
+            values,
+            len(rows),
+            "entropy" in kinds,
+            None if y is None else np.tile(y, len(rows) // n),
+        )
+        point_dim = ctx.points.point_dim
+        if "entropy" in kinds:
+            curves = out["entropy"].reshape(n_features, width, n, 3) * mask[..., None, None]
+            data["entropy_pdp"] = (("feature", "grid", "component"), curves.mean(2))
+            if ice:
+                data["entropy_ice"] = (("feature", "grid", point_dim, "component"), curves)
+        if "log_likelihood" in kinds:
+            curves = out["log_likelihood"].reshape(n_features, width, n) * mask[..., None]
+            data["log_likelihood_pdp"] = (("feature", "grid"), curves.mean(2))
+            if ice:
+                data["log_likelihood_ice"] = (("feature", "grid", point_dim), curves)
+
+    grid_values = np.full((n_features, width), np.nan)
+    for f, grid in enumerate(grids):
+        grid_values[f, : len(grid)] = grid
+    coords = {
+        "feature": [labels[d] for d in selected],
+        "grid": np.arange(width),
+        "grid_value": (("feature", "grid"), grid_values),
+        "component": list(COMPONENTS),
+        ctx.points.point_dim: ctx.points.point_coords,
+    }
+    if "mean" in kinds:
+        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
+    dataset = xr.Dataset(
+        data,
+        coords=coords,
+        attrs={
+            "method": "partial_dependence",
+            "kind": kinds,
+            "grid_resolution": grid_resolution,
+            "percentiles": list(percentiles),
+            "likelihood": ctx.predictive.family,
+            "var_name": ctx.predictive.var_name or "",
+            "num_draws": ctx.draws.count,
+            "pm_sens_version": __version__,
+        },
+    )
+    return attach(idata, "partial_dependence", dataset, extend_inferencedata)

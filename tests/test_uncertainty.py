@@ -1,0 +1,181 @@
+"""Uncertainty attribution: entropies, permutation importance, PDP and ICE."""
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import special, stats
+
+import pm_sens
+from pm_sens import families
+from pm_sens.measures.entropy import EntropyAccumulator, MixtureLogDensity
+from tests.conftest import posterior
+
+
+def _with_observed(idata, name, y):
+    idata["observed_data"] = xr.DataTree(xr.Dataset({name: ("obs", np.asarray(y))}))
+    return idata
+
+
+def test_discrete_mixture_entropy_against_brute_force(rng):
+    rates = rng.gamma(3, 1, size=(40, 3))  # 40 draws, 3 rows
+    acc = EntropyAccumulator(families.MOMENT_FAMILIES["poisson"], 3)
+    for chunk in np.array_split(rates, 3):  # chunk-size independence
+        acc.add(chunk[..., None])
+    y = np.arange(200)
+    pmf = stats.poisson.pmf(y[None, None, :], rates[..., None])  # (S, R, Y)
+    mixture = pmf.mean(0)
+    np.testing.assert_allclose(acc.mixture_entropy(), -special.xlogy(mixture, mixture).sum(-1))
+    aleatoric = -special.xlogy(pmf, pmf).sum(-1).mean(0)
+    np.testing.assert_allclose(acc.aleatoric(), aleatoric)
+    assert np.all(acc.mixture_entropy() >= acc.aleatoric())  # mutual information >= 0
+
+
+def test_bernoulli_mixture_entropy_is_the_mean_probability_entropy(rng):
+    p = rng.uniform(0.1, 0.9, size=(30, 4))
+    acc = EntropyAccumulator(families.MOMENT_FAMILIES["bernoulli"], 4)
+    acc.add(p[..., None])
+    np.testing.assert_allclose(acc.mixture_entropy(), stats.bernoulli(p.mean(0)).entropy())
+    np.testing.assert_allclose(acc.aleatoric(), stats.bernoulli(p).entropy().mean(0))
+
+
+def test_mixture_log_density_is_logsumexp_over_draws(rng):
+    logp = rng.normal(size=(50, 6)) - 3
+    acc = MixtureLogDensity(6)
+    for chunk in np.array_split(logp, 4):
+        acc.add(chunk)
+    np.testing.assert_allclose(acc.value(), np.log(np.exp(logp).mean(0)))
+
+
+@pytest.fixture
+def linear(rng):
+    n = 400
+    x = rng.normal(size=(n, 3))
+    with pm.Model(coords={"obs": range(n), "col": ["a", "b", "unused"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", mu=xd[:, 0] * b[0] + xd[:, 1] * b[1], sigma=1.0, observed=x[:, 0])
+    beta = rng.multivariate_normal([1.0, 0.5], [[0.02, -0.01], [-0.01, 0.02]], size=(2, 100))
+    y = x[:, 0] + 0.5 * x[:, 1] + rng.normal(size=n)
+    return model, _with_observed(posterior({"b": beta}), "y", y), x, beta.reshape(-1, 2)
+
+
+def test_pfi_is_zero_for_an_unused_feature_and_reproducible(linear):
+    model, idata, _, _ = linear
+    out = pm_sens.permutation_importance(idata, model, random_seed=3, progressbar=False)
+    pfi = out["permutation_importance"]
+    assert pfi["entropy_pfi"].dims == ("repeat", "feature", "component")
+    assert pfi["likelihood_pfi"].dims == ("repeat", "feature")
+    assert np.all(pfi["entropy_pfi"].sel(feature="unused").values == 0)
+    assert np.all(pfi["likelihood_pfi"].sel(feature="unused").values == 0)
+    assert pfi["likelihood_pfi"].sel(feature="a").mean() > 0.5  # the strong feature
+    again = pm_sens.permutation_importance(
+        idata, model, random_seed=3, progressbar=False, extend_inferencedata=False
+    )["permutation_importance"]
+    xr.testing.assert_identical(again.to_dataset(), pfi.to_dataset())
+    # the decomposition adds up
+    e = pfi["entropy_pfi"]
+    np.testing.assert_allclose(
+        e.sel(component="total"), e.sel(component="aleatoric") + e.sel(component="epistemic")
+    )
+
+
+def test_entropy_pfi_of_an_independent_input_is_near_zero(linear):
+    """004 Prop. 1: independent inputs leave the expected entropy unchanged; the
+    correlated pair below does not."""
+    model, idata, x, _ = linear
+    n = len(x)
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=n)
+    points = {"X": np.column_stack([z, 0.9 * z + 0.3 * rng.normal(size=n), rng.normal(size=n)])}
+    out = pm_sens.permutation_importance(
+        idata,
+        model,
+        points=points,
+        kind="entropy",
+        n_repeats=10,
+        random_seed=1,
+        progressbar=False,
+    )["permutation_importance"]
+    epistemic = out["entropy_pfi"].sel(component="epistemic").mean("repeat")
+    assert epistemic.sel(feature="a") > 0  # breaking a correlation raises uncertainty
+    independent = (
+        pm_sens.permutation_importance(
+            idata, model, kind="entropy", n_repeats=10, random_seed=1, progressbar=False
+        )["permutation_importance"]["entropy_pfi"]
+        .sel(component="total")
+        .mean("repeat")
+    )
+    assert abs(float(independent.sel(feature="a"))) < 0.1 * float(epistemic.sel(feature="a"))
+
+
+def test_feature_groups_permute_together(linear):
+    model, idata, _, _ = linear
+    out = pm_sens.permutation_importance(
+        idata, model, features=[["a", "b"], "unused"], random_seed=0, progressbar=False
+    )["permutation_importance"]
+    assert list(out["feature"].values) == ["a+b", "unused"]
+    with pytest.raises(ValueError, match=r"\['zz'\] not among the features"):
+        pm_sens.permutation_importance(idata, model, features=["zz"])
+
+
+def test_pdp_is_the_average_of_ice_and_linear_ice_are_lines(linear):
+    model, idata, x, beta = linear
+    out = pm_sens.partial_dependence(
+        idata,
+        model,
+        kind=("mean", "entropy", "log_likelihood"),
+        grid_resolution=7,
+        progressbar=False,
+    )["partial_dependence"]
+    assert out["mean_pdp"].dims == ("chain", "draw", "feature", "grid")
+    assert out["entropy_ice"].dims == ("feature", "grid", "obs", "component")
+    np.testing.assert_allclose(
+        out["mean_pdp"].mean(("chain", "draw")).values, out["mean_ice"].mean("obs").values
+    )
+    np.testing.assert_allclose(out["entropy_pdp"].values, out["entropy_ice"].mean("obs").values)
+    grid = out["grid_value"].sel(feature="a").values
+    np.testing.assert_allclose(grid, np.unique(np.quantile(x[:, 0], np.linspace(0.05, 0.95, 7))))
+    ice = out["mean_ice"].sel(feature="a").values  # (grid, obs)
+    slopes = np.diff(ice, axis=0) / np.diff(grid)[:, None]
+    np.testing.assert_allclose(slopes, beta[:, 0].mean(), rtol=1e-10)
+    # the unused feature changes nothing
+    flat = out["mean_ice"].sel(feature="unused").values
+    np.testing.assert_allclose(flat, np.broadcast_to(flat[:1], flat.shape))
+
+
+def test_integer_inputs_use_levels_and_can_be_permuted(rng):
+    n = 60
+    group = rng.integers(0, 3, n)
+    xf = rng.normal(size=n)
+    with pm.Model() as model:
+        g = pm.Data("group", group)
+        x = pm.Data("x", xf)
+        a = pm.Normal("a", shape=3)
+        b = pm.Normal("b")
+        pm.Bernoulli("y", logit_p=a[g] + b * x, observed=rng.integers(0, 2, n))
+    idata = posterior(
+        {"a": rng.normal([-2, 0, 2], 0.3, size=(1, 30, 3)), "b": rng.normal(size=(1, 30))}
+    )
+    idata = _with_observed(idata, "y", rng.integers(0, 2, n))
+    pdp = pm_sens.partial_dependence(idata, model, kind="mean", progressbar=False)
+    grid = pdp["partial_dependence"]["grid_value"].sel(feature="group").values
+    np.testing.assert_array_equal(grid[:3], [0, 1, 2])
+    assert np.all(np.isnan(grid[3:]))
+    pfi = pm_sens.permutation_importance(idata, model, random_seed=0, progressbar=False)
+    table = pm_sens.summary(pfi, group="permutation_importance")
+    assert set(table.feature) == {"group", "x"}
+    assert {"entropy_pfi[total]", "likelihood_pfi"} <= set(table.variable)
+
+
+def test_bad_uncertainty_arguments(linear):
+    model, idata, _, _ = linear
+    with pytest.raises(ValueError, match=r"kind='variance' is not valid; valid"):
+        pm_sens.permutation_importance(idata, model, kind="variance")
+    with pytest.raises(ValueError, match=r"observed has shape \(3,\); expected \(400,\)"):
+        pm_sens.permutation_importance(idata, model, observed=np.ones(3))
+    with pytest.raises(ValueError, match=r"percentiles=\(0.9, 0.1\) is not valid"):
+        pm_sens.partial_dependence(idata, model, percentiles=(0.9, 0.1))
+    del idata["observed_data"]
+    with pytest.raises(ValueError, match=r"idata has no observed_data\['y'\]; pass observed="):
+        pm_sens.permutation_importance(idata, model, kind="likelihood")
