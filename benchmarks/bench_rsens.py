@@ -19,10 +19,7 @@ import numpy as np
 import pymc as pm
 
 import pm_sens
-from pm_sens import api
-from pm_sens._points import resolve_inputs, resolve_points
-from pm_sens._posterior import posterior_draws
-from pm_sens.graph.engine import required_free_rvs
+from pm_sens._runner import compiled_for, data_for_chunk, make_context
 
 
 def logistic_glm(rng, n, d):
@@ -55,13 +52,21 @@ def fake_posterior(model, rng, chains, draws):
 
 def forward_seconds(model, idata, repeats):
     """One vectorized forward evaluation of the per-draw parameters (no derivatives)."""
-    predictive = api._predictive_for(model, None)
-    inputs, variables, n = resolve_inputs(predictive, model, None)
-    points = resolve_points(model, predictive, inputs, variables, n, None)
-    draws = posterior_draws(idata, model, required_free_rvs(predictive, model))
-    compiled = api._compiled(predictive, model, inputs, points, draws, "draw", 0, False)
-    data = api._data_for_chunk(compiled, points, draws.count)
-    return best_of(lambda: compiled(data, draws.values), repeats)
+    ctx = make_context(
+        idata,
+        model,
+        var_name=None,
+        inputs=None,
+        points=None,
+        predictive=None,
+        num_draws=None,
+        random_seed=None,
+        memory_limit=1e9,
+        progressbar=False,
+    )
+    compiled = compiled_for(ctx, "draw", 0)
+    data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
+    return best_of(lambda: compiled(data, ctx.draws.values), repeats)
 
 
 def best_of(fn, repeats):

@@ -1,7 +1,6 @@
 """Bernoulli(p)."""
 
 import numpy as np
-from scipy import stats
 
 from pm_sens.families._base import Family, clip_probability, log1p_gap
 
@@ -20,8 +19,10 @@ def kl_divergence(phi_p, phi_q):
 
 
 def log_density(phi, y):
-    """Log pmf at y ∈ {0, 1}."""
-    return stats.bernoulli.logpmf(y, phi[..., 0])
+    """Log pmf at y ∈ {0, 1} (−inf elsewhere)."""
+    p = phi[..., 0]
+    with np.errstate(divide="ignore"):
+        return np.where(y == 1, np.log(p), np.where(y == 0, np.log1p(-p), -np.inf))
 
 
 def support_upper(phi, tail):
