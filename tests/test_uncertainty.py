@@ -179,3 +179,32 @@ def test_bad_uncertainty_arguments(linear):
     del idata["observed_data"]
     with pytest.raises(ValueError, match=r"idata has no observed_data\['y'\]; pass observed="):
         pm_sens.permutation_importance(idata, model, kind="likelihood")
+
+
+@pytest.mark.parametrize(
+    ("family", "phi", "fixed", "dist"),
+    [
+        (
+            families.NEGATIVE_BINOMIAL_MEAN_ALPHA,
+            lambda r: np.stack([r, np.full_like(r, 2.5)], -1),
+            {},
+            lambda r: stats.nbinom(2.5, 2.5 / (2.5 + r)),
+        ),
+        (
+            families.MOMENT_FAMILIES["binomial"],
+            lambda r: (r / 10)[..., None],
+            {"n": 7},
+            lambda r: stats.binom(7, r / 10),
+        ),
+    ],
+    ids=["negative_binomial", "binomial"],
+)
+def test_more_discrete_mixture_entropies(rng, family, phi, fixed, dist):
+    rates = rng.uniform(1, 6, size=(25, 3))
+    acc = EntropyAccumulator(family, 3)
+    acc.add(phi(rates), **{k: np.full(rates.shape, v) for k, v in fixed.items()})
+    y = np.arange(300)
+    pmf = dist(rates[..., None]).pmf(y)
+    mixture = pmf.mean(0)
+    np.testing.assert_allclose(acc.mixture_entropy(), -special.xlogy(mixture, mixture).sum(-1))
+    np.testing.assert_allclose(acc.aleatoric(), -special.xlogy(pmf, pmf).sum(-1).mean(0))
