@@ -49,15 +49,18 @@ def values_at(points, inputs, rows):
     return values
 
 
-def _current_value(var):
-    return var.get_value() if hasattr(var, "get_value") else None
+def _current_value(var, predictive):
+    """A data container's value, or the predictive's default for a symbolic input."""
+    if hasattr(var, "get_value"):
+        return var.get_value()
+    return predictive.defaults.get(var)
 
 
 def _default_point_count(predictive, model, variables):
     if predictive.var_name is not None:
         return int(np.shape(model.rvs_to_values[model[predictive.var_name]].eval())[0])
     for var in variables:
-        value = _current_value(var)
+        value = _current_value(var, predictive)
         if value is not None and np.ndim(value):
             return int(np.shape(value)[0])
     return None
@@ -76,7 +79,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True):
     n_default = _default_point_count(predictive, model, variables)
 
     def per_point(var):
-        value = _current_value(var)
+        value = _current_value(var, predictive)
         return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
 
     def eligible(var):
@@ -109,9 +112,9 @@ def resolve_inputs(predictive, model, inputs, differentiable=True):
             )
         if not per_point(var):
             raise ValueError(
-                f"inputs={name!r} has shape {np.shape(_current_value(var))}, not one row per "
-                f"point ({n_default} points); only per-point inputs (1-D or 2-D, rows = points) "
-                "are supported"
+                f"inputs={name!r} has shape {np.shape(_current_value(var, predictive))}, not "
+                f"one row per point ({n_default} points); only per-point inputs "
+                "(1-D or 2-D, rows = points) are supported"
             )
         chosen.append(var)
     return chosen, variables, n_default
@@ -147,7 +150,9 @@ def _check_point_shape(name, value, current):
         )
 
 
-def _feature_labels(model, inputs, values, dataarrays):
+def _feature_labels(model, predictive, inputs, values, dataarrays):
+    if predictive.feature_names is not None and len(inputs) == 1:
+        return list(predictive.feature_names)
     labels = []
     for var in inputs:
         if np.ndim(values[var]) == 1:
@@ -196,7 +201,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     given, dataarrays = _given_points(points, names)
     values, lengths = {}, {}
     for var in variables:
-        current = _current_value(var)
+        current = _current_value(var, predictive)
         if var.name in given:
             value = given[var.name]
             if current is not None:
@@ -228,5 +233,5 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
                 "(one per original observation); pass new values for them in points too"
             )
     dim, coords = _point_labels(model, predictive, inputs, n_points, bool(given), dataarrays)
-    features = _feature_labels(model, inputs, values, dataarrays)
+    features = _feature_labels(model, predictive, inputs, values, dataarrays)
     return PointSet(values, n_points, dim, coords, features)

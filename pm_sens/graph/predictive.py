@@ -78,6 +78,13 @@ class Predictive:
     inputs : list of Variable
         The input variables that can be differentiated (``pm.Data`` containers
         or symbolic tensors); rows are points.
+    var_name : str, optional
+        The observed variable this predictive stands for, if any.
+    defaults : dict, optional
+        Default values (the points used when ``points`` is not given) of inputs
+        that are symbolic tensors rather than ``pm.Data`` containers.
+    feature_names : list of str, optional
+        Labels of the columns of a single 2-D input.
 
     Examples
     --------
@@ -91,20 +98,33 @@ class Predictive:
     'poisson'
     """
 
-    def __init__(self, family, parameters, inputs, *, var_name=None):
+    def __init__(
+        self, family, parameters, inputs, *, var_name=None, defaults=None, feature_names=None
+    ):
         if family not in LIKELIHOODS_BY_NAME:
             raise ValueError(
                 f"family={family!r} is not a known likelihood family; "
                 f"valid: {sorted(LIKELIHOODS_BY_NAME)}"
             )
         likelihood = LIKELIHOODS_BY_NAME[family]
-        self._init(likelihood, _parameters_in_op_order(likelihood, parameters), inputs, var_name)
+        self._init(
+            likelihood,
+            _parameters_in_op_order(likelihood, parameters),
+            inputs,
+            var_name,
+            defaults,
+            feature_names,
+        )
 
-    def _init(self, likelihood, parameter_list, inputs, var_name):
+    def _init(self, likelihood, parameter_list, inputs, var_name, defaults=None, features=None):
         self.likelihood = likelihood
         self.parameter_list = list(parameter_list)
         self.inputs = list(inputs)
         self.var_name = var_name
+        #: default values of symbolic (non-container) inputs, e.g. a GP's training X
+        self.defaults = dict(defaults or {})
+        #: labels of the input's columns, when given
+        self.feature_names = None if features is None else list(features)
         self.compiled = {}
 
     @property
