@@ -14,6 +14,7 @@ class PointSet:
     """Values of every data variable at the points, with result labels."""
 
     values: dict  # variable -> ndarray, rows = points for per-point variables
+    per_point: list  # the variables with one row per point
     n_points: int
     point_dim: str
     point_coords: np.ndarray
@@ -35,7 +36,7 @@ def values_at(points, inputs, rows):
     copies = len(rows) // points.n_points
     values = {}
     for var, value in points.values.items():
-        if np.ndim(value) and np.shape(value)[0] == points.n_points:
+        if var in points.per_point:
             values[var] = np.concatenate([value] * copies)
         else:
             values[var] = value
@@ -199,6 +200,18 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     """Values of all data variables at the requested points, checked, with labels."""
     names = {v.name: v for v in variables}
     given, dataarrays = _given_points(points, names)
+
+    def rows_per_point(var):
+        if var in inputs:
+            return True
+        current = _current_value(var, predictive)
+        return (
+            predictive.data_per_point
+            and np.ndim(current) > 0
+            and np.shape(current)[0] == n_default
+        )
+
+    per_point = [v for v in variables if rows_per_point(v)]
     values, lengths = {}, {}
     for var in variables:
         current = _current_value(var, predictive)
@@ -222,11 +235,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
         raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
     n_points = n_points.pop() if n_points else n_default
     if n_points != n_default:
-        stale = [
-            v.name
-            for v in variables
-            if v.name not in given and np.ndim(values[v]) and np.shape(values[v])[0] == n_default
-        ]
+        stale = [v.name for v in per_point if v.name not in given]
         if stale:
             raise ValueError(
                 f"points give {n_points} rows but {stale} still hold(s) {n_default} "
@@ -234,4 +243,4 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             )
     dim, coords = _point_labels(model, predictive, inputs, n_points, bool(given), dataarrays)
     features = _feature_labels(model, predictive, inputs, values, dataarrays)
-    return PointSet(values, n_points, dim, coords, features)
+    return PointSet(values, per_point, n_points, dim, coords, features)

@@ -125,6 +125,10 @@ class Predictive:
         self.defaults = dict(defaults or {})
         #: labels of the input's columns, when given
         self.feature_names = None if features is None else list(features)
+        #: whether held data containers with one row per observation follow the
+        #: points (True for likelihoods over observations; False for a GP, whose
+        #: held data are its training set)
+        self.data_per_point = True
         self.compiled = {}
 
     @property
