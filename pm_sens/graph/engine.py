@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import get_default_mode
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_sens.graph.likelihoods import statistic_expression
@@ -57,6 +58,16 @@ class CompiledPredictive:
         result = dict(zip(names, outputs, strict=True))
         result["fixed"] = {n: result.pop(n) for n in self.fixed_names}
         return result
+
+
+def _compile_mode():
+    """PyTensor's default mode (Numba), minus a rewrite that fails noisily.
+
+    PyTensor 3.3's ``orthogonal_solve_to_transpose_matmul`` raises (and logs a
+    traceback) on draw-batched triangular solves, e.g. a GP's Cholesky solve;
+    the rewrite would not apply to them anyway.
+    """
+    return get_default_mode().excluding("orthogonal_solve_to_transpose_matmul")
 
 
 def _symbolic_like(var, value):
@@ -221,6 +232,7 @@ def compile_predictive(
         + [batch[placeholders[rv]] for rv in free_rvs],
         outputs,
         on_unused_input="ignore",
+        mode=_compile_mode(),
     )
     return CompiledPredictive(
         function=function,

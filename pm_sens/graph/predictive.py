@@ -4,6 +4,7 @@ import pytensor.tensor as pt
 from pymc.distributions.moments import mean as pm_mean
 from pytensor.tensor.random.type import random_generator_type
 
+from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
 from pm_sens.graph.model_queries import data_containers, is_float, observed_variable
 
@@ -160,6 +161,40 @@ class Predictive:
         inputs = [c for c in data_containers(model, params) if is_float(c)]
         self = cls.__new__(cls)
         self._init(likelihood, params, inputs, rv.name)
+        return self
+
+    @classmethod
+    def from_gp(cls, gp, *, likelihood=None, link=None, feature_names=None, **parameters):
+        """The posterior predictive of a PyMC Gaussian process at new inputs ``X``.
+
+        Use as ``sensitivity(idata, model, predictive=pred, points={"X": X_new})``;
+        the one input, ``"X"`` (rows = points, columns = features), defaults to
+        the GP's training inputs.
+
+        Parameters
+        ----------
+        gp : pm.gp.Marginal, pm.gp.MarginalApprox or pm.gp.Latent
+            A GP of the fitted model (after ``marginal_likelihood`` or ``prior``).
+        likelihood : str, optional
+            For a latent GP, the likelihood of y given f: ``"bernoulli"``,
+            ``"binomial"``, ``"poisson"``, ``"negative_binomial"`` or ``"normal"``.
+            Marginal GPs are Normal.
+        link : str or callable, optional
+            Inverse link from f to the likelihood's mean: ``"identity"``,
+            ``"exp"``, ``"probit"``, ``"logit"``, ``"square"`` or a function
+            (Gauss–Hermite). Default: exp for counts, logit for binary, identity
+            for Normal.
+        feature_names : list of str, optional
+            Labels of the columns of X.
+        **parameters
+            Other likelihood parameters as model variables: ``sigma`` (Normal),
+            ``n`` (Binomial), ``alpha`` (negative binomial).
+        """
+        x_train = training_inputs(gp)
+        x_new = pt.matrix("X", shape=(None, x_train.shape[1]))
+        family, params = gp_parameters(gp, x_new, likelihood, link, parameters)
+        self = cls(family, params, [x_new], defaults={x_new: x_train}, feature_names=feature_names)
+        self.data_per_point = False
         return self
 
     def __repr__(self):

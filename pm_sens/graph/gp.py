@@ -1,0 +1,109 @@
+"""Posterior predictives of PyMC Gaussian processes at new inputs.
+
+Per posterior draw (hyperparameters, and latent values for ``pm.gp.Latent``),
+the GP conditional at new inputs ``X*`` has mean μ(x*) and variance v(x*) —
+only the diagonal: no N*×N* covariance is ever built. The training-data
+Cholesky depends on the draw only, so after draw vectorization it is one
+batched factorization per chunk, shared by all points and features.
+
+For a latent GP ``f`` with link ``h``, each draw's predictive mean ``E[h(f*)]``
+has closed forms (SPEC §3): identity μ; exp ``exp(μ + v/2)``; probit
+``Φ(μ/sqrt(1 + v))``; square ``μ² + v``; logistic (and any callable link) by
+Gauss–Hermite quadrature.
+"""
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.gp import Latent, Marginal
+from pymc.gp.util import JITTER_DEFAULT, stabilize
+from pytensor.tensor.linalg import cholesky, solve_triangular
+
+LINKS = ("identity", "exp", "probit", "logit", "square")
+DEFAULT_LINK = {
+    "normal": "identity",
+    "poisson": "exp",
+    "negative_binomial": "exp",
+    "bernoulli": "logit",
+    "binomial": "logit",
+}
+_HERMITE_NODES = 32
+
+
+def training_inputs(gp):
+    """The GP's training inputs as a NumPy array (rows = points)."""
+    if not isinstance(gp, Marginal | Latent):
+        raise TypeError(
+            f"gp={type(gp).__name__} is not supported; give a pm.gp.Marginal, MarginalApprox "
+            "or Latent (HSGP needs no special path: use Predictive.from_observed)"
+        )
+    X = gp.X
+    if hasattr(X, "get_value"):
+        return np.asarray(X.get_value())
+    return np.asarray(pt.as_tensor_variable(X).eval())
+
+
+def marginal_conditional(gp, x_new):
+    """Mean and variance (noise included) of y* for `pm.gp.Marginal` and its sparse kin."""
+    return gp._build_conditional(x_new, True, True, *gp._get_given_vals(None), JITTER_DEFAULT)
+
+
+def latent_conditional(gp, x_new):
+    """Mean and variance of f* | f for `pm.gp.Latent` (diagonal only)."""
+    X, f, cov_total, mean_total = gp._get_given_vals(None)
+    chol = cholesky(stabilize(cov_total(X), JITTER_DEFAULT))
+    A = solve_triangular(chol, gp.cov_func(X, x_new), lower=True)
+    v = solve_triangular(chol, (f - mean_total(X)).T, lower=True)
+    mean = gp.mean_func(x_new) + pt.dot(pt.transpose(A), v).T
+    var = gp.cov_func(x_new, diag=True) - pt.sum(pt.square(A), 0)
+    return mean, var
+
+
+def _gauss_hermite_mean(function, mean, var):
+    nodes, weights = np.polynomial.hermite.hermgauss(_HERMITE_NODES)
+    f = mean[..., None] + pt.sqrt(2 * var)[..., None] * nodes
+    return pt.sum(function(f) * (weights / np.sqrt(np.pi)), axis=-1)
+
+
+def link_mean(link, mean, var):
+    """``E[h(f)]`` for ``f ~ N(mean, var)``: closed forms, else Gauss–Hermite."""
+    if callable(link):
+        return _gauss_hermite_mean(link, mean, var)
+    if link == "identity":
+        return mean
+    if link == "exp":
+        return pt.exp(mean + var / 2)
+    if link == "probit":
+        z = mean / pt.sqrt(1 + var)
+        return 0.5 * pt.erfc(-z / np.sqrt(2))
+    if link == "square":
+        return mean**2 + var
+    if link == "logit":
+        return _gauss_hermite_mean(pt.sigmoid, mean, var)
+    raise ValueError(f"link={link!r} is not valid; valid: {list(LINKS)} or a callable")
+
+
+def gp_parameters(gp, x_new, likelihood, link, extra):
+    """The likelihood parameters of one draw's predictive at ``x_new``."""
+    if isinstance(gp, Marginal):
+        if likelihood not in (None, "normal"):
+            raise ValueError(
+                f"likelihood={likelihood!r} is not valid for a {type(gp).__name__} GP, "
+                "whose likelihood is Normal; use pm.gp.Latent for other likelihoods"
+            )
+        mean, var = marginal_conditional(gp, x_new)
+        return "normal", {"mu": mean, "sigma": pt.sqrt(var)}
+    if likelihood is None:
+        raise ValueError(
+            "likelihood=None is not valid for a pm.gp.Latent; name the likelihood of y given "
+            f"f, one of {sorted(DEFAULT_LINK)}"
+        )
+    if likelihood not in DEFAULT_LINK:
+        raise ValueError(f"likelihood={likelihood!r} is not valid; valid: {sorted(DEFAULT_LINK)}")
+    mean, var = latent_conditional(gp, x_new)
+    expected = link_mean(link or DEFAULT_LINK[likelihood], mean, var)
+    if likelihood == "normal":
+        if "sigma" not in extra:
+            raise ValueError("likelihood='normal' needs the noise: pass sigma=<its variable>")
+        return "normal", {"mu": expected, "sigma": pt.sqrt(var + extra["sigma"] ** 2)}
+    name = {"bernoulli": "p", "binomial": "p", "poisson": "mu", "negative_binomial": "mu"}
+    return likelihood, {name[likelihood]: expected, **extra}

@@ -1,0 +1,159 @@
+"""Gaussian-process predictives against closed forms written in NumPy (SE kernel,
+000 supplement §10), with one fixed set of hyperparameters (a one-draw posterior)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+import pm_sens
+from tests.conftest import posterior
+
+D = 2
+LS, ETA, SIGMA = np.array([0.6, 1.3]), 1.2, 0.2
+
+
+def _kernel(a, b):
+    d = (a[:, None, :] - b[None, :, :]) / LS
+    return ETA**2 * np.exp(-0.5 * (d**2).sum(-1))
+
+
+def _conditional(x_train, target, x_new, noise):
+    """Mean, variance and their first/second derivatives of the GP conditional."""
+    K = _kernel(x_train, x_train) + (noise + 1e-6) * np.eye(len(x_train))
+    K_inv = np.linalg.inv(K)
+    alpha = K_inv @ target
+    ks = _kernel(x_new, x_train)  # (M, N)
+    diff = (x_new[:, None, :] - x_train[None, :, :]) / LS**2
+    dk = -diff * ks[..., None]  # ∂k(x*, x_j)/∂x*_d
+    d2k = ks[..., None, None] * (diff[..., :, None] * diff[..., None, :] - np.eye(D) / LS**2)
+    mean = ks @ alpha
+    var = ETA**2 - np.einsum("mn,nk,mk->m", ks, K_inv, ks)
+    dmean = np.einsum("mnd,n->md", dk, alpha)
+    dvar = -2 * np.einsum("mnd,nk,mk->md", dk, K_inv, ks)
+    d2mean = np.einsum("mnde,n->mde", d2k, alpha)
+    d2var = -2 * (
+        np.einsum("mnde,nk,mk->mde", d2k, K_inv, ks) + np.einsum("mnd,nk,mke->mde", dk, K_inv, dk)
+    )
+    return mean, var, dmean, dvar, d2mean, d2var
+
+
+@pytest.fixture
+def data(rng):
+    x = rng.uniform(-1, 1, size=(25, D))
+    return x, rng.uniform(-1, 1, size=(6, D))
+
+
+def _hyperparameters():
+    return {"ls": LS[None, None], "eta": np.array([[ETA]])}
+
+
+def test_marginal_gp_matches_closed_forms(rng, data):
+    x, x_new = data
+    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1] + 0.1 * rng.normal(size=len(x))
+    with pm.Model() as model:
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        eta = pm.HalfNormal("eta", 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
+        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
+    idata = posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+    pred = pm_sens.Predictive.from_gp(gp, feature_names=["u", "v"])
+    out = pm_sens.sensitivity(
+        idata,
+        model,
+        predictive=pred,
+        points={"X": x_new},
+        method=["rsens", "ead"],
+        interactions=True,
+        progressbar=False,
+    )["sensitivity"]
+    m, v, dm, dv, d2m, d2v = _conditional(x, y, x_new, SIGMA**2)
+    v = v + SIGMA**2
+    assert list(out["feature"].values) == ["u", "v"]
+    np.testing.assert_allclose(out["ead"].values, np.abs(dm), rtol=1e-9)
+    np.testing.assert_allclose(out["eah"].values, np.abs(d2m), rtol=1e-8, atol=1e-12)
+    expected = np.sqrt(dm**2 / v[:, None] + dv**2 / (2 * v[:, None] ** 2))
+    np.testing.assert_allclose(out["rsens"].values, expected, rtol=1e-9)
+    expected2 = np.sqrt(d2m**2 / v[:, None, None] + d2v**2 / (2 * v[:, None, None] ** 2))
+    np.testing.assert_allclose(out["rsens2"].values, expected2, rtol=1e-8)
+    # points default to the training inputs
+    default = pm_sens.sensitivity(idata, model, predictive=pred, progressbar=False)
+    assert default["sensitivity"]["rsens"].shape == (len(x), D)
+
+
+def _latent_model(x, likelihood, observed):
+    with pm.Model() as model:
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        eta = pm.HalfNormal("eta", 1)
+        gp = pm.gp.Latent(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
+        f = gp.prior("f", X=x)
+        if likelihood == "bernoulli":
+            pm.Bernoulli("y", p=pm.math.invprobit(f), observed=observed)
+        else:
+            pm.Poisson("y", mu=pm.math.exp(f), observed=observed)
+    return model, gp
+
+
+def _latent_draw(rng, x):
+    """One posterior draw of the rotated latent values, and the f it implies."""
+    rotated = rng.normal(size=len(x))
+    chol = np.linalg.cholesky(_kernel(x, x) + 1e-6 * np.eye(len(x)))
+    return rotated, chol @ rotated
+
+
+def test_probit_latent_gp_matches_closed_forms(rng, data):
+    x, x_new = data
+    model, gp = _latent_model(x, "bernoulli", rng.integers(0, 2, len(x)))
+    rotated, f = _latent_draw(rng, x)
+    idata = posterior({**_hyperparameters(), "f_rotated_": rotated[None, None]})
+    pred = pm_sens.Predictive.from_gp(gp, likelihood="bernoulli", link="probit")
+    out = pm_sens.sensitivity(
+        idata, model, predictive=pred, points={"X": x_new}, progressbar=False
+    )["sensitivity"]
+    m, v, dm, dv, *_ = _conditional(x, f, x_new, 0.0)
+    z = m / np.sqrt(1 + v)
+    p = stats.norm.cdf(z)
+    dz = dm / np.sqrt(1 + v)[:, None] - (m / (2 * (1 + v) ** 1.5))[:, None] * dv
+    dp = stats.norm.pdf(z)[:, None] * dz
+    expected = np.abs(dp) / np.sqrt(p * (1 - p))[:, None]
+    np.testing.assert_allclose(out["rsens"].values, expected, rtol=1e-7, atol=1e-10)
+
+
+def test_poisson_latent_gp_matches_closed_forms(rng, data):
+    x, x_new = data
+    model, gp = _latent_model(x, "poisson", rng.poisson(2, len(x)))
+    rotated, f = _latent_draw(rng, x)
+    idata = posterior({**_hyperparameters(), "f_rotated_": rotated[None, None]})
+    pred = pm_sens.Predictive.from_gp(gp, likelihood="poisson")
+    out = pm_sens.sensitivity(
+        idata,
+        model,
+        predictive=pred,
+        points={"X": x_new},
+        family="poisson",
+        interactions=True,
+        progressbar=False,
+    )["sensitivity"]
+    m, v, dm, dv, d2m, d2v = _conditional(x, f, x_new, 0.0)
+    rate = np.exp(m + v / 2)
+    drate = rate[:, None] * (dm + dv / 2)
+    np.testing.assert_allclose(
+        out["rsens"].values, np.abs(drate) / np.sqrt(rate)[:, None], rtol=1e-8
+    )
+    g = dm + dv / 2
+    d2rate = rate[:, None, None] * (g[:, :, None] * g[:, None, :] + d2m + d2v / 2)
+    np.testing.assert_allclose(
+        out["rsens2"].values, np.abs(d2rate) / np.sqrt(rate)[:, None, None], rtol=1e-8
+    )
+
+
+def test_gp_predictive_errors(rng, data):
+    x, _ = data
+    model, gp = _latent_model(x, "poisson", rng.poisson(2, len(x)))
+    with pytest.raises(ValueError, match=r"likelihood=None is not valid for a pm.gp.Latent"):
+        pm_sens.Predictive.from_gp(gp)
+    with pytest.raises(ValueError, match=r"link='cauchit' is not valid; valid"):
+        pm_sens.Predictive.from_gp(gp, likelihood="poisson", link="cauchit")
+    with pytest.raises(TypeError, match=r"gp=str is not supported"):
+        pm_sens.Predictive.from_gp("gp")
