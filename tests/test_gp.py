@@ -13,20 +13,20 @@ D = 2
 LS, ETA, SIGMA = np.array([0.6, 1.3]), 1.2, 0.2
 
 
-def _kernel(a, b):
-    d = (a[:, None, :] - b[None, :, :]) / LS
+def _kernel(a, b, ls=LS):
+    d = (a[:, None, :] - b[None, :, :]) / ls
     return ETA**2 * np.exp(-0.5 * (d**2).sum(-1))
 
 
-def _conditional(x_train, target, x_new, noise):
+def _conditional(x_train, target, x_new, noise, ls=LS):
     """Mean, variance and their first/second derivatives of the GP conditional."""
-    K = _kernel(x_train, x_train) + (noise + 1e-6) * np.eye(len(x_train))
+    K = _kernel(x_train, x_train, ls) + (noise + 1e-6) * np.eye(len(x_train))
     K_inv = np.linalg.inv(K)
     alpha = K_inv @ target
-    ks = _kernel(x_new, x_train)  # (M, N)
-    diff = (x_new[:, None, :] - x_train[None, :, :]) / LS**2
+    ks = _kernel(x_new, x_train, ls)  # (M, N)
+    diff = (x_new[:, None, :] - x_train[None, :, :]) / ls**2
     dk = -diff * ks[..., None]  # ∂k(x*, x_j)/∂x*_d
-    d2k = ks[..., None, None] * (diff[..., :, None] * diff[..., None, :] - np.eye(D) / LS**2)
+    d2k = ks[..., None, None] * (diff[..., :, None] * diff[..., None, :] - np.eye(D) / ls**2)
     mean = ks @ alpha
     var = ETA**2 - np.einsum("mn,nk,mk->m", ks, K_inv, ks)
     dmean = np.einsum("mnd,n->md", dk, alpha)
@@ -157,3 +157,74 @@ def test_gp_predictive_errors(rng, data):
         pm_sens.Predictive.from_gp(gp, likelihood="poisson", link="cauchit")
     with pytest.raises(TypeError, match=r"gp=str is not supported"):
         pm_sens.Predictive.from_gp("gp")
+
+
+def test_sparse_gp_with_all_points_inducing_matches_the_exact_gp(rng, data):
+    x, x_new = data
+    y = np.cos(2 * x[:, 1]) + 0.1 * rng.normal(size=len(x))
+
+    def build(sparse):
+        with pm.Model() as model:
+            ls = pm.HalfNormal("ls", 1, shape=D)
+            eta = pm.HalfNormal("eta", 1)
+            sigma = pm.HalfNormal("sigma", 1)
+            cov = eta**2 * pm.gp.cov.ExpQuad(D, ls=ls)
+            if sparse:
+                gp = pm.gp.MarginalApprox(cov_func=cov, approx="FITC")
+                gp.marginal_likelihood("y", X=x, Xu=x, y=y, sigma=sigma)
+            else:
+                gp = pm.gp.Marginal(cov_func=cov)
+                gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
+        return model, gp
+
+    idata = posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+    results = []
+    for sparse in (False, True):
+        model, gp = build(sparse)
+        out = pm_sens.sensitivity(
+            idata,
+            model,
+            predictive=pm_sens.Predictive.from_gp(gp),
+            points={"X": x_new},
+            progressbar=False,
+        )
+        results.append(out["sensitivity"]["rsens"].values)
+    # equal up to the jitter each adds to a different matrix
+    np.testing.assert_allclose(results[1], results[0], rtol=2e-3)
+
+
+def test_gp_draw_mode_is_each_draw_and_moment_mode_matches_the_mixture(rng, data):
+    x, x_new = data
+    y = np.sin(2 * x[:, 0]) + 0.1 * rng.normal(size=len(x))
+    with pm.Model() as model:
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        eta = pm.HalfNormal("eta", 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
+        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
+    ls_draws = LS * rng.uniform(0.8, 1.2, size=(2, 3, D))
+    idata = posterior(
+        {"ls": ls_draws, "eta": np.full((2, 3), ETA), "sigma": np.full((2, 3), SIGMA)}
+    )
+    pred = pm_sens.Predictive.from_gp(gp)
+    kw = dict(predictive=pred, points={"X": x_new}, progressbar=False)
+    draw = pm_sens.sensitivity(idata, model, mode="draw", **kw)["sensitivity"]["rsens"]
+    moment = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"].values
+    means, variances, dmeans, dvars = [], [], [], []
+    for c in range(2):
+        for s in range(3):
+            m, v, dm, dv, *_ = _conditional(x, y, x_new, SIGMA**2, ls_draws[c, s])
+            v = v + SIGMA**2
+            expected = np.sqrt(dm**2 / v[:, None] + dv**2 / (2 * v[:, None] ** 2))
+            np.testing.assert_allclose(draw.values[c, s], expected, rtol=1e-8)
+            means.append(m)
+            variances.append(v)
+            dmeans.append(dm)
+            dvars.append(dv)
+    m, dm = np.mean(means, 0), np.mean(dmeans, 0)
+    v = np.mean(variances, 0) + np.var(means, 0)
+    dv = np.mean(dvars, 0) + 2 * np.mean(
+        [(mi - m)[:, None] * dmi for mi, dmi in zip(means, dmeans, strict=True)], 0
+    )
+    expected = np.sqrt(dm**2 / v[:, None] + dv**2 / (2 * v[:, None] ** 2))
+    np.testing.assert_allclose(moment, expected, rtol=1e-8)
