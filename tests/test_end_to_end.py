@@ -5,7 +5,6 @@ import pymc as pm
 import pytest
 
 import pm_sens
-from tests.conftest import posterior
 
 pytestmark = pytest.mark.slow
 
@@ -138,13 +137,12 @@ def test_rsens_is_even_where_ard_is_not_on_the_8_input_sine_benchmark(rng):
         sigma = pm.HalfNormal("sigma", 1)
         gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(d, ls=ls))
         gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-        point = pm.find_MAP(progressbar=False)
-    idata = posterior({k: np.asarray(point[k])[None, None] for k in ("ls", "eta", "sigma")})
+        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
     out = pm_sens.sensitivity(
         idata, model, predictive=pm_sens.Predictive.from_gp(gp), progressbar=False
     )
     rsens = out["sensitivity"]["rsens"].mean("point").values
-    ard = 1 / np.asarray(point["ls"])
+    ard = 1 / idata.posterior["ls"].values.ravel()
     rsens_ratio, ard_ratio = rsens.max() / rsens.min(), ard.max() / ard.min()
     assert ard_ratio > 4
     assert rsens_ratio < 0.4 * ard_ratio

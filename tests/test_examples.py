@@ -1,0 +1,23 @@
+"""Every example runs from a clean checkout (small sizes where the example allows)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+QUICK = {"gp_regression.py": ["--quick"], "gp_poisson.py": ["--quick"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_example_runs(script):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *QUICK.get(script, [])],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rsens" in result.stdout or "R-sens" in result.stdout
