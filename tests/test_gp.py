@@ -228,3 +228,15 @@ def test_gp_draw_mode_is_each_draw_and_moment_mode_matches_the_mixture(rng, data
     )
     expected = np.sqrt(dm**2 / v[:, None] + dv**2 / (2 * v[:, None] ** 2))
     np.testing.assert_allclose(moment, expected, rtol=1e-8)
+
+
+def test_marginal_gp_model_without_a_gp_predictive_gets_a_clear_error(rng, data):
+    x, _ = data
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        gp = pm.gp.Marginal(cov_func=pm.gp.cov.ExpQuad(D, ls=ls))
+        gp.marginal_likelihood("y", X=xd, y=x[:, 0], sigma=0.1)
+    idata = posterior({"ls": LS[None, None]})
+    with pytest.raises(ValueError, match=r"'y' is multivariate.*Predictive.from_gp"):
+        pm_sens.sensitivity(idata, model)

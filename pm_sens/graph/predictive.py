@@ -156,6 +156,13 @@ class Predictive:
         """
         rv = observed_variable(model, var_name)
         op = rv.owner.op
+        if getattr(op, "ndim_supp", 0) > 0:
+            raise ValueError(
+                f"the observed variable {rv.name!r} is multivariate ({op.name}): its values at "
+                "different points are coupled, so per-point sensitivities need a predictive per "
+                "point; for a GP use pm_sens.Predictive.from_gp(gp), otherwise build a "
+                "pm_sens.Predictive"
+            )
         params = [p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)]
         likelihood = likelihood_for_op(op) or _generic_likelihood(op)
         inputs = [c for c in data_containers(model, params) if is_float(c)]
