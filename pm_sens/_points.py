@@ -54,6 +54,9 @@ def _current_value(var, predictive):
     """A data container's value, or the predictive's default for a symbolic input."""
     if hasattr(var, "get_value"):
         return var.get_value()
+    if var in predictive.group_inputs:
+        base, index = predictive.group_inputs[var]
+        return base.get_value()[index.get_value()]
     return predictive.defaults.get(var)
 
 
@@ -230,12 +233,18 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             raise ValueError(f"points must give {var.name!r}: it has no current value")
         else:
             values[var] = np.asarray(current)
+    for var, (base, index) in predictive.group_inputs.items():
+        if var.name not in given and index in values:
+            # the group value each point receives, through the points' own index
+            values[var] = base.get_value()[values[index]]
+            lengths.pop(var.name, None)
     n_points = {*lengths.values()}
     if len(n_points) > 1:
         raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
     n_points = n_points.pop() if n_points else n_default
     if n_points != n_default:
-        stale = [v.name for v in per_point if v.name not in given]
+        derived = {v for v, (_, index) in predictive.group_inputs.items() if index.name in given}
+        stale = [v.name for v in per_point if v.name not in given and v not in derived]
         if stale:
             raise ValueError(
                 f"points give {n_points} rows but {stale} still hold(s) {n_default} "

@@ -1,8 +1,9 @@
 """Small read-only queries on a PyMC model's graph."""
 
 import numpy as np
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, apply_ancestors
 from pytensor.tensor.sharedvar import TensorSharedVariable
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
 
 def observed_variable(model, var_name):
@@ -51,6 +52,23 @@ def observed_ancestors(model, outputs):
     """Observed RVs upstream of ``outputs``, mapped to their observed data."""
     upstream = set(ancestors(outputs))
     return {rv: model.rvs_to_values[rv] for rv in model.observed_RVs if rv in upstream}
+
+
+def group_level_reads(model, outputs):
+    """Reads ``u[idx]`` of a float container ``u`` through an integer container ``idx``.
+
+    Returns ``(read, u, idx)`` triples, ``read`` being the indexing expression:
+    a group-level predictor seen from each point (e.g. county uranium per household).
+    """
+    containers = set(model.data_vars)
+    reads = []
+    for node in apply_ancestors(outputs):
+        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
+            continue
+        base, index = node.inputs
+        if base in containers and index in containers and is_float(base) and not is_float(index):
+            reads.append((node.outputs[0], base, index))
+    return reads
 
 
 def depends_on(output, variables) -> bool:

@@ -2,11 +2,32 @@
 
 import pytensor.tensor as pt
 from pymc.distributions.moments import mean as pm_mean
+from pytensor.graph.replace import graph_replace
 from pytensor.tensor.random.type import random_generator_type
 
 from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
-from pm_sens.graph.model_queries import data_containers, is_float, observed_variable
+from pm_sens.graph.model_queries import (
+    data_containers,
+    group_level_reads,
+    is_float,
+    observed_variable,
+)
+
+
+def _per_point_group_inputs(model, params):
+    """Give each point its own copy of group-level predictors read as ``u[idx]``.
+
+    Each read becomes a per-point symbolic input named like the container, so
+    its derivative at point i is with respect to the value its group contributes
+    to that point. Returns the new parameters and ``{input: (u, idx)}``.
+    """
+    reads = group_level_reads(model, params)
+    if not reads:
+        return params, {}
+    copies = {read: pt.vector(base.name, dtype=base.dtype) for read, base, _ in reads}
+    params = graph_replace(params, copies, strict=False)
+    return params, {copies[read]: (base, index) for read, base, index in reads}
 
 
 def _generic_mean(op):
@@ -126,6 +147,8 @@ class Predictive:
         self.defaults = dict(defaults or {})
         #: labels of the input's columns, when given
         self.feature_names = None if features is None else list(features)
+        #: per-point copies of group-level predictors: {input: (container, index)}
+        self.group_inputs = {}
         #: whether held data containers with one row per observation follow the
         #: points (True for likelihoods over observations; False for a GP, whose
         #: held data are its training set)
@@ -165,9 +188,11 @@ class Predictive:
             )
         params = [p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)]
         likelihood = likelihood_for_op(op) or _generic_likelihood(op)
+        params, group_inputs = _per_point_group_inputs(model, params)
         inputs = [c for c in data_containers(model, params) if is_float(c)]
         self = cls.__new__(cls)
-        self._init(likelihood, params, inputs, rv.name)
+        self._init(likelihood, params, [*inputs, *group_inputs], rv.name)
+        self.group_inputs = group_inputs
         return self
 
     @classmethod
