@@ -172,6 +172,18 @@ def draw_pass(ctx, compiled, values, description, consume):
         consume(slice(start, start + size), out)
 
 
+def point_coordinates(ctx):
+    """Coordinates for the result's point dim: its labels, and the values of held
+    one-dimensional per-point containers (group indices, flags) for ``summary(by=)``."""
+    dim = ctx.points.point_dim
+    coords = {dim: ctx.points.point_coords}
+    for var in ctx.points.per_point:
+        value = ctx.points.values[var]
+        if var not in ctx.inputs and np.ndim(value) == 1 and var.name != dim:
+            coords[var.name] = (dim, value)
+    return coords
+
+
 def per_draw_shape(ctx, array):
     """(S, ...) → (chain, draw, ...)."""
     return array.reshape(len(ctx.draws.chain), len(ctx.draws.draw), *array.shape[1:])

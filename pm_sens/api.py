@@ -12,6 +12,7 @@ from pm_sens._runner import (
     make_context,
     moment_pass,
     per_draw_shape,
+    point_coordinates,
 )
 from pm_sens._validate import (
     as_name_list,
@@ -229,7 +230,7 @@ def _dims(name, mode, point_dim):
 def result_dataset(results, ctx, mode, attrs):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
-    coords = {points.point_dim: points.point_coords, "feature": points.features}
+    coords = {**point_coordinates(ctx), "feature": points.features}
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     data = {name: (_dims(name, mode, points.point_dim), v) for name, v in results.items()}

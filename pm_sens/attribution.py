@@ -4,7 +4,14 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._runner import check_locality, compiled_for, draw_pass, make_context, per_draw_shape
+from pm_sens._runner import (
+    check_locality,
+    compiled_for,
+    draw_pass,
+    make_context,
+    per_draw_shape,
+    point_coordinates,
+)
 from pm_sens._validate import (
     check_bool,
     check_finite_array,
@@ -179,7 +186,7 @@ def integrated_gradients(
         coords={
             "chain": ctx.draws.chain,
             "draw": ctx.draws.draw,
-            ctx.points.point_dim: ctx.points.point_coords,
+            **point_coordinates(ctx),
             "feature": ctx.points.features,
         },
         attrs={

@@ -1,23 +1,19 @@
-"""`summary`: global importance per feature (and pair), ranked."""
+"""`summary`: global importance per feature (and pair), with intervals and ranks."""
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from arviz_base import rcParams
-from arviz_stats import eti
+from arviz_stats import eti, hdi
+
+from pm_sens._validate import check_choice
 
 SAMPLE_DIMS = ("chain", "draw")
-FEATURE_DIMS = ("feature", "feature_bis", "component")
-
-
+#: Dims that label what is ranked (not averaged over).
+KEEP_DIMS = ("feature", "feature_bis", "component")
 #: Signed attributions: their global importance is the mean absolute value.
 SIGNED = ("ig",)
-
-
-def _global_importance(name, da):
-    """Mean over the point dim: dims (chain, draw)? + feature (+ feature_bis)."""
-    point_dims = [d for d in da.dims if d not in SAMPLE_DIMS + FEATURE_DIMS]
-    return (abs(da) if name in SIGNED else da).mean(point_dims)
+KINDS = ("global", "local")
 
 
 def _pairs(da):
@@ -35,68 +31,175 @@ def _pairs(da):
     )
 
 
-def _rows(name, da, ci_prob):
+def _point_dims(da):
+    return [d for d in da.dims if d not in SAMPLE_DIMS + KEEP_DIMS + ("repeat",)]
+
+
+def _global_samples(name, da, n_bootstrap, rng):
+    """Samples of the global importance, dims ("sample", "feature"), and its point estimate.
+
+    Draw mode: one sample per posterior draw (mean over points). Moment mode:
+    Bayesian bootstrap over points (Dirichlet(1, …, 1) weights). Permutation
+    importance: one sample per repeat. Without either, a single sample.
+    """
+    da = abs(da) if name in SIGNED else da
+    points = _point_dims(da)
+    estimate = da.mean(points + [d for d in ("chain", "draw", "repeat") if d in da.dims])
+    if "chain" in da.dims:
+        samples = da.mean(points).stack(sample=SAMPLE_DIMS)
+    elif "repeat" in da.dims:
+        samples = da.mean(points).rename(repeat="sample")
+    elif points:
+        stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
+        weights = rng.dirichlet(np.ones(stacked.sizes["point"]), size=n_bootstrap)
+        samples = xr.dot(xr.DataArray(weights, dims=("sample", "point")), stacked, dim="point")
+    else:
+        samples = da.expand_dims(sample=1)
+    return estimate, samples.transpose("sample", "feature")
+
+
+def _interval(samples, ci_prob, ci_kind):
+    if samples.sizes["sample"] < 2:
+        nan = np.full(samples.sizes["feature"], np.nan)
+        return nan, nan
+    function = hdi if ci_kind == "hdi" else eti
+    bounds = function(samples, prob=ci_prob, dim=["sample"])
+    return bounds.sel(ci_bound="lower").values, bounds.sel(ci_bound="upper").values
+
+
+def _rows(name, da, ci_prob, ci_kind, top_k, n_bootstrap, rng):
     if "feature_bis" in da.dims:
         da = _pairs(da)
-    frame = pd.DataFrame({"variable": name, "feature": da["feature"].values})
-    if "chain" in da.dims:
-        interval = eti(da, prob=ci_prob, dim=list(SAMPLE_DIMS))
-        frame["importance"] = da.mean(SAMPLE_DIMS).values
-        frame["eti_lower"] = interval.sel(ci_bound="lower").values
-        frame["eti_upper"] = interval.sel(ci_bound="upper").values
-    else:
-        frame["importance"] = da.values
+    estimate, samples = _global_samples(name, da, n_bootstrap, rng)
+    lower, upper = _interval(samples, ci_prob, ci_kind)
+    # rank of each feature within each sample (1 = most important)
+    ranks = (-samples.values).argsort(1).argsort(1) + 1
+    frame = pd.DataFrame(
+        {
+            "variable": name,
+            "feature": da["feature"].values,
+            "importance": estimate.values,
+            "ci_lower": lower,
+            "ci_upper": upper,
+            f"prob_top_{top_k}": (ranks <= top_k).mean(0),
+        }
+    )
     frame = frame.sort_values("importance", ascending=False, kind="stable")
     frame["rank"] = np.arange(1, len(frame) + 1)
     return frame
 
 
-def summary(idata, *, group="sensitivity", ci_prob=None):
-    """Rank the features (and feature pairs) by global importance.
+def _variables(dataset, var_names):
+    names = [
+        n
+        for n in dataset.data_vars
+        if "feature" in dataset[n].dims and "grid" not in dataset[n].dims
+    ]
+    if var_names is None:
+        return names
+    wanted = [var_names] if isinstance(var_names, str) else list(var_names)
+    unknown = [v for v in wanted if v not in names]
+    if unknown:
+        raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
+    return wanted
+
+
+def _variable_frames(name, da, by, **options):
+    """Rows of one variable: per entropy component, and per group of ``by``."""
+    if "component" in da.dims:
+        return [
+            frame
+            for c in da["component"].values
+            for frame in _variable_frames(f"{name}[{c}]", da.sel(component=c), by, **options)
+        ]
+    if by is None:
+        return [_rows(name, da, **options)]
+    if by not in da.coords or len(da[by].dims) != 1 or da[by].dims[0] not in _point_dims(da):
+        raise ValueError(
+            f"by={by!r} is not a coordinate along the point dimension of {name!r}; "
+            f"valid: {[c for c in da.coords if da[c].dims and da[c].dims[0] in _point_dims(da)]}"
+        )
+    point_dim = da[by].dims[0]
+    frames = []
+    for value in np.unique(da[by].values):
+        frame = _rows(name, da.isel({point_dim: da[by].values == value}), **options)
+        frames.append(frame.assign(**{by: value}))
+    return frames
+
+
+def summary(
+    idata,
+    *,
+    group="sensitivity",
+    var_names=None,
+    ci_prob=None,
+    by=None,
+    kind="global",
+    top_k=1,
+    n_bootstrap=1000,
+    random_seed=0,
+):
+    """Rank the features (and feature pairs) by global importance, with intervals.
 
     Global importance is the mean of the local values over the points (of their
-    absolute values for signed attributions such as ``ig``; over the repeats
-    for permutation importance, one block per entropy component). In draw mode
-    it is a posterior distribution: the table gives its posterior mean and an
-    equal-tailed interval (from arviz-stats). Variables without a feature
-    dimension (e.g. ``completeness_gap``) and curves over a grid are left out.
+    absolute values for signed attributions such as ``ig``). Its uncertainty:
+
+    - draw mode: the posterior over draws (one global value per draw);
+    - moment mode: a Bayesian bootstrap over the points (seeded), i.e. the
+      uncertainty from having these points and not others;
+    - permutation importance: the spread over repeats.
 
     Parameters
     ----------
     idata : xarray.DataTree
-        Holds the group written by :func:`pm_sens.sensitivity`.
+        Holds the group written by a pm_sens function.
     group : str
-        Group to summarize.
+        ``"sensitivity"``, ``"attribution"`` or ``"permutation_importance"``.
+    var_names : str or list of str, optional
+        Variables to summarize; default every variable with a feature dim
+        (curves over a grid and per-point diagnostics are left out).
     ci_prob : float, optional
         Interval probability; default ``arviz_base.rcParams["stats.ci_prob"]``.
+        The interval is an ETI or HDI as ``rcParams["stats.ci_kind"]`` says.
+    by : str, optional
+        A coordinate along the point dimension (e.g. ``"county_idx"``, added to
+        results for integer per-point containers): one block of rows per group.
+    kind : {"global", "local"}
+        ``"local"`` returns the local values as a long table instead.
+    top_k : int
+        The table gives the probability that each feature ranks in the top k.
+    n_bootstrap : int
+        Bayesian bootstrap replicates (moment mode).
+    random_seed : int
+        Seed of the bootstrap.
 
     Returns
     -------
     pandas.DataFrame
-        One row per feature of each variable (per pair ``"a:b"`` with ``a``
-        before ``b`` for ``rsens2``; its diagonal, the curvature, is left out),
-        sorted by importance within each variable, with columns ``variable``,
-        ``feature``, ``importance``, ``eti_lower``/``eti_upper`` (draw mode)
-        and ``rank`` (1 = most important).
+        Global: one row per feature of each variable (per pair ``"a:b"`` with
+        ``a`` before ``b`` for second-order variables, whose diagonal — the
+        curvature — is left out; per component for ``entropy_pfi``), sorted by
+        importance within each variable (and group), with columns ``variable``,
+        ``feature``, ``importance``, ``ci_lower``, ``ci_upper``,
+        ``prob_top_{k}``, ``rank`` (1 = most important) and the ``by`` column.
+        Local: the variables' values with one column per dim.
     """
+    check_choice("kind", kind, KINDS)
     if not isinstance(idata, xr.DataTree) or group not in idata.children:
         groups = sorted(idata.children) if isinstance(idata, xr.DataTree) else []
         raise ValueError(
-            f"group={group!r} is not in idata (groups: {groups}); run pm_sens.sensitivity first"
+            f"group={group!r} is not in idata (groups: {groups}); run the pm_sens function first"
         )
-    ci_prob = rcParams["stats.ci_prob"] if ci_prob is None else ci_prob
     dataset = idata[group].to_dataset()
-    frames = []
-    for name in dataset.data_vars:
-        da = dataset[name]
-        if "feature" not in da.dims or "grid" in da.dims:
-            continue
-        importance = _global_importance(name, da)
-        if "component" in da.dims:
-            frames += [
-                _rows(f"{name}[{c}]", importance.sel(component=c), ci_prob)
-                for c in importance["component"].values
-            ]
-        else:
-            frames.append(_rows(name, importance, ci_prob))
+    names = _variables(dataset, var_names)
+    if kind == "local":
+        return dataset[names].to_dataframe().reset_index()
+    options = {
+        "ci_prob": rcParams["stats.ci_prob"] if ci_prob is None else ci_prob,
+        "ci_kind": rcParams["stats.ci_kind"],
+        "top_k": top_k,
+        "n_bootstrap": n_bootstrap,
+        "rng": np.random.default_rng(random_seed),
+    }
+    frames = [f for name in names for f in _variable_frames(name, dataset[name], by, **options)]
     return pd.concat(frames, ignore_index=True)

@@ -33,7 +33,7 @@ def test_logistic_glm_ranks_the_unused_input_last(rng):
     table = pm_sens.summary(draws)
     none = table.set_index("feature").loc["none"]
     strong = table.set_index("feature").loc["strong"]
-    assert none.eti_upper < strong.eti_lower
+    assert none.ci_upper < strong.ci_lower
 
 
 def test_hierarchical_model_with_integer_group_index_and_two_1d_inputs(rng):
