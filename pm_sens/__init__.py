@@ -16,3 +16,15 @@ __all__ = [
     "sensitivity",
     "summary",
 ]
+
+
+_PLOTS = ("plot_importance", "plot_interactions", "plot_local")
+
+
+def __getattr__(name):
+    """Load the plots (and arviz-plots) on first use."""
+    if name in _PLOTS:
+        from pm_sens import plots
+
+        return getattr(plots, name)
+    raise AttributeError(f"module 'pm_sens' has no attribute {name!r}")

@@ -230,7 +230,12 @@ def _dims(name, mode, point_dim):
 def result_dataset(results, ctx, mode, attrs):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
-    coords = {**point_coordinates(ctx), "feature": points.features}
+    coords = {
+        **point_coordinates(ctx),
+        "feature": points.features,
+        # the inputs at the points, for plotting local values against them
+        "input_value": ((points.point_dim, "feature"), feature_matrix(points.values, ctx.inputs)),
+    }
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     data = {name: (_dims(name, mode, points.point_dim), v) for name, v in results.items()}
