@@ -18,7 +18,13 @@ __all__ = [
 ]
 
 
-_PLOTS = ("plot_importance", "plot_interactions", "plot_local")
+_PLOTS = (
+    "plot_importance",
+    "plot_interactions",
+    "plot_local",
+    "plot_partial_dependence",
+    "plot_permutation_importance",
+)
 
 
 def __getattr__(name):

@@ -58,3 +58,45 @@ def test_plot_interactions(idata, tmp_path):
     assert (tmp_path / "interactions.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"var_name='rsens' is not a pairwise measure"):
         pm_sens.plot_interactions(idata, var_name="rsens")
+
+
+@pytest.fixture
+def uncertainty(rng):
+    import xarray as xr
+
+    n = 40
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"col": ["a", "b"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", mu=xd @ b, sigma=1.0, observed=x[:, 0], dims="obs")
+    idata = posterior({"b": rng.normal([1.0, 0.3], 0.2, size=(2, 20, 2))})
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", x[:, 0])}))
+    idata = pm_sens.partial_dependence(
+        idata,
+        model,
+        kind=("mean", "entropy", "log_likelihood"),
+        grid_resolution=8,
+        progressbar=False,
+    )
+    return pm_sens.permutation_importance(idata, model, random_seed=0, progressbar=False)
+
+
+@pytest.mark.parametrize("kind", ["mean", "entropy", "log_likelihood"])
+def test_plot_partial_dependence(uncertainty, kind, tmp_path):
+    pc = pm_sens.plot_partial_dependence(uncertainty, kind=kind, backend="matplotlib")
+    assert "ice" in pc.viz.children and "title" in pc.viz.children
+    if kind == "mean":
+        assert {"band", "pdp"} <= set(pc.viz.children)
+    if kind == "entropy":
+        assert {"pdp_total", "pdp_aleatoric", "pdp_epistemic"} <= set(pc.viz.children)
+    pc.savefig(tmp_path / f"pdp_{kind}.png")
+    assert (tmp_path / f"pdp_{kind}.png").stat().st_size > 1000
+
+
+def test_plot_permutation_importance(uncertainty, tmp_path):
+    pc = pm_sens.plot_permutation_importance(uncertainty, backend="matplotlib")
+    expected = {"entropy_pfi[total]", "entropy_pfi[aleatoric]", "entropy_pfi[epistemic]"}
+    assert set(pc.viz["point"].data_vars) == expected | {"likelihood_pfi"}
+    pc.savefig(tmp_path / "pfi.png")
+    assert (tmp_path / "pfi.png").stat().st_size > 1000

@@ -1,0 +1,126 @@
+"""plot_partial_dependence: PDP with posterior band and ICE curves."""
+
+import xarray as xr
+from arviz_base import rcParams
+from arviz_base.labels import BaseLabeller
+from arviz_plots.plot_collection import backend_from_object
+from arviz_plots.visuals import labelled_title, line_xy, multiple_lines
+
+from pm_sens._validate import check_choice
+from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
+
+KINDS = ("mean", "entropy", "log_likelihood")
+
+
+def _band(da, target, **kwargs):
+    """Fill between the lower and upper curves (plot_axis x, y_bottom, y_top)."""
+    return backend_from_object(target).fill_between_y(
+        da.sel(plot_axis="x").values,
+        da.sel(plot_axis="y_bottom").values,
+        da.sel(plot_axis="y_top").values,
+        target,
+        **kwargs,
+    )
+
+
+def _with_x(curve, grid_value):
+    """Stack x (the grid values) and the curve(s) along ``plot_axis``."""
+    x = grid_value.broadcast_like(curve)
+    return xr.concat([x, curve], dim="plot_axis").assign_coords(plot_axis=["x", "y"])
+
+
+def plot_partial_dependence(
+    dt,
+    *,
+    kind="mean",
+    features=None,
+    ice=True,
+    ci_prob=None,
+    plot_collection=None,
+    backend=None,
+    visuals=None,
+    **pc_kwargs,
+):
+    """Plot partial dependence curves, one plot per feature.
+
+    ``kind="mean"``: the PDP of the predictive mean (posterior mean) with its
+    posterior band and, behind it, the ICE curves of every point.
+    ``kind="entropy"``: the PDP of the total, aleatoric and epistemic entropy
+    (one line each) with the ICE curves of the total. ``kind="log_likelihood"``:
+    the PDP and ICE of the mixture log density of the observed y.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        Holds the group written by :func:`pm_sens.partial_dependence`.
+    kind : {"mean", "entropy", "log_likelihood"}
+        Which curves.
+    features : list of str, optional
+        Features to plot; default all.
+    ice : bool
+        Draw the ICE curves (when they were computed).
+    ci_prob : float, optional
+        Probability of the posterior band (mean PDP); default ArviZ's.
+    plot_collection, backend, visuals, **pc_kwargs
+        As in :func:`pm_sens.plot_importance`; visuals ``"band"``, ``"pdp"``,
+        ``"ice"`` and ``"title"``.
+
+    Returns
+    -------
+    arviz_plots.PlotCollection
+    """
+    check_choice("kind", kind, KINDS)
+    backend = resolve_backend(backend, plot_collection)
+    dataset = dt["partial_dependence"].to_dataset()
+    if f"{kind}_pdp" not in dataset:
+        raise ValueError(f"kind={kind!r} was not computed; run partial_dependence(kind=...)")
+    if features is not None:
+        dataset = dataset.sel(feature=[features] if isinstance(features, str) else list(features))
+    grid_value = dataset["grid_value"]
+    pdp = dataset[f"{kind}_pdp"]
+    base = xr.Dataset({kind: pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])})
+    if "component" in base.dims:
+        base = base.sel(component="total", drop=True)
+    pc = wrap_collection(base, plot_collection, backend, ["feature"], pc_kwargs)
+
+    kwargs = visual_kwargs(visuals, "ice")
+    if ice and f"{kind}_ice" in dataset and kwargs is not False:
+        curves = dataset[f"{kind}_ice"]
+        if "component" in curves.dims:
+            curves = curves.sel(component="total", drop=True)
+        point_dim = next(d for d in curves.dims if d not in ("feature", "grid"))
+        kwargs = {"color": "B2", "alpha": 0.3, **kwargs}
+        pc.map(
+            multiple_lines,
+            "ice",
+            data=xr.Dataset({kind: curves.transpose("feature", "grid", point_dim)}),
+            x_dim="grid",
+            xvalues=grid_value,
+            **kwargs,
+        )
+    kwargs = visual_kwargs(visuals, "band")
+    if "chain" in pdp.dims and kwargs is not False:
+        prob = rcParams["stats.ci_prob"] if ci_prob is None else ci_prob
+        bounds = pdp.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=("chain", "draw"))
+        band = xr.concat(
+            [grid_value, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
+            dim="plot_axis",
+        ).assign_coords(plot_axis=["x", "y_bottom", "y_top"])
+        pc.map(
+            _band, "band", data=xr.Dataset({kind: band}), **{"alpha": 0.3, "color": "C0", **kwargs}
+        )
+    kwargs = visual_kwargs(visuals, "pdp")
+    if kwargs is not False:
+        curve = pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])
+        if "component" in curve.dims:
+            for i, component in enumerate(curve["component"].values):
+                line = _with_x(curve.sel(component=component, drop=True), grid_value)
+                options = {"color": f"C{i}", **kwargs}
+                pc.map(line_xy, f"pdp_{component}", data=xr.Dataset({kind: line}), **options)
+        else:
+            line = _with_x(curve, grid_value)
+            pc.map(line_xy, "pdp", data=xr.Dataset({kind: line}), **{"color": "C0", **kwargs})
+    kwargs = visual_kwargs(visuals, "title")
+    if kwargs is not False:
+        pc.map(labelled_title, "title", subset_info=True, labeller=BaseLabeller(), **kwargs)
+    return pc
