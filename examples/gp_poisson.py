@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pymc as pm
+from _figures import save
 
 import pm_sens
 
@@ -52,6 +53,8 @@ def main():
     print("\nStrongest pairwise interactions (R-sens2):")
     pairs = table[table.variable == "rsens2"].head(5)
     print(pairs.to_string(index=False, float_format="{:.3f}".format))
+    save(pm_sens.plot_interactions(idata), "gp_poisson_interactions")
+    save(pm_sens.plot_local(idata, color_by="workingday"), "gp_poisson_local")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import argparse
 import numpy as np
 import pandas as pd
 import pymc as pm
+from _figures import save
 
 import pm_sens
 
@@ -54,6 +55,7 @@ def main():
         print(table)
     ratios = table.max() / table.min()
     print("\nmax/min ratio:", ", ".join(f"{k} {v:.1f}" for k, v in ratios.items()))
+    save(pm_sens.plot_importance(idata), "gp_regression_importance")
 
 
 if __name__ == "__main__":

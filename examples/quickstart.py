@@ -11,6 +11,7 @@ Run: bash scripts/quickstart.sh   (or .venv/bin/python examples/quickstart.py)
 
 import numpy as np
 import pymc as pm
+from _figures import save
 
 import pm_sens
 
@@ -49,10 +50,12 @@ def main():
     idata = pm_sens.sensitivity(idata, model, interactions=True)
     print("\nMoment-matched posterior predictive (the papers' setting):")
     print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
+    save(pm_sens.plot_interactions(idata), "quickstart_interactions")
 
     idata = pm_sens.sensitivity(idata, model, mode="draw")
     print("\nPer posterior draw: posterior mean and 89% interval of each input's importance")
     print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
+    save(pm_sens.plot_importance(idata), "quickstart_importance")
 
 
 if __name__ == "__main__":

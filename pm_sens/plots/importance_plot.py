@@ -1,7 +1,7 @@
 """plot_importance: global importance per feature with intervals, sorted."""
 
 from arviz_base.labels import BaseLabeller
-from arviz_plots.visuals import ci_line_y, labelled_title, scatter_xy, set_xticks
+from arviz_plots.visuals import ci_line_y, labelled_title, scatter_xy, set_xlim, set_xticks
 
 from pm_sens.plots._common import (
     importance_dataset,
@@ -80,6 +80,8 @@ def plot_importance(
                 store_artist=False,
                 **kwargs,
             )
+    width = dataset.sizes["rank"]
+    pc.map(set_xlim, "xlim", limits=(-0.5, width - 0.5), store_artist=False)
     kwargs = visual_kwargs(visuals, "title")
     if kwargs is not False:
         pc.map(labelled_title, "title", subset_info=True, labeller=BaseLabeller(), **kwargs)
