@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Run the whole test suite (slow tests included) and the linters.
+# Run the linters, the docs build (warnings are errors) and the whole test suite
+# (slow tests included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 .venv/bin/python -m pytest -n 2 --durations=15 "$@"

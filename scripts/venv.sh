@@ -10,6 +10,6 @@ if [ ! -x .venv/bin/python ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
-    .venv/bin/python -m pip install --quiet -e ".[test,plots]"
+    .venv/bin/python -m pip install --quiet -e ".[test,plots,docs]"
     touch .venv/.installed
 fi
