@@ -63,6 +63,7 @@ def forward_seconds(model, idata, repeats):
         random_seed=None,
         memory_limit=1e9,
         progressbar=False,
+        extend_inferencedata=False,
     )
     compiled = compiled_for(ctx, "draw", 0)
     data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)

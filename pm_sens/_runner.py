@@ -13,6 +13,7 @@ import numpy as np
 from pm_sens._points import PointSet, resolve_inputs, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
+from pm_sens._validate import check_bool, check_optional_positive_int, check_positive
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.predictive import Predictive
 from pm_sens.measures.mixture import MixtureMoments
@@ -53,9 +54,19 @@ def make_context(
     random_seed,
     memory_limit,
     progressbar,
+    extend_inferencedata,
     differentiable=True,
 ):
-    """Check the request (no compiling) and gather what the measures need."""
+    """Check the request (no compiling) and gather what the measures need.
+
+    Validates the arguments every public function shares (``progressbar``,
+    ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
+    inputs, points and posterior draws).
+    """
+    progressbar = check_bool("progressbar", progressbar)
+    check_bool("extend_inferencedata", extend_inferencedata)
+    num_draws = check_optional_positive_int("num_draws", num_draws)
+    memory_limit = check_positive("memory_limit", memory_limit)
     if predictive is None:
         predictive = predictive_for(model, var_name)
     elif not isinstance(predictive, Predictive):

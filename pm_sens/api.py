@@ -374,10 +374,6 @@ def sensitivity(
     delta = check_positive("delta", delta)
     check_choice("kl_scheme", kl_scheme, SCHEMES)
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
-    progressbar = check_bool("progressbar", progressbar)
-    extend_inferencedata = check_bool("extend_inferencedata", extend_inferencedata)
-    num_draws = check_optional_positive_int("num_draws", num_draws)
-    memory_limit = check_positive("memory_limit", memory_limit)
     ctx = make_context(
         idata,
         model,
@@ -389,6 +385,7 @@ def sensitivity(
         random_seed=random_seed,
         memory_limit=memory_limit,
         progressbar=progressbar,
+        extend_inferencedata=extend_inferencedata,
     )
     matched = _matched_family(ctx.predictive, mode, family)
     mean_methods = [m for m in methods if m in MEAN_METHODS]

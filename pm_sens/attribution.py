@@ -13,10 +13,8 @@ from pm_sens._runner import (
     point_coordinates,
 )
 from pm_sens._validate import (
-    check_bool,
     check_finite_array,
     check_optional_positive_int,
-    check_positive,
 )
 from pm_sens._version import __version__
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
@@ -136,10 +134,6 @@ def integrated_gradients(
         same dims as the gap). Attrs record the statistic and n_steps.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
-    progressbar = check_bool("progressbar", progressbar)
-    extend_inferencedata = check_bool("extend_inferencedata", extend_inferencedata)
-    num_draws = check_optional_positive_int("num_draws", num_draws)
-    memory_limit = check_positive("memory_limit", memory_limit)
     ctx = make_context(
         idata,
         model,
@@ -151,6 +145,7 @@ def integrated_gradients(
         random_seed=random_seed,
         memory_limit=memory_limit,
         progressbar=progressbar,
+        extend_inferencedata=extend_inferencedata,
     )
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
     x = feature_matrix(ctx.points.values, ctx.inputs)

@@ -12,7 +12,6 @@ from pm_sens._validate import (
     check_choice,
     check_finite_array,
     check_optional_positive_int,
-    check_positive,
 )
 from pm_sens._version import __version__
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
@@ -35,17 +34,9 @@ PFI_KINDS = ("entropy", "likelihood")
 PDP_KINDS = ("mean", "entropy", "log_likelihood")
 
 
-def _context(idata, model, *, memory_limit, progressbar, extend_inferencedata, **kwargs):
-    check_bool("progressbar", progressbar)
-    check_bool("extend_inferencedata", extend_inferencedata)
-    ctx = make_context(
-        idata,
-        model,
-        memory_limit=check_positive("memory_limit", memory_limit),
-        progressbar=progressbar,
-        differentiable=False,
-        **kwargs,
-    )
+def _context(idata, model, **kwargs):
+    """The shared context; integer inputs allowed, the family's densities required."""
+    ctx = make_context(idata, model, differentiable=False, **kwargs)
     if ctx.predictive.likelihood.draw_family is None:
         raise ValueError(
             f"entropies and log densities of the {ctx.predictive.family!r} likelihood are "
@@ -212,7 +203,7 @@ def permutation_importance(
         inputs=inputs,
         points=points,
         predictive=predictive,
-        num_draws=check_optional_positive_int("num_draws", num_draws),
+        num_draws=num_draws,
         random_seed=random_seed,
         memory_limit=memory_limit,
         progressbar=progressbar,
@@ -353,7 +344,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         inputs=inputs,
         points=points,
         predictive=predictive,
-        num_draws=check_optional_positive_int("num_draws", num_draws),
+        num_draws=num_draws,
         random_seed=random_seed,
         memory_limit=memory_limit,
         progressbar=progressbar,
