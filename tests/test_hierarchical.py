@@ -59,3 +59,15 @@ def test_new_points_take_their_group_value_through_the_index(radon_like):
     np.testing.assert_allclose(
         out["rsens"].values[0, :, :, 0], np.abs(g * 0.5 * np.array([2.0, -1.0]) + b), rtol=1e-12
     )
+
+
+def test_group_copy_is_held_when_not_an_input(radon_like):
+    model, idata, idx, uranium, floor, draws = radon_like
+    out = pm_sens.sensitivity(idata, model, inputs="floor", mode="draw", progressbar=False)[
+        "sensitivity"
+    ]
+    g, b = draws["g"][0][:, None], draws["b"][0][:, None]
+    assert list(out["feature"].values) == ["floor"]
+    np.testing.assert_allclose(
+        out["rsens"].values[0, :, :, 0], np.abs(g * 0.5 * uranium[idx] + b), rtol=1e-12
+    )

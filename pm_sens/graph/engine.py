@@ -176,7 +176,10 @@ def compile_predictive(
     """
     params = _parameters_given_observed(predictive, model)
     free_rvs = free_variables(model, params)
-    held = [c for c in data_containers(model, params) if c not in inputs]
+    # held at their values: containers and symbolic inputs (GP X, per-point group
+    # copies) that are not differentiated
+    candidates = dict.fromkeys([*predictive.inputs, *data_containers(model, params)])
+    held = [v for v in candidates if v not in inputs]
     data_variables = list(inputs) + held
     symbols = {v: _symbolic_like(v, data_values[v]) for v in data_variables}
     placeholders = {
