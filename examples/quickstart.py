@@ -48,7 +48,8 @@ def main():
         idata = pm.sample(draws=1000, tune=1000, chains=4, random_seed=42)
 
     idata = pm_sens.sensitivity(idata, model, interactions=True)
-    print("\nMoment-matched posterior predictive (the papers' setting):")
+    print("\nMoment-matched posterior predictive (the papers' setting);")
+    print("intervals: 89% Bayesian bootstrap over the observations")
     print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
     save(pm_sens.plot_interactions(idata), "quickstart_interactions")
 
