@@ -15,6 +15,7 @@ from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
 from pm_sens._validate import check_bool, check_optional_positive_int, check_positive
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
+from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.predictive import Predictive
 from pm_sens.measures.mixture import MixtureMoments
 
@@ -40,6 +41,7 @@ class Context:
     draws: Draws
     memory_limit: float
     progressbar: bool
+    locality_checked: bool = False
 
 
 def make_context(
@@ -83,7 +85,11 @@ def make_context(
 
 
 def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
-    """The compiled chunk function for these settings, built once per predictive."""
+    """The compiled chunk function for these settings, built once per predictive.
+
+    The first function a call uses also checks locality (`check_locality`),
+    which every measure relies on (derivatives, and stacked copies of the points).
+    """
     values = ctx.points.values
     key = (
         mode,
@@ -107,6 +113,9 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
             uses_variance=uses_variance,
             statistic=statistic,
         )
+    if not ctx.locality_checked:
+        check_locality(cache[key], ctx.points, ctx.draws)
+        ctx.locality_checked = True
     return cache[key]
 
 
@@ -122,15 +131,16 @@ def data_for_chunk(compiled, values, n_draws):
 
 
 def check_locality(compiled, points, draws):
-    """Perturb one row of the inputs; no other point's parameters may move."""
+    """Perturb one row of the (float) inputs; no other point's parameters may move."""
     n = points.n_points
-    if n < 2:
+    moving = [var for var in compiled.inputs if is_float(var)]
+    if n < 2 or not moving:
         return
     first = [v[:1] for v in draws.values]
     base = compiled(data_for_chunk(compiled, points.values, 1), first)["phi"]
     for row in sorted({0, n // 2}):
         moved_values = dict(points.values)
-        for var in compiled.inputs:
+        for var in moving:
             value = np.array(points.values[var], dtype=float)
             value[row] += 1e-3 * (np.abs(value[row]) + 1)
             moved_values[var] = value
@@ -141,7 +151,7 @@ def check_locality(compiled, points, draws):
             raise ValueError(
                 f"the predictions at one point depend on the inputs {names} of other points "
                 f"(changing row {row} moved the parameters at other rows), so per-point "
-                "derivatives are not defined. Common causes: inputs standardized or centred "
+                "sensitivities are not defined. Common causes: inputs standardized or centred "
                 "inside the model (do it outside, on the data), or a model coupling rows such "
                 "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
             )

@@ -6,7 +6,6 @@ import xarray as xr
 from pm_sens import families
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._runner import (
-    check_locality,
     compiled_for,
     draw_pass,
     make_context,
@@ -98,7 +97,6 @@ def _rsens(ctx, mode, family, alpha, order):
     """R-sens (and R-sens2): local values, and how exact the Fisher information is."""
     uses_variance = mode == "moment" and family.uses_variance
     compiled = compiled_for(ctx, mode, order, uses_variance)
-    check_locality(compiled, ctx.points, ctx.draws)
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, uses_variance, "R-sens")
         _check_matched(moments.phi, family)

@@ -5,7 +5,6 @@ import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._runner import (
-    check_locality,
     compiled_for,
     draw_pass,
     make_context,
@@ -154,7 +153,6 @@ def integrated_gradients(
     rows = np.concatenate([path_points(x, b, n_steps).reshape(-1, d), x, b])
     values = values_at(ctx.points, ctx.inputs, rows)
     compiled = compiled_for(ctx, "draw", 1, statistic=statistic)
-    check_locality(compiled, ctx.points, ctx.draws)
 
     ig = np.empty((ctx.draws.count, n, d))
     at_x, at_b = np.empty((ctx.draws.count, n)), np.empty((ctx.draws.count, n))

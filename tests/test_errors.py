@@ -136,8 +136,15 @@ def test_inputs_standardized_inside_the_model_break_locality(rng):
         b = pm.Normal("b")
         z = (xd - xd.mean()) / xd.std()
         pm.Normal("y", b * z, 1, observed=x)
-    with pytest.raises(ValueError, match=r"depend on the inputs \['x'\] of other points.*outside"):
-        pm_sens.sensitivity(posterior({"b": np.ones((1, 3))}), model, progressbar=False)
+    idata = posterior({"b": np.ones((1, 3))})
+    match = r"depend on the inputs \['x'\] of other points.*outside"
+    with pytest.raises(ValueError, match=match):
+        pm_sens.sensitivity(idata, model, progressbar=False)
+    # every measure relies on it, not only the derivatives
+    with pytest.raises(ValueError, match=match):
+        pm_sens.sensitivity(idata, model, method="kl", progressbar=False)
+    with pytest.raises(ValueError, match=match):
+        pm_sens.permutation_importance(idata, model, kind="entropy", progressbar=False)
 
 
 def test_nothing_of_the_user_is_mutated(setup):
