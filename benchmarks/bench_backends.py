@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/bench_backends.py
 
-Each backend runs in fresh processes with an empty PyTensor compile directory
+Each backend runs in fresh processes with an empty PyTensor base compile directory
 (cold cache), then again with the directory it filled (warm cache). Reported:
 the first `sensitivity` call (graph build + compile + run) and a second call
 on the same model (run only), for the heteroscedastic Normal model of
@@ -33,7 +33,8 @@ for interactions in (False, True):
 
 
 def run(mode, compiledir):
-    env = dict(os.environ, PYTENSOR_FLAGS=f"mode={mode},compiledir={compiledir}")
+    # base_compiledir holds both the C modules and the Numba cache
+    env = dict(os.environ, PYTENSOR_FLAGS=f"mode={mode},base_compiledir={compiledir}")
     out = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", CODE], env=env, capture_output=True, text=True
     )
