@@ -10,7 +10,7 @@ import xarray as xr
 class Draws:
     """Posterior draws flattened over (chain, draw), with the kept coordinates."""
 
-    values: list  # one array (S, *shape) per free RV
+    values: list  # one array (S, *shape) per free RV: NumPy, or dask when lazily loaded
     chain: np.ndarray
     draw: np.ndarray
 
@@ -78,6 +78,7 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None):
         draw = draw[keep]
     values = []
     for rv in free_rvs:
-        array = np.asarray(posterior[rv.name].values[:, keep], dtype=rv.dtype)
+        # NumPy, or dask for a lazily opened posterior: read chunk by chunk later
+        array = posterior[rv.name].data[:, keep].astype(rv.dtype, copy=False)
         values.append(array.reshape(-1, *array.shape[2:]))
     return Draws(values=values, chain=chain, draw=draw)

@@ -136,7 +136,7 @@ def check_locality(compiled, points, draws):
     moving = [var for var in compiled.inputs if is_float(var)]
     if n < 2 or not moving:
         return
-    first = [v[:1] for v in draws.values]
+    first = [np.asarray(v[:1]) for v in draws.values]
     base = compiled(data_for_chunk(compiled, points.values, 1), first)["phi"]
     for row in sorted({0, n // 2}):
         moved_values = dict(points.values)
@@ -171,7 +171,8 @@ def _chunks(ctx, compiled, values, n_components, description):
     chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
         for start in range(0, ctx.draws.count, chunk):
-            draw_values = [v[start : start + chunk] for v in ctx.draws.values]
+            # only this chunk of a lazily loaded posterior is read into memory
+            draw_values = [np.asarray(v[start : start + chunk]) for v in ctx.draws.values]
             size = len(draw_values[0])
             yield start, size, compiled(data_for_chunk(compiled, values, size), draw_values)
             advance(size)

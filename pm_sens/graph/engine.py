@@ -193,7 +193,8 @@ def compile_predictive(
         n_classes = _class_count(
             params,
             [symbols[v] for v in data_variables] + list(placeholders.values()),
-            [data_values[v] for v in data_variables] + [values[0] for values in draw_values],
+            [data_values[v] for v in data_variables]
+            + [np.asarray(values[0]) for values in draw_values],
         )
     unbatched_inputs = [symbols[x] for x in inputs]
     if mode == "draw":
