@@ -14,6 +14,26 @@ class Draws:
     chain: np.ndarray
     draw: np.ndarray
 
+    def chunk(self, start, stop):
+        """Draws ``start:stop`` of every variable, read into aligned native NumPy arrays.
+
+        (A lazily opened file may hand back big-endian or unaligned buffers,
+        which compiled PyTensor functions refuse.)
+        """
+        return [
+            np.require(
+                np.asarray(v[start:stop]),
+                dtype=np.dtype(v.dtype).newbyteorder("="),
+                requirements=["ALIGNED", "C_CONTIGUOUS"],
+            )
+            for v in self.values
+        ]
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the draws are read lazily (dask-backed)."""
+        return any(not isinstance(v, np.ndarray) for v in self.values)
+
     @property
     def count(self) -> int:
         """Number of draws S."""

@@ -6,10 +6,12 @@ and `draw_pass` evaluate one compiled graph over all draws, chunk by chunk.
 """
 
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
+from pm_sens._distributed import RemoteChunks, active_client
 from pm_sens._points import PointSet, resolve_inputs, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
@@ -107,7 +109,7 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
             ctx.model,
             ctx.inputs,
             values,
-            ctx.draws.values,
+            ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
             mode=mode,
             order=order,
             uses_variance=uses_variance,
@@ -136,7 +138,7 @@ def check_locality(compiled, points, draws):
     moving = [var for var in compiled.inputs if is_float(var)]
     if n < 2 or not moving:
         return
-    first = [np.asarray(v[:1]) for v in draws.values]
+    first = draws.chunk(0, 1)
     base = compiled(data_for_chunk(compiled, points.values, 1), first)["phi"]
     for row in sorted({0, n // 2}):
         moved_values = dict(points.values)
@@ -166,16 +168,42 @@ def _chunk_size(ctx, n_rows, n_components, mode, order):
 
 
 def _chunks(ctx, compiled, values, n_components, description):
-    """Yield (start, size, outputs) over chunks of draws, with a progress bar."""
+    """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
+
+    In process by default; on the workers of an active dask.distributed client
+    when the posterior is dask-backed (chunks are submitted ahead, read in order).
+    """
     n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
     chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
+    starts = range(0, ctx.draws.count, chunk)
+    client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
-        for start in range(0, ctx.draws.count, chunk):
-            # only this chunk of a lazily loaded posterior is read into memory
-            draw_values = [np.asarray(v[start : start + chunk]) for v in ctx.draws.values]
-            size = len(draw_values[0])
-            yield start, size, compiled(data_for_chunk(compiled, values, size), draw_values)
-            advance(size)
+        if client is None:
+            for start in starts:
+                # only this chunk of a lazily loaded posterior is read into memory
+                draws = ctx.draws.chunk(start, start + chunk)
+                size = len(draws[0])
+                yield start, size, compiled(data_for_chunk(compiled, values, size), draws)
+                advance(size)
+            return
+        sample = (
+            [ctx.points.values[v] for v in compiled.data_variables],
+            ctx.draws.chunk(0, 1),
+        )
+        remote = RemoteChunks(client, ctx, compiled, sample)
+        window = 2 * max(1, len(client.scheduler_info().get("workers", {})))
+        pending = deque()
+        for start in [*starts, None]:
+            if start is not None:
+                draws = ctx.draws.chunk(start, start + chunk)
+                size = len(draws[0])
+                data = data_for_chunk(compiled, values, size)
+                pending.append((start, size, remote.submit(data, draws)))
+            # keep a bounded number of chunks in flight; hand results back in order
+            while pending and (start is None or len(pending) >= window):
+                done_start, done_size, future = pending.popleft()
+                yield done_start, done_size, future.result()
+                advance(done_size)
 
 
 def moment_pass(ctx, compiled, values, uses_variance, description):

@@ -149,7 +149,7 @@ def test_posterior_opened_lazily_from_netcdf_is_read_chunk_by_chunk(logistic, tm
     model, idata, _ = logistic
     path = tmp_path / "posterior.nc"
     # netCDF3 (SciPy's writer) takes no list-valued attrs
-    idata["posterior"].to_dataset().drop_attrs().to_netcdf(path, engine="scipy")
+    idata["posterior"].to_dataset().copy(deep=True).drop_attrs().to_netcdf(path, engine="scipy")
     lazy = xr.open_dataset(path, engine="scipy", chunks={"draw": 7})
     assert lazy["b"].chunks is not None  # dask-backed
     lazy_idata = xr.DataTree.from_dict({"posterior": lazy})

@@ -50,6 +50,8 @@ class CompiledPredictive:
     order: int
     varying: list
     fixed_names: list
+    #: the keyword arguments of `compile_predictive` that built it
+    settings: dict
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
@@ -131,6 +133,17 @@ def _parameters_given_observed(predictive, model):
     return graph_replace(params, observed, strict=False) if observed else params
 
 
+def data_variables_of(predictive, model, inputs):
+    """The compiled function's data arguments, in order.
+
+    The inputs, then those held at their values: containers and symbolic inputs
+    (a GP's X, per-point group copies) that are not differentiated.
+    """
+    params = _parameters_given_observed(predictive, model)
+    candidates = dict.fromkeys([*predictive.inputs, *data_containers(model, params)])
+    return list(inputs) + [v for v in candidates if v not in inputs]
+
+
 def required_free_rvs(predictive, model):
     """The model's free RVs whose posterior draws the predictive needs."""
     return free_variables(model, _parameters_given_observed(predictive, model))
@@ -176,11 +189,7 @@ def compile_predictive(
     """
     params = _parameters_given_observed(predictive, model)
     free_rvs = free_variables(model, params)
-    # held at their values: containers and symbolic inputs (GP X, per-point group
-    # copies) that are not differentiated
-    candidates = dict.fromkeys([*predictive.inputs, *data_containers(model, params)])
-    held = [v for v in candidates if v not in inputs]
-    data_variables = list(inputs) + held
+    data_variables = data_variables_of(predictive, model, inputs)
     symbols = {v: _symbolic_like(v, data_values[v]) for v in data_variables}
     placeholders = {
         rv: pt.tensor(dtype=rv.dtype, shape=np.shape(values)[1:], name=rv.name)
@@ -247,4 +256,5 @@ def compile_predictive(
         order=order,
         varying=varying,
         fixed_names=list(fixed),
+        settings=dict(mode=mode, order=order, uses_variance=uses_variance, statistic=statistic),
     )

@@ -155,6 +155,10 @@ class Predictive:
         self.data_per_point = True
         self.compiled = {}
 
+    def __getstate__(self):
+        # compiled functions stay in the process that built them (see _distributed)
+        return {**self.__dict__, "compiled": {}}
+
     @property
     def family(self) -> str:
         """Name of the per-draw likelihood family."""

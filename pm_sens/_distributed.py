@@ -1,0 +1,55 @@
+"""Evaluating chunks of draws on a dask.distributed cluster.
+
+Used when the posterior is dask-backed and a distributed ``Client`` is active.
+Compiled PyTensor functions are not shipped: the model, the predictive and the
+compile settings are pickled together once (so the graph keeps its identity
+with the model), broadcast to the workers, and each worker compiles the
+function once and keeps it for every chunk it evaluates.
+"""
+
+import hashlib
+
+import cloudpickle
+import numpy as np
+
+from pm_sens.graph.engine import compile_predictive, data_variables_of
+
+_WORKER_FUNCTIONS = {}  # job digest -> compiled function, on each worker
+
+
+def active_client():
+    """The current dask.distributed Client, or None (also without the package)."""
+    try:
+        from distributed import get_client
+    except ImportError:
+        return None
+    try:
+        return get_client()
+    except ValueError:
+        return None
+
+
+class RemoteChunks:
+    """Submit the chunks of one compiled function to a cluster, in order."""
+
+    def __init__(self, client, ctx, compiled, sample):
+        job = cloudpickle.dumps((ctx.model, ctx.predictive, ctx.inputs, compiled.settings, sample))
+        self.client = client
+        self.digest = hashlib.sha1(job).hexdigest()
+        [self.job] = client.scatter([job], broadcast=True)
+
+    def submit(self, data, draws):
+        """A future for the outputs of the compiled function on one chunk."""
+        return self.client.submit(_evaluate, self.job, self.digest, data, draws, pure=False)
+
+
+def _evaluate(job, digest, data, draws):
+    function = _WORKER_FUNCTIONS.get(digest)
+    if function is None:
+        model, predictive, inputs, settings, (data_values, draw_values) = cloudpickle.loads(job)
+        values = dict(zip(data_variables_of(predictive, model, inputs), data_values, strict=True))
+        function = compile_predictive(predictive, model, inputs, values, draw_values, **settings)
+        _WORKER_FUNCTIONS[digest] = function
+    # arrays arriving from the network may be unaligned, which PyTensor refuses
+    aligned = [np.require(a, requirements=["ALIGNED"]) for a in (*data, *draws)]
+    return function(aligned[: len(data)], aligned[len(data) :])

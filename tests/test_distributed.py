@@ -1,0 +1,76 @@
+"""The same results on a dask.distributed cluster (2 worker processes) as in process."""
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+import pm_sens
+from tests.conftest import posterior
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def test_results_on_a_cluster_equal_in_process(client, tmp_path):
+    rng = np.random.default_rng(3)
+    n = 40
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"obs": range(n), "col": ["a", "b"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        g = pm.Normal("g")
+        mu = xd @ b + g * xd[:, 0] * xd[:, 1]
+        pm.Normal("y", mu=mu, sigma=pm.math.exp(0.2 * xd[:, 1]), observed=x[:, 0], dims="obs")
+    draws = {"b": rng.normal(size=(2, 30, 2)), "g": rng.normal(size=(2, 30))}
+    idata = posterior(draws, dims={"b": ["col"]}, coords={"col": ["a", "b"]})
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", x[:, 0])}))
+    path = tmp_path / "posterior.nc"
+    idata["posterior"].to_dataset().copy(deep=True).drop_attrs().to_netcdf(path, engine="scipy")
+    lazy = xr.open_dataset(path, engine="scipy", chunks={"draw": 10})
+    lazy_idata = xr.DataTree.from_dict(
+        {"posterior": lazy, "observed_data": idata["observed_data"].to_dataset()}
+    )
+    small = dict(progressbar=False, extend_inferencedata=False, memory_limit=5e4)
+
+    def both(function, **kw):
+        local = function(idata, model, **small, **kw)
+        remote = function(lazy_idata, model, **small, **kw)
+        return local, remote
+
+    for mode in ("moment", "draw"):
+        local, remote = both(pm_sens.sensitivity, mode=mode, interactions=True)
+        for name in ("rsens", "rsens2"):
+            np.testing.assert_allclose(
+                remote["sensitivity"][name].values, local["sensitivity"][name].values, rtol=1e-10
+            )
+    local, remote = both(pm_sens.permutation_importance, random_seed=1)
+    for name in ("entropy_pfi", "likelihood_pfi"):
+        np.testing.assert_allclose(
+            remote["permutation_importance"][name].values,
+            local["permutation_importance"][name].values,
+            rtol=1e-10,
+            atol=1e-14,
+        )
+    local, remote = both(pm_sens.integrated_gradients)
+    np.testing.assert_allclose(
+        remote["attribution"]["ig"].values, local["attribution"]["ig"].values, rtol=1e-10
+    )
+    # the chunks really ran on the workers
+    assert any(
+        client.run(
+            lambda: bool(__import__("pm_sens._distributed")._distributed._WORKER_FUNCTIONS)
+        ).values()
+    )
+    lazy.close()
