@@ -1,0 +1,167 @@
+"""The benchmark suite: every ratio measured against a baseline in the same run.
+
+Run: .venv/bin/python benchmarks/suite.py [--quick]
+
+1. R-sens and R-sens2 ÷ one forward evaluation, first-call overhead, peak
+   memory (bench_rsens.py).
+2. R-sens ÷ the finite-difference KL method at D=10 (target <= 0.5).
+3. The draw-vectorized engine ÷ a Python loop over draws calling the same
+   compiled graph one draw at a time (target <= 0.05).
+4. Permutation importance ÷ (repeats × features + 1) forward evaluations
+   (bench_uncertainty.py).
+5. Scaling of time and peak memory with S, N and D (moment-mode R-sens, each in
+   a fresh process), up to S=4000, N=100000, D=20 (target < 2 GB).
+"""
+
+import argparse
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, "benchmarks")
+import bench_rsens  # noqa: E402
+import bench_uncertainty  # noqa: E402
+from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
+
+import pm_sens  # noqa: E402
+from pm_sens._runner import compiled_for, data_for_chunk, make_context  # noqa: E402
+from pm_sens.measures.mixture import MixtureMoments  # noqa: E402
+
+
+def rsens_versus_kl(rng, chains, draws, n, d):
+    model = heteroscedastic_normal(rng, n, d)
+    idata = fake_posterior(model, rng, chains, draws)
+
+    def run(method):
+        return best_of(
+            lambda: pm_sens.sensitivity(idata, model, method=method, progressbar=False), 3
+        )
+
+    rsens, kl = run("rsens"), run("kl")
+    sizes = f"S={chains * draws}, N={n}, D={d}"
+    print(f"\nR-sens vs finite-difference KL (heteroscedastic Normal, {sizes})")
+    print(f"  R-sens {rsens:.3f} s, KL {kl:.3f} s, ratio {rsens / kl:.2f}   (target <= 0.5)")
+
+
+def vectorized_versus_loop(rng, chains, draws, n, d):
+    model = logistic_glm(rng, n, d)
+    idata = fake_posterior(model, rng, chains, draws)
+    ctx = make_context(
+        idata,
+        model,
+        var_name=None,
+        inputs=None,
+        points=None,
+        predictive=None,
+        num_draws=None,
+        random_seed=None,
+        memory_limit=1e9,
+        progressbar=False,
+        extend_inferencedata=False,
+    )
+    compiled = compiled_for(ctx, "moment", 1)
+    all_draws = ctx.draws.chunk(0, ctx.draws.count)
+    data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
+
+    def vectorized():
+        out = compiled(data, all_draws)
+        MixtureMoments(False).add(ctx.draws.count, out["phi"], out["jac"])
+
+    def loop():
+        moments = MixtureMoments(False)
+        for s in range(ctx.draws.count):
+            out = compiled(data, [v[s : s + 1] for v in all_draws])
+            moments.add(1, out["phi"], out["jac"])
+
+    fast, slow = best_of(vectorized, 3), best_of(loop, 1)
+    sizes = f"S={chains * draws}, N={n}, D={d}"
+    print(f"\nVectorized engine vs a per-draw Python loop (logistic, {sizes})")
+    print(
+        f"  vectorized {fast:.3f} s, loop {slow:.3f} s, ratio {fast / slow:.4f}   (target <= 0.05)"
+    )
+
+
+SCALING_CODE = """
+import resource, sys, threading, time, numpy as np
+sys.path.insert(0, "benchmarks")
+from bench_rsens import heteroscedastic_normal, fake_posterior
+import pm_sens
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+rng = np.random.default_rng(0)
+S, N, D = {s}, {n}, {d}
+model = heteroscedastic_normal(rng, N, D)
+idata = fake_posterior(model, rng, 4, S // 4)
+pm_sens.sensitivity(idata, model, progressbar=False, num_draws=8)  # compile first
+base, peak, done = rss(), [0], []
+
+def watch():
+    while not done:
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.005)
+
+thread = threading.Thread(target=watch)
+thread.start()
+start = time.perf_counter()
+pm_sens.sensitivity(idata, model, progressbar=False)
+seconds = time.perf_counter() - start
+done.append(1)
+thread.join()
+print(seconds, base / 2**30, peak[0] / 2**30)
+"""
+
+
+def scaling(configs):
+    print("\nScaling, moment-mode R-sens (heteroscedastic Normal), each in a fresh process")
+    print(f"  {'S':>6} {'N':>7} {'D':>3} {'seconds':>8} {'peak RSS GB':>12} {'added GB':>9}")
+    for s, n, d in configs:
+        out = subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", SCALING_CODE.format(s=s, n=n, d=d)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        seconds, base, peak = map(float, out.stdout.split()[-3:])
+        print(f"  {s:>6} {n:>7} {d:>3} {seconds:>8.2f} {peak:>12.2f} {peak - base:>9.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    quick = parser.parse_args().quick
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    sys.argv = [sys.argv[0]] + (["--quick"] if quick else [])
+    bench_rsens.main()
+    size = (
+        dict(chains=2, draws=100, n=200, d=10)
+        if quick
+        else dict(chains=4, draws=1000, n=1000, d=10)
+    )
+    rsens_versus_kl(rng, **size)
+    vectorized_versus_loop(rng, **size)
+    bench_uncertainty.main()
+    if quick:
+        configs = [(400, 1000, 5), (800, 1000, 5)]
+    else:
+        configs = [
+            (1000, 10000, 10),
+            (2000, 10000, 10),
+            (4000, 10000, 10),
+            (1000, 50000, 10),
+            (1000, 100000, 10),
+            (1000, 10000, 5),
+            (1000, 10000, 20),
+            (4000, 100000, 20),
+        ]
+    scaling(configs)
+    print(f"\nsuite finished in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
