@@ -160,3 +160,13 @@ def test_posterior_opened_lazily_from_netcdf_is_read_chunk_by_chunk(logistic, tm
         for name in ("rsens", "rsens2"):
             np.testing.assert_allclose(got[name].values, expected[name].values, rtol=1e-10)
     lazy.close()
+
+
+def test_no_output_at_all_without_progress_bars(logistic, capfd):
+    model, idata, _ = logistic
+    capfd.readouterr()
+    pm_sens.sensitivity(idata, model, method=["rsens", "kl"], progressbar=False)
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err == ""
+    pm_sens.sensitivity(idata, model, progressbar=True)
+    assert "R-sens" in capfd.readouterr().out
