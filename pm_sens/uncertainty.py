@@ -231,9 +231,8 @@ def permutation_importance(
         moved = entropy[n:].reshape(*shape, 3)
         data["entropy_pfi"] = (
             ("repeat", "feature", "component"),
-            importance(entropy[:n].T[:, None, None, :], np.moveaxis(moved, -1, 0)).transpose(
-                1, 2, 0
-            ),
+            # points last: (repeat, feature, component, point) minus (component, point)
+            importance(entropy[:n].T, np.moveaxis(moved, 2, -1)),
         )
     if "likelihood" in kinds:
         log_q = out["log_likelihood"]
