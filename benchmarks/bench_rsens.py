@@ -133,22 +133,30 @@ def watch():
 
 thread = threading.Thread(target=watch)
 thread.start()
+start = time.perf_counter()
 pm_sens.sensitivity(idata, model, progressbar=False)
+seconds = time.perf_counter() - start
 done.append(1)
 thread.join()
-print(base / 2**30, peak[0] / 2**30)
+print(seconds, base / 2**30, peak[0] / 2**30)
 """
 
 
-def peak_memory(s, n, d):
-    """Resident memory sampled every 2 ms during one call, in a fresh process."""
+def measure_call(s, n, d):
+    """Seconds, resident GB before and peak GB during one moment-mode R-sens call
+    (heteroscedastic Normal), in a fresh process, memory sampled every 2 ms."""
     out = subprocess.run(
-        [sys.executable, "-c", PEAK_CODE.format(s=s, n=n, d=d)],
+        [sys.executable, "-W", "ignore", "-c", PEAK_CODE.format(s=s, n=n, d=d)],
         capture_output=True,
         text=True,
         check=True,
     )
-    base, peak = map(float, out.stdout.split()[-2:])
+    return tuple(map(float, out.stdout.split()[-3:]))
+
+
+def peak_memory(s, n, d):
+    """Print the peak memory of one call (see `measure_call`)."""
+    _, base, peak = measure_call(s, n, d)
     print(f"\npeak memory, moment mode, S={s}, N={n}, D={d} (heteroscedastic Normal)")
     print(f"  resident before the call {base:.2f} GB, peak during the call {peak:.2f} GB")
     print(f"  added by pm_sens.sensitivity: {peak - base:.2f} GB   (target <= 1.5 GB)")

@@ -14,7 +14,6 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 """
 
 import argparse
-import subprocess
 import sys
 import time
 
@@ -83,50 +82,11 @@ def vectorized_versus_loop(rng, chains, draws, n, d):
     )
 
 
-SCALING_CODE = """
-import resource, sys, threading, time, numpy as np
-sys.path.insert(0, "benchmarks")
-from bench_rsens import heteroscedastic_normal, fake_posterior
-import pm_sens
-
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
-
-rng = np.random.default_rng(0)
-S, N, D = {s}, {n}, {d}
-model = heteroscedastic_normal(rng, N, D)
-idata = fake_posterior(model, rng, 4, S // 4)
-pm_sens.sensitivity(idata, model, progressbar=False, num_draws=8)  # compile first
-base, peak, done = rss(), [0], []
-
-def watch():
-    while not done:
-        peak[0] = max(peak[0], rss())
-        time.sleep(0.005)
-
-thread = threading.Thread(target=watch)
-thread.start()
-start = time.perf_counter()
-pm_sens.sensitivity(idata, model, progressbar=False)
-seconds = time.perf_counter() - start
-done.append(1)
-thread.join()
-print(seconds, base / 2**30, peak[0] / 2**30)
-"""
-
-
 def scaling(configs):
     print("\nScaling, moment-mode R-sens (heteroscedastic Normal), each in a fresh process")
     print(f"  {'S':>6} {'N':>7} {'D':>3} {'seconds':>8} {'peak RSS GB':>12} {'added GB':>9}")
     for s, n, d in configs:
-        out = subprocess.run(
-            [sys.executable, "-W", "ignore", "-c", SCALING_CODE.format(s=s, n=n, d=d)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        seconds, base, peak = map(float, out.stdout.split()[-3:])
+        seconds, base, peak = bench_rsens.measure_call(s, n, d)
         print(f"  {s:>6} {n:>7} {d:>3} {seconds:>8.2f} {peak:>12.2f} {peak - base:>9.2f}")
 
 
