@@ -50,9 +50,9 @@ def fake_posterior(model, rng, chains, draws):
     return azb.from_dict({"posterior": post})
 
 
-def forward_seconds(model, idata, repeats):
-    """One vectorized forward evaluation of the per-draw parameters (no derivatives)."""
-    ctx = make_context(
+def default_context(model, idata):
+    """The validated request of a default `sensitivity` call, without running it."""
+    return make_context(
         idata,
         model,
         var_name=None,
@@ -65,6 +65,11 @@ def forward_seconds(model, idata, repeats):
         progressbar=False,
         extend_inferencedata=False,
     )
+
+
+def forward_seconds(model, idata, repeats):
+    """One vectorized forward evaluation of the per-draw parameters (no derivatives)."""
+    ctx = default_context(model, idata)
     compiled = compiled_for(ctx, "draw", 0)
     data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
     return best_of(lambda: compiled(data, ctx.draws.values), repeats)

@@ -25,7 +25,7 @@ import bench_uncertainty  # noqa: E402
 from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
 
 import pm_sens  # noqa: E402
-from pm_sens._runner import compiled_for, data_for_chunk, make_context  # noqa: E402
+from pm_sens._runner import compiled_for, data_for_chunk  # noqa: E402
 from pm_sens.measures.mixture import MixtureMoments  # noqa: E402
 
 
@@ -47,19 +47,7 @@ def rsens_versus_kl(rng, chains, draws, n, d):
 def vectorized_versus_loop(rng, chains, draws, n, d):
     model = logistic_glm(rng, n, d)
     idata = fake_posterior(model, rng, chains, draws)
-    ctx = make_context(
-        idata,
-        model,
-        var_name=None,
-        inputs=None,
-        points=None,
-        predictive=None,
-        num_draws=None,
-        random_seed=None,
-        memory_limit=1e9,
-        progressbar=False,
-        extend_inferencedata=False,
-    )
+    ctx = bench_rsens.default_context(model, idata)
     compiled = compiled_for(ctx, "moment", 1)
     all_draws = ctx.draws.chunk(0, ctx.draws.count)
     data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
