@@ -114,8 +114,18 @@ def ratios(name, build, rng, chains, draws, n, d, repeats):
     )
 
 
+#: one moment-mode R-sens call, global outputs only
+MOMENT_CALL = "pm_sens.sensitivity(idata, model, progressbar=False)"
+#: draw-mode R-sens on dask-backed points, S·N·D local values never held at once:
+#: computed block by block into each draw's mean over points
+LAZY_DRAW_CALL = (
+    "points = xr.Dataset({{'X': (('obs', 'col'), model['X'].get_value())}}).chunk(obs=10000); "
+    "pm_sens.sensitivity(idata, model, points=points, mode='draw', progressbar=False, "
+    "extend_inferencedata=False, memory_limit=2.5e8)['sensitivity']['rsens'].mean('obs').compute()"
+)
+
 PEAK_CODE = """
-import sys, threading, time, numpy as np
+import sys, threading, time, numpy as np, xarray as xr
 sys.path.insert(0, "benchmarks")
 from bench_rsens import heteroscedastic_normal, fake_posterior
 import pm_sens
@@ -128,7 +138,8 @@ rng = np.random.default_rng(0)
 S, N, D = {s}, {n}, {d}
 model = heteroscedastic_normal(rng, N, D)
 idata = fake_posterior(model, rng, 4, S // 4)
-pm_sens.sensitivity(idata, model, progressbar=False, num_draws=8)  # compile first
+for mode in ("moment", "draw"):  # compile first
+    pm_sens.sensitivity(idata, model, mode=mode, progressbar=False, num_draws=8)
 base, peak, done = rss(), [0], []
 
 def watch():
@@ -139,7 +150,7 @@ def watch():
 thread = threading.Thread(target=watch)
 thread.start()
 start = time.perf_counter()
-pm_sens.sensitivity(idata, model, progressbar=False)
+{call}
 seconds = time.perf_counter() - start
 done.append(1)
 thread.join()
@@ -147,11 +158,12 @@ print(seconds, base / 2**30, peak[0] / 2**30)
 """
 
 
-def measure_call(s, n, d):
-    """Seconds, resident GB before and peak GB during one moment-mode R-sens call
+def measure_call(s, n, d, call=MOMENT_CALL):
+    """Seconds, resident GB before and peak GB during one R-sens ``call``
     (heteroscedastic Normal), in a fresh process, memory sampled every 2 ms."""
+    code = PEAK_CODE.format(s=s, n=n, d=d, call=call.format())
     out = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", PEAK_CODE.format(s=s, n=n, d=d)],
+        [sys.executable, "-W", "ignore", "-c", code],
         capture_output=True,
         text=True,
         check=True,

@@ -10,11 +10,21 @@ function once and keeps it for every chunk it evaluates.
 import hashlib
 
 import cloudpickle
-import numpy as np
 
+from pm_sens._validate import native_array
 from pm_sens.graph.engine import compile_predictive, data_variables_of
 
-_WORKER_FUNCTIONS = {}  # job digest -> compiled function, on each worker
+_WORKER_CACHE = {}  # key -> object built once per process (on each worker)
+_WORKER_CACHE_SIZE = 16
+
+
+def worker_cached(key, build):
+    """``build()``, built once per process for ``key``; the last few are kept."""
+    if key not in _WORKER_CACHE:
+        while len(_WORKER_CACHE) >= _WORKER_CACHE_SIZE:
+            _WORKER_CACHE.pop(next(iter(_WORKER_CACHE)))
+        _WORKER_CACHE[key] = build()
+    return _WORKER_CACHE[key]
 
 
 def active_client():
@@ -43,13 +53,14 @@ class RemoteChunks:
         return self.client.submit(_evaluate, self.job, self.digest, data, draws, pure=False)
 
 
+def _compile_job(job):
+    model, predictive, inputs, settings, (data_values, draw_values) = cloudpickle.loads(job)
+    values = dict(zip(data_variables_of(predictive, model, inputs), data_values, strict=True))
+    return compile_predictive(predictive, model, inputs, values, draw_values, **settings)
+
+
 def _evaluate(job, digest, data, draws):
-    function = _WORKER_FUNCTIONS.get(digest)
-    if function is None:
-        model, predictive, inputs, settings, (data_values, draw_values) = cloudpickle.loads(job)
-        values = dict(zip(data_variables_of(predictive, model, inputs), data_values, strict=True))
-        function = compile_predictive(predictive, model, inputs, values, draw_values, **settings)
-        _WORKER_FUNCTIONS[digest] = function
+    function = worker_cached(digest, lambda: _compile_job(job))
     # arrays arriving from the network may be unaligned, which PyTensor refuses
-    aligned = [np.require(a, requirements=["ALIGNED"]) for a in (*data, *draws)]
+    aligned = [native_array(a) for a in (*data, *draws)]
     return function(aligned[: len(data)], aligned[len(data) :])

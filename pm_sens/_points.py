@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pm_sens._validate import as_name_list, check_finite_array
+from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array
 from pm_sens.graph.model_queries import data_containers, is_float
 
 
@@ -19,6 +19,29 @@ class PointSet:
     point_dim: str
     point_coords: np.ndarray
     features: list  # feature labels, in the order of the derivative columns
+
+    @property
+    def lazy(self) -> bool:
+        """Whether some per-point values are dask-backed (read block by block)."""
+        return any(is_lazy(self.values[v]) for v in self.per_point)
+
+    def block(self, start, stop, per_point_values):
+        """Points ``start:stop``, given the per-point values of those rows (NumPy).
+
+        Lazily given values are checked here, when their rows are read.
+        """
+        values = dict(self.values)
+        for var, value in zip(self.per_point, per_point_values, strict=True):
+            values[var] = native_array(check_finite_array(f"points[{var.name!r}]", value))
+        coords = self.point_coords[start:stop]
+        return PointSet(
+            values, self.per_point, stop - start, self.point_dim, coords, self.features
+        )
+
+    def computed(self):
+        """The same points with every lazy value read into memory."""
+        rows = [np.asarray(self.values[v]) for v in self.per_point]
+        return self.block(0, self.n_points, rows)
 
 
 def feature_matrix(values, inputs):
@@ -142,7 +165,11 @@ def _given_points(points, names):
             f"points has unknown name(s) {unknown}; valid: data containers {sorted(names)}"
         )
     dataarrays = {k: v for k, v in arrays.items() if isinstance(v, xr.DataArray)}
-    return {k: check_finite_array(f"points[{k!r}]", v) for k, v in arrays.items()}, dataarrays
+    checked = {
+        k: check_finite_array(f"points[{k!r}]", v.data if isinstance(v, xr.DataArray) else v)
+        for k, v in arrays.items()
+    }
+    return checked, dataarrays
 
 
 def _check_point_shape(name, value, current):
@@ -199,6 +226,18 @@ def _point_labels(model, predictive, inputs, n_points, given, dataarrays):
     return dim, np.asarray(coords)
 
 
+def _take_rows(table, index):
+    """``table[index]``, lazily when ``index`` is dask-backed."""
+    if not is_lazy(index):
+        return table[index]
+    return index.map_blocks(
+        lambda rows: table[rows],
+        dtype=table.dtype,
+        chunks=(*index.chunks, *((size,) for size in table.shape[1:])),
+        new_axis=list(range(index.ndim, index.ndim + table.ndim - 1)) or None,
+    )
+
+
 def resolve_points(model, predictive, inputs, variables, n_default, points):
     """Values of all data variables at the requested points, checked, with labels."""
     names = {v.name: v for v in variables}
@@ -222,7 +261,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             value = given[var.name]
             if current is not None:
                 _check_point_shape(var.name, value, current)
-                if not is_float(var) and not np.all(np.mod(value, 1) == 0):
+                if not (is_float(var) or is_lazy(value) or np.all(np.mod(value, 1) == 0)):
                     raise ValueError(
                         f"points[{var.name!r}] has non-integer values for an integer container"
                     )
@@ -236,7 +275,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     for var, (base, index) in predictive.group_inputs.items():
         if var.name not in given and index in values:
             # the group value each point receives, through the points' own index
-            values[var] = base.get_value()[values[index]]
+            values[var] = _take_rows(base.get_value(), values[index])
             lengths.pop(var.name, None)
     n_points = {*lengths.values()}
     if len(n_points) > 1:

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pm_sens._validate import is_lazy, native_array
+
 
 @dataclass
 class Draws:
@@ -13,26 +15,26 @@ class Draws:
     values: list  # one array (S, *shape) per free RV: NumPy, or dask when lazily loaded
     chain: np.ndarray
     draw: np.ndarray
+    #: sizes of the posterior's dask chunks along ``draw``, when lazily loaded
+    draw_chunks: tuple | None = None
+
+    def within_chain(self, chain_index, start, stop):
+        """Draws ``start:stop`` of one chain (values stay lazy if they are)."""
+        offset = chain_index * len(self.draw)
+        return Draws(
+            [v[offset + start : offset + stop] for v in self.values],
+            self.chain[chain_index : chain_index + 1],
+            self.draw[start:stop],
+        )
 
     def chunk(self, start, stop):
-        """Draws ``start:stop`` of every variable, read into aligned native NumPy arrays.
-
-        (A lazily opened file may hand back big-endian or unaligned buffers,
-        which compiled PyTensor functions refuse.)
-        """
-        return [
-            np.require(
-                np.asarray(v[start:stop]),
-                dtype=np.dtype(v.dtype).newbyteorder("="),
-                requirements=["ALIGNED", "C_CONTIGUOUS"],
-            )
-            for v in self.values
-        ]
+        """Draws ``start:stop`` of every variable, read into memory (`native_array`)."""
+        return [native_array(v[start:stop]) for v in self.values]
 
     @property
     def lazy(self) -> bool:
         """Whether the draws are read lazily (dask-backed)."""
-        return any(not isinstance(v, np.ndarray) for v in self.values)
+        return any(is_lazy(v) for v in self.values)
 
     @property
     def count(self) -> int:
@@ -96,9 +98,11 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None):
         rng = np.random.default_rng(random_seed)
         keep = np.sort(rng.choice(len(draw), size=per_chain, replace=False))
         draw = draw[keep]
-    values = []
+    values, draw_chunks = [], None
     for rv in free_rvs:
         # NumPy, or dask for a lazily opened posterior: read chunk by chunk later
         array = posterior[rv.name].data[:, keep].astype(rv.dtype, copy=False)
+        if is_lazy(array) and draw_chunks is None:
+            draw_chunks = array.chunks[1]
         values.append(array.reshape(-1, *array.shape[2:]))
-    return Draws(values=values, chain=chain, draw=draw)
+    return Draws(values=values, chain=chain, draw=draw, draw_chunks=draw_chunks)

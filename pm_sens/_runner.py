@@ -5,6 +5,7 @@ inputs to differentiate, the points and the posterior draws. `moment_pass`
 and `draw_pass` evaluate one compiled graph over all draws, chunk by chunk.
 """
 
+import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pm_sens.graph.predictive import Predictive
 from pm_sens.measures.mixture import MixtureMoments
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
+_COMPILING = threading.Lock()  # dask threads may ask for the same graph at once
 
 
 def predictive_for(model, var_name):
@@ -60,12 +62,14 @@ def make_context(
     progressbar,
     extend_inferencedata,
     differentiable=True,
+    lazy_points=True,
 ):
     """Check the request (no compiling) and gather what the measures need.
 
     Validates the arguments every public function shares (``progressbar``,
     ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
-    inputs, points and posterior draws).
+    inputs, points and posterior draws). Dask-backed points stay lazy if
+    ``lazy_points``, else they are read into memory.
     """
     progressbar = check_bool("progressbar", progressbar)
     check_bool("extend_inferencedata", extend_inferencedata)
@@ -80,6 +84,8 @@ def make_context(
         )
     diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs, differentiable)
     pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
+    if pts.lazy and not lazy_points:
+        pts = pts.computed()
     draws = posterior_draws(
         idata, model, required_free_rvs(predictive, model), num_draws, random_seed
     )
@@ -103,22 +109,27 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
         tuple(np.shape(v)[1:] for v in ctx.draws.values),
     )
     cache = ctx.predictive.compiled
-    if key not in cache:
-        cache[key] = compile_predictive(
-            ctx.predictive,
-            ctx.model,
-            ctx.inputs,
-            values,
-            ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
-            mode=mode,
-            order=order,
-            uses_variance=uses_variance,
-            statistic=statistic,
-        )
+    with _COMPILING:
+        if key not in cache:
+            cache[key] = _compile(ctx, mode, order, uses_variance, statistic)
     if not ctx.locality_checked:
         check_locality(cache[key], ctx.points, ctx.draws)
         ctx.locality_checked = True
     return cache[key]
+
+
+def _compile(ctx, mode, order, uses_variance, statistic):
+    return compile_predictive(
+        ctx.predictive,
+        ctx.model,
+        ctx.inputs,
+        ctx.points.values,
+        ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
+        mode=mode,
+        order=order,
+        uses_variance=uses_variance,
+        statistic=statistic,
+    )
 
 
 def data_for_chunk(compiled, values, n_draws):

@@ -1,4 +1,4 @@
-"""Argument checks shared by the public functions.
+"""Argument checks shared by the public functions, and array kinds they meet.
 
 Every message names the argument, the value received and what is valid.
 """
@@ -51,11 +51,35 @@ def as_name_list(name, value):
     return values
 
 
-def check_finite_array(name, value):
-    """A float array with only finite values."""
+def is_lazy(value):
+    """Whether ``value`` is a dask-backed array, computed only when read."""
+    graph = getattr(value, "__dask_graph__", None)
+    return graph is not None and graph() is not None
+
+
+def native_array(value):
+    """``value`` read into an aligned, C-contiguous array of native byte order.
+
+    Compiled PyTensor functions refuse the big-endian or unaligned buffers a
+    file or the network may hand back.
+    """
     array = np.asarray(value)
+    return np.require(
+        array, dtype=array.dtype.newbyteorder("="), requirements=["ALIGNED", "C_CONTIGUOUS"]
+    )
+
+
+def check_finite_array(name, value):
+    """A numeric array with only finite values.
+
+    A dask-backed array stays lazy: its dtype is checked now, its values when
+    each block is computed (reading them all here would defeat laziness).
+    """
+    array = value if is_lazy(value) else np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{name} has dtype {array.dtype}; it must be numeric")
+    if is_lazy(array):
+        return array
     if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
         bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise ValueError(f"{name} has {bad} non-finite value(s) (nan or inf); all must be finite")

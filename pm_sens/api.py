@@ -1,9 +1,12 @@
 """`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
+from functools import partial
+
 import numpy as np
 import xarray as xr
 
 from pm_sens import families
+from pm_sens._blocks import run_local
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._runner import (
     compiled_for,
@@ -25,7 +28,7 @@ from pm_sens.graph.generic_fisher import GenericFisher
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
 from pm_sens.measures.rsens import rsens2_local, rsens_local
-from pm_sens.measures.var import conditional_points, var_sensitivity
+from pm_sens.measures.var import conditional_points, input_gaussian, var_sensitivity
 
 METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
 MEAN_METHODS = ("var", "ead", "aed", "eah", "aeh")
@@ -93,8 +96,8 @@ def _draw_information(predictive):
     return family.fisher_information, "exact"
 
 
-def _rsens(ctx, mode, family, alpha, order):
-    """R-sens (and R-sens2): local values, and how exact the Fisher information is."""
+def _rsens(ctx, *, mode, family, alpha, order):
+    """R-sens (and R-sens2), local values (..., N, D[, D])."""
     uses_variance = mode == "moment" and family.uses_variance
     compiled = compiled_for(ctx, mode, order, uses_variance)
     if mode == "moment":
@@ -104,9 +107,9 @@ def _rsens(ctx, mode, family, alpha, order):
         out = {"rsens": rsens_local(moments.jac, info, alpha)}
         if order == 2:
             out["rsens2"] = rsens2_local(moments.hess, info, alpha)
-        return out, "exact"
+        return out
 
-    fisher, note = _draw_information(ctx.predictive)
+    fisher, _ = _draw_information(ctx.predictive)
     n, d = ctx.points.n_points, len(ctx.points.features)
     out = {"rsens": np.empty((ctx.draws.count, n, d))}
     if order == 2:
@@ -122,26 +125,20 @@ def _rsens(ctx, mode, family, alpha, order):
             out["rsens2"][draws] = rsens2_local(chunk["hess"], info, alpha)
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume)
-    return {k: per_draw_shape(ctx, v) for k, v in out.items()}, note
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
 def _feature_steps(x, delta):
-    """Δ_d = delta × the feature's sd over the points (1 where it is constant)."""
-    sd = x.std(0)
+    """Δ_d = delta × the feature's sd over all the points (1 where it is constant)."""
+    sd = np.asarray(x.std(0))
     return delta * np.where(sd > 0, sd, 1.0)
 
 
-def _kl(ctx, mode, family, delta, scheme):
+def _kl(ctx, *, mode, family, steps, scheme):
     """Finite-difference KL sensitivity, local values (..., N, D)."""
-    if family is None:
-        raise ValueError(
-            f"method='kl' needs the KL divergence of the {ctx.predictive.family!r} "
-            "likelihood, which pm_sens does not know"
-        )
     uses_variance = mode == "moment" and family.uses_variance
     compiled = compiled_for(ctx, mode, 0, uses_variance)
     x = feature_matrix(ctx.points.values, ctx.inputs)
-    steps = _feature_steps(x, delta)
     offsets = shift_offsets(steps, scheme)
     rows = np.concatenate([x, *(x + offset for offset in offsets)])
     values = values_at(ctx.points, ctx.inputs, rows)
@@ -151,7 +148,9 @@ def _kl(ctx, mode, family, delta, scheme):
         phi = moments.phi.reshape(blocks, n, -1)
         _check_matched(phi, family)
         fixed = {k: v[:n] for k, v in fixed.items()}
-        return kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
+        return {
+            "kl": kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
+        }
 
     out = np.empty((ctx.draws.count, n, len(steps)))
 
@@ -165,31 +164,35 @@ def _kl(ctx, mode, family, delta, scheme):
         out[draws] = kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
 
     draw_pass(ctx, compiled, values, "KL", consume)
-    return per_draw_shape(ctx, out)
+    return {"kl": per_draw_shape(ctx, out)}
 
 
-def _mean_derivatives(ctx, mode, methods):
-    """EAD/AED (and EAH/AEH) of the predictive mean."""
-    order = 2 if {"eah", "aeh"} & set(methods) else 1
+def _mean_gradient(ctx, *, mode, order):
+    """First (and second) derivatives of the predictive mean, (..., N, D[, D])."""
     compiled = compiled_for(ctx, mode, order, statistic="mean")
     if mode == "moment":
         moments, _ = moment_pass(ctx, compiled, ctx.points.values, False, "mean derivatives")
-        jac, hess = moments.jac[0], None if order == 1 else moments.hess[0]
-        point_axis = 0
-    else:
-        n, d = ctx.points.n_points, len(ctx.points.features)
-        jac = np.empty((ctx.draws.count, n, d))
-        hess = np.empty((ctx.draws.count, n, d, d)) if order == 2 else None
+        out = {"mean_jac": moments.jac[0]}
+        if order == 2:
+            out["mean_hess"] = moments.hess[0]
+        return out
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"mean_jac": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["mean_hess"] = np.empty((ctx.draws.count, n, d, d))
 
-        def consume(draws, chunk):
-            jac[draws] = chunk["jac"][0]
-            if order == 2:
-                hess[draws] = chunk["hess"][0]
+    def consume(draws, chunk):
+        out["mean_jac"][draws] = chunk["jac"][0]
+        if order == 2:
+            out["mean_hess"][draws] = chunk["hess"][0]
 
-        draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
-        jac = per_draw_shape(ctx, jac)
-        hess = None if hess is None else per_draw_shape(ctx, hess)
-        point_axis = 2
+    draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def _mean_measures(gradient, methods, point_axis):
+    """EAD/AED (and EAH/AEH) from the derivatives of the predictive mean."""
+    jac, hess = gradient["mean_jac"], gradient.get("mean_hess")
     results = {
         "ead": lambda: absolute_derivative(jac),
         "aed": lambda: absolute_expected_derivative(jac, point_axis),
@@ -199,15 +202,15 @@ def _mean_derivatives(ctx, mode, methods):
     return {m: results[m]() for m in methods if m in results}
 
 
-def _var(ctx, mode, n_nodes):
+def _var(ctx, *, mode, n_nodes, gaussian):
     """VAR: variance of the predictive mean along each feature's conditional."""
     compiled = compiled_for(ctx, mode, 0, statistic="mean")
     x = feature_matrix(ctx.points.values, ctx.inputs)
-    grid = conditional_points(x, n_nodes)  # (Q, D, N, D)
+    grid = conditional_points(x, n_nodes, gaussian)  # (Q, D, N, D)
     values = values_at(ctx.points, ctx.inputs, grid.reshape(-1, x.shape[1]))
     if mode == "moment":
         moments, _ = moment_pass(ctx, compiled, values, False, "VAR")
-        return var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)
+        return {"var": var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)}
     out = np.empty((ctx.draws.count, *x.shape))
 
     def consume(draws, chunk):
@@ -215,13 +218,13 @@ def _var(ctx, mode, n_nodes):
         out[draws] = var_sensitivity(mean, n_nodes)
 
     draw_pass(ctx, compiled, values, "VAR", consume)
-    return per_draw_shape(ctx, out)
+    return {"var": per_draw_shape(ctx, out)}
 
 
 def _dims(name, mode, point_dim):
     sample = [] if mode == "moment" else ["chain", "draw"]
     points = [] if name in ("aed", "aeh") else [point_dim]
-    pairs = ["feature_bis"] if name in ("rsens2", "eah", "aeh") else []
+    pairs = ["feature_bis"] if name in ("rsens2", "eah", "aeh", "mean_hess") else []
     return [*sample, *points, "feature", *pairs]
 
 
@@ -297,6 +300,8 @@ def sensitivity(
     points : dict or xarray.Dataset, optional
         Where to evaluate, as ``{container_name: array}`` (rows = points);
         containers not given keep their current values. Default: the observed rows.
+        Dask-backed points (e.g. ``ds.chunk({"obs": 10_000})``) give dask-backed
+        local results, computed block by block (see the user guide).
     predictive : pm_sens.Predictive, optional
         Describes the per-draw predictive; default
         ``Predictive.from_observed(model, var_name)``.
@@ -355,7 +360,9 @@ def sensitivity(
           "feature_bis")`` — they average the derivative over the points
           before taking its absolute value, so they have no point dimension.
 
-        Attrs record the methods, mode, alpha, family, likelihood, var_name,
+        Local values are dask arrays when the points, or in draw mode the
+        posterior, are dask-backed. Attrs record the methods, mode, alpha,
+        family, likelihood, var_name,
         fisher (``"exact"`` or ``"approximate: …"``), delta, kl_scheme,
         var_nodes and ``pm_sens_version``.
 
@@ -394,17 +401,35 @@ def sensitivity(
             "statistic='p[k]')"
         )
 
-    results, fisher_note = {}, "exact"
+    if "kl" in methods and matched is None:
+        raise ValueError(
+            f"method='kl' needs the KL divergence of the {ctx.predictive.family!r} "
+            "likelihood, which pm_sens does not know"
+        )
+
+    def local(measure, names, **settings):
+        # in memory, or dask arrays built block by block for lazy points / draws
+        dims = {name: _dims(name, mode, "point") for name in names}
+        return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
+
+    results = {}
     if "rsens" in methods:
-        rsens, fisher_note = _rsens(ctx, mode, matched, alpha, order)
-        results.update(rsens)
+        names = ["rsens", "rsens2"][:order]
+        results.update(local(_rsens, names, family=matched, alpha=alpha, order=order))
     if "kl" in methods:
-        results["kl"] = _kl(ctx, mode, matched, delta, kl_scheme)
+        x = feature_matrix(ctx.points.values, ctx.inputs)
+        steps = _feature_steps(x, delta)
+        results.update(local(_kl, ["kl"], family=matched, steps=steps, scheme=kl_scheme))
     if {"ead", "aed", "eah", "aeh"} & set(methods):
-        results.update(_mean_derivatives(ctx, mode, methods))
+        names = ["mean_jac", "mean_hess"][:order]
+        gradient = local(_mean_gradient, names, order=order)
+        results.update(_mean_measures(gradient, methods, 0 if mode == "moment" else 2))
     if "var" in methods:
-        results["var"] = _var(ctx, mode, var_nodes)
+        gaussian = input_gaussian(feature_matrix(ctx.points.values, ctx.inputs))
+        results.update(local(_var, ["var"], n_nodes=var_nodes, gaussian=gaussian))
     results = {m: results[m] for m in methods}
+    exact = mode == "moment" or "rsens" not in methods
+    fisher_note = "exact" if exact else _draw_information(ctx.predictive)[1]
 
     attrs = {
         "method": methods,

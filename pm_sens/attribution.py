@@ -1,8 +1,11 @@
 """`integrated_gradients`: per-draw Integrated Gradients of a predictive statistic."""
 
+from functools import partial
+
 import numpy as np
 import xarray as xr
 
+from pm_sens._blocks import run_local
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._runner import (
     compiled_for,
@@ -66,6 +69,28 @@ def _baseline_matrix(baseline, ctx, x):
     return np.concatenate(columns, 1)
 
 
+def _integrated_gradients(ctx, baseline, *, statistic, n_steps):
+    """IG per draw and point, with the statistic at the points and baselines."""
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    n, d = x.shape
+    rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
+    values = values_at(ctx.points, ctx.inputs, rows)
+    compiled = compiled_for(ctx, "draw", 1, statistic=statistic)
+    ig = np.empty((ctx.draws.count, n, d))
+    at_x, at_b = np.empty((ctx.draws.count, n)), np.empty((ctx.draws.count, n))
+
+    def consume(draws, chunk):
+        size = draws.stop - draws.start
+        value = np.broadcast_to(chunk["phi"][..., 0], (size, len(rows)))
+        gradients = chunk["jac"][0][:, : n_steps * n].reshape(size, n_steps, n, d)
+        ig[draws] = ig_from_gradients(gradients, x, baseline)
+        at_x[draws], at_b[draws] = value[:, n_steps * n : -n], value[:, -n:]
+
+    draw_pass(ctx, compiled, values, "Integrated Gradients", consume)
+    out = {"ig": ig, "value": at_x, "baseline_value": at_b}
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
 def integrated_gradients(
     idata,
     model,
@@ -101,7 +126,8 @@ def integrated_gradients(
     inputs : str or list of str, optional
         Containers to attribute to; default as in :func:`pm_sens.sensitivity`.
     points : dict or xarray.Dataset, optional
-        Points to explain; default the observed rows.
+        Points to explain; default the observed rows. Dask-backed points give
+        dask-backed results, computed block by block.
     baseline : dict or xarray.Dataset, optional
         Per input container, one point (the container's row shape) or one row per
         point; inputs not given start from their mean over the points (the default
@@ -130,7 +156,8 @@ def integrated_gradients(
         "feature")``), ``completeness_gap`` (``("chain", "draw", point_dim)``:
         ``Σ_d IG_d − (F(x) − F(b))``, zero up to quadrature error), and
         ``value`` / ``baseline_value`` (F at the points and at their baselines,
-        same dims as the gap). Attrs record the statistic and n_steps.
+        same dims as the gap); dask arrays when the points or the posterior
+        are dask-backed. Attrs record the statistic and n_steps.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
     ctx = make_context(
@@ -148,33 +175,24 @@ def integrated_gradients(
     )
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
     x = feature_matrix(ctx.points.values, ctx.inputs)
-    b = _baseline_matrix(baseline, ctx, x)
-    n, d = x.shape
-    rows = np.concatenate([path_points(x, b, n_steps).reshape(-1, d), x, b])
-    values = values_at(ctx.points, ctx.inputs, rows)
-    compiled = compiled_for(ctx, "draw", 1, statistic=statistic)
-
-    ig = np.empty((ctx.draws.count, n, d))
-    at_x, at_b = np.empty((ctx.draws.count, n)), np.empty((ctx.draws.count, n))
-
-    def consume(draws, chunk):
-        size = draws.stop - draws.start
-        value = np.broadcast_to(chunk["phi"][..., 0], (size, len(rows)))
-        gradients = chunk["jac"][0][:, : n_steps * n].reshape(size, n_steps, n, d)
-        ig[draws] = ig_from_gradients(gradients, x, b)
-        at_x[draws], at_b[draws] = value[:, n_steps * n : -n], value[:, -n:]
-
-    draw_pass(ctx, compiled, values, "Integrated Gradients", consume)
+    baseline = _baseline_matrix(baseline, ctx, x)
+    outputs = {
+        "ig": ("chain", "draw", "point", "feature"),
+        "value": ("chain", "draw", "point"),
+        "baseline_value": ("chain", "draw", "point"),
+    }
+    measure = partial(_integrated_gradients, statistic=statistic, n_steps=n_steps)
+    out = run_local(ctx, measure, outputs, True, per_point={"baseline": baseline})
     point_dims = ["chain", "draw", ctx.points.point_dim]
     dataset = xr.Dataset(
         {
-            "ig": ([*point_dims, "feature"], per_draw_shape(ctx, ig)),
+            "ig": ([*point_dims, "feature"], out["ig"]),
             "completeness_gap": (
                 point_dims,
-                per_draw_shape(ctx, completeness_gap(ig, at_x, at_b)),
+                completeness_gap(out["ig"], out["value"], out["baseline_value"]),
             ),
-            "value": (point_dims, per_draw_shape(ctx, at_x)),
-            "baseline_value": (point_dims, per_draw_shape(ctx, at_b)),
+            "value": (point_dims, out["value"]),
+            "baseline_value": (point_dims, out["baseline_value"]),
         },
         coords={
             "chain": ctx.draws.chain,

@@ -35,6 +35,22 @@ def _point_dims(da):
     return [d for d in da.dims if d not in SAMPLE_DIMS + KEEP_DIMS + ("repeat",)]
 
 
+def _bootstrap_weights(rng, n_bootstrap, stacked):
+    """Gamma(1) weights (sample, point): normalized, Dirichlet(1, …, 1) (Bayesian bootstrap).
+
+    For lazy (dask-backed) local values the weights are lazy too, chunked like
+    the points, so the weighted means are reductions over the chunks.
+    """
+    size = (n_bootstrap, stacked.sizes["point"])
+    if stacked.chunks is None:
+        return xr.DataArray(rng.standard_gamma(1.0, size), dims=("sample", "point"))
+    import dask.array
+
+    chunks = (n_bootstrap, stacked.chunksizes["point"])
+    weights = dask.array.random.default_rng(rng).standard_gamma(1.0, size, chunks=chunks)
+    return xr.DataArray(weights, dims=("sample", "point"))
+
+
 def _global_samples(name, da, n_bootstrap, rng):
     """Samples of the global importance, dims ("sample", "feature"), and its point estimate.
 
@@ -51,8 +67,8 @@ def _global_samples(name, da, n_bootstrap, rng):
         samples = da.mean(points).rename(repeat="sample")
     elif points:
         stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
-        weights = rng.dirichlet(np.ones(stacked.sizes["point"]), size=n_bootstrap)
-        samples = xr.dot(xr.DataArray(weights, dims=("sample", "point")), stacked, dim="point")
+        weights = _bootstrap_weights(rng, n_bootstrap, stacked)
+        samples = xr.dot(weights, stacked, dim="point") / weights.sum("point")
     else:
         samples = da.expand_dims(sample=1)
     return estimate, samples.transpose("sample", "feature")
@@ -71,6 +87,8 @@ def _rows(name, da, ci_prob, ci_kind, top_k, n_bootstrap, rng):
     if "feature_bis" in da.dims:
         da = _pairs(da)
     estimate, samples = _global_samples(name, da, n_bootstrap, rng)
+    # one pass over lazy (dask-backed) local values for both
+    estimate, samples = xr.Dataset({"estimate": estimate, "samples": samples}).compute().values()
     lower, upper = _interval(samples, ci_prob, ci_kind)
     # rank of each feature within each sample (1 = most important)
     ranks = (-samples.values).argsort(1).argsort(1) + 1

@@ -7,7 +7,7 @@ import pytest
 from scipy import special, stats
 
 import pm_sens
-from pm_sens.measures.var import conditional_gaussians, regularized_cholesky
+from pm_sens.measures.var import conditional_gaussians, input_gaussian, regularized_cholesky
 from tests.conftest import posterior
 
 
@@ -59,7 +59,7 @@ def test_kl_finite_difference_converges_to_rsens(rng, build, mode):
 
 def test_conditional_gaussians_match_direct_inversion(rng):
     x = rng.normal(size=(50, 4)) @ rng.normal(size=(4, 4))
-    means, sds = conditional_gaussians(x)
+    means, sds = conditional_gaussians(x, input_gaussian(x))
     mu, cov = x.mean(0), np.cov(x, rowvar=False)
     for d in range(4):
         rest = [k for k in range(4) if k != d]

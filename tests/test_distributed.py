@@ -67,10 +67,25 @@ def test_results_on_a_cluster_equal_in_process(client, tmp_path):
     np.testing.assert_allclose(
         remote["attribution"]["ig"].values, local["attribution"]["ig"].values, rtol=1e-10
     )
-    # the chunks really ran on the workers
-    assert any(
-        client.run(
-            lambda: bool(__import__("pm_sens._distributed")._distributed._WORKER_FUNCTIONS)
-        ).values()
+    # dask-backed points: one task per block of points, run on the workers
+    points = xr.Dataset({"X": (("obs", "col"), rng.normal(size=(60, 2)))})
+    for mode in ("moment", "draw"):
+        kw = dict(mode=mode, interactions=True, **small)
+        local = pm_sens.sensitivity(idata, model, points=points, **kw)["sensitivity"]
+        remote = pm_sens.sensitivity(idata, model, points=points.chunk(obs=25), **kw)
+        for name in ("rsens", "rsens2"):
+            assert remote["sensitivity"][name].chunks is not None
+            np.testing.assert_allclose(
+                remote["sensitivity"][name].values, local[name].values, rtol=1e-10
+            )
+    local = pm_sens.integrated_gradients(idata, model, points=points, **small)
+    remote = pm_sens.integrated_gradients(idata, model, points=points.chunk(obs=25), **small)
+    np.testing.assert_allclose(
+        remote["attribution"]["ig"].values, local["attribution"]["ig"].values, rtol=1e-10
     )
+    # the chunks and blocks really ran on the workers
+    cached = client.run(
+        lambda: list(__import__("pm_sens._distributed")._distributed._WORKER_CACHE)
+    )
+    assert any(cached.values())
     lazy.close()

@@ -7,7 +7,8 @@ derivatives use locality: the parameters at point i depend only on row i of
 the inputs, so ``grad(λ.sum(), X)[i] = ∂λ_i/∂x_i`` for all points at once.
 """
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor
@@ -52,10 +53,14 @@ class CompiledPredictive:
     fixed_names: list
     #: the keyword arguments of `compile_predictive` that built it
     settings: dict
+    #: a compiled function keeps its inputs and outputs in shared storage:
+    #: one call at a time (dask may run blocks in threads)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
-        outputs = self.function(*data_values, *draw_values)
+        with self.lock:
+            outputs = self.function(*data_values, *draw_values)
         names = ["phi", "jac", "hess"][: self.order + 1] + self.fixed_names
         result = dict(zip(names, outputs, strict=True))
         result["fixed"] = {n: result.pop(n) for n in self.fixed_names}

@@ -31,16 +31,26 @@ def regularized_cholesky(cov, max_condition=1e10):
         jitter = 1e-12 if jitter == 0 else jitter * 10
 
 
-def conditional_gaussians(x):
+def input_gaussian(x):
+    """Mean (D,) and precision matrix (D, D) of a Gaussian fitted to the rows of ``x``.
+
+    ``x`` may be dask-backed: the mean and covariance are then reductions over
+    its chunks of rows, computed here.
+    """
+    mu = np.asarray(x.mean(0))
+    centred = x - mu
+    cov = np.atleast_2d(np.asarray(centred.T @ centred)) / (len(x) - 1)
+    factor, _ = regularized_cholesky(cov)
+    return mu, linalg.cho_solve((factor, True), np.eye(len(cov)))
+
+
+def conditional_gaussians(x, gaussian):
     """Mean and sd of ``x_d | x_{−d}`` per point and feature.
 
-    Under a Gaussian fitted to the rows of ``x`` (N, D); returns means (N, D)
-    and sds (D,).
+    Under ``gaussian = (mu, precision)`` (`input_gaussian`); returns means
+    (N, D) and sds (D,).
     """
-    mu = x.mean(0)
-    cov = np.atleast_2d(np.cov(x, rowvar=False))
-    factor, _ = regularized_cholesky(cov)
-    precision = linalg.cho_solve((factor, True), np.eye(len(cov)))
+    mu, precision = gaussian
     diag = np.diag(precision)
     centred = x - mu
     # Σ_{k≠d} P_dk (x_k − μ_k) = (centred @ P)_d − P_dd (x_d − μ_d)
@@ -54,12 +64,13 @@ def gauss_hermite_normal(n_nodes):
     return np.sqrt(2) * k, w / np.sqrt(np.pi)
 
 
-def conditional_points(x, n_nodes):
+def conditional_points(x, n_nodes, gaussian):
     """Points at which VAR evaluates the predictive mean: (Q, D, N, D).
 
-    Block (q, d) is ``x`` with column d replaced by ``m_d + s_d z_q``.
+    Block (q, d) is ``x`` with column d replaced by ``m_d + s_d z_q``, the
+    conditionals under ``gaussian`` (`input_gaussian` of all the points).
     """
-    means, sds = conditional_gaussians(x)
+    means, sds = conditional_gaussians(x, gaussian)
     nodes, _ = gauss_hermite_normal(n_nodes)
     n, d = x.shape
     out = np.broadcast_to(x, (n_nodes, d, n, d)).copy()
