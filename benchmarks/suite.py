@@ -6,7 +6,7 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
    memory (bench_rsens.py).
 2. R-sens ÷ the finite-difference KL method at D=10 (target <= 0.5).
 3. The draw-vectorized engine ÷ a Python loop over draws calling the same
-   compiled graph one draw at a time (target <= 0.05).
+   compiled graph one draw at a time (target <= 0.05), for N = 10, 100, 1000.
 4. Permutation importance ÷ (repeats × features + 1) forward evaluations
    (bench_uncertainty.py).
 5. Scaling of time and peak memory with S, N and D (moment-mode R-sens, each in
@@ -28,7 +28,7 @@ import bench_uncertainty  # noqa: E402
 from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
 
 import pm_sens  # noqa: E402
-from pm_sens._runner import compiled_for, data_for_chunk  # noqa: E402
+from pm_sens._runner import compiled_for, data_for_chunk, moment_pass  # noqa: E402
 from pm_sens.measures.mixture import MixtureMoments  # noqa: E402
 
 
@@ -47,17 +47,19 @@ def rsens_versus_kl(rng, chains, draws, n, d):
     print(f"  R-sens {rsens:.3f} s, KL {kl:.3f} s, ratio {rsens / kl:.2f}   (target <= 0.5)")
 
 
-def vectorized_versus_loop(rng, chains, draws, n, d):
+def engine_and_loop_seconds(rng, chains, draws, n, d):
+    """Seconds of the engine as `sensitivity` runs it (chunks of draws, moments
+    merged) and of a loop calling the same compiled graph on one draw at a time."""
     model = logistic_glm(rng, n, d)
     idata = fake_posterior(model, rng, chains, draws)
     ctx = bench_rsens.default_context(model, idata)
+    ctx.progressbar = False
     compiled = compiled_for(ctx, "moment", 1)
     all_draws = ctx.draws.chunk(0, ctx.draws.count)
-    data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
+    data = data_for_chunk(compiled, ctx.points.values, 1)
 
     def vectorized():
-        out = compiled(data, all_draws)
-        MixtureMoments(False).add(ctx.draws.count, out["phi"], out["jac"])
+        moment_pass(ctx, compiled, ctx.points.values, False, "")
 
     def loop():
         moments = MixtureMoments(False)
@@ -65,12 +67,15 @@ def vectorized_versus_loop(rng, chains, draws, n, d):
             out = compiled(data, [v[s : s + 1] for v in all_draws])
             moments.add(1, out["phi"], out["jac"])
 
-    fast, slow = best_of(vectorized, 3), best_of(loop, 1)
-    sizes = f"S={chains * draws}, N={n}, D={d}"
-    print(f"\nVectorized engine vs a per-draw Python loop (logistic, {sizes})")
-    print(
-        f"  vectorized {fast:.3f} s, loop {slow:.3f} s, ratio {fast / slow:.4f}   (target <= 0.05)"
-    )
+    return best_of(vectorized, 3), best_of(loop, 1)
+
+
+def vectorized_versus_loop(rng, chains, draws, sizes, d):
+    print(f"\nVectorized engine vs a per-draw Python loop (logistic, S={chains * draws}, D={d})")
+    print(f"  {'N':>6} {'vectorized s':>13} {'loop s':>9} {'ratio':>8}   (target <= 0.05)")
+    for n in sizes:
+        fast, slow = engine_and_loop_seconds(rng, chains, draws, n, d)
+        print(f"  {n:>6} {fast:>13.4f} {slow:>9.4f} {fast / slow:>8.4f}")
 
 
 def scaling(configs):
@@ -106,7 +111,9 @@ def main():
         else dict(chains=4, draws=1000, n=1000, d=10)
     )
     rsens_versus_kl(rng, **size)
-    vectorized_versus_loop(rng, **size)
+    vectorized_versus_loop(
+        rng, size["chains"], size["draws"], [10, 100] if quick else [10, 100, 1000], size["d"]
+    )
     bench_uncertainty.main()
     if quick:
         configs = [(400, 1000, 5), (800, 1000, 5)]

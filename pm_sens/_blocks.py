@@ -78,12 +78,9 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
         return measure(ctx, **per_point)
     _probe(ctx, measure, per_point)
     import dask
-    import dask.array as da
 
-    job = dask.delayed(
-        BlockJob(_without_blocks(ctx), measure, uuid.uuid4().hex),
-        name=f"pm-sens-job-{uuid.uuid4()}",
-    )
+    key = uuid.uuid4().hex
+    job = dask.delayed(BlockJob(_without_blocks(ctx), measure, key), name=f"pm-sens-job-{key}")
     sizes = {"feature": len(ctx.points.features), "feature_bis": len(ctx.points.features)}
     point_ranges = _ranges(_point_chunks(ctx.points))
     sample_blocks = _sample_blocks(ctx, outputs, sizes, point_ranges) if split_draws else [None]
@@ -91,34 +88,56 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
     rows = [_as_dask(ctx.points.values[v]) for v in ctx.points.per_point]
     per_point = {k: _as_dask(v) for k, v in per_point.items()}
     all_draws = replace(ctx.draws, values=[_as_dask(v) for v in ctx.draws.values])
-    arrays = {name: [] for name in outputs}
+    blocks = []  # per block of draws, {name: array} joined over the blocks of points
     for sample in sample_blocks:
         draws = all_draws if sample is None else all_draws.within_chain(*sample)
-        row_blocks = {name: [] for name in outputs}
-        for start, stop in point_ranges:
-            task = dask.delayed(_run_block, pure=True)(
-                job,
-                (start, stop),
-                [value[start:stop] for value in rows],
-                draws.values,
-                draws.chain,
-                draws.draw,
-                {k: v[start:stop] for k, v in per_point.items()},
-            )
-            block_sizes = {
-                **sizes,
-                "point": stop - start,
-                "chain": len(draws.chain),
-                "draw": len(draws.draw),
-            }
-            for name, dims in outputs.items():
-                shape = tuple(block_sizes[d] for d in dims)
-                row_blocks[name].append(da.from_delayed(task[name], shape, dtype=float))
-        for name, dims in outputs.items():
-            arrays[name].append(da.concatenate(row_blocks[name], axis=dims.index("point")))
+        sizes.update(chain=len(draws.chain), draw=len(draws.draw))
+        row_blocks = [
+            _block_arrays(job, rows, draws, per_point, start, stop, outputs, sizes)
+            for start, stop in point_ranges
+        ]
+        blocks.append(_join(row_blocks, outputs, "point"))
+    if not split_draws:
+        return blocks[0]
+    chains = [
+        _join(
+            [b for b, (c, _, _) in zip(blocks, sample_blocks, strict=True) if c == chain],
+            outputs,
+            "draw",
+        )
+        for chain in range(len(ctx.draws.chain))
+    ]
+    return _join(chains, outputs, "chain")
+
+
+def _block_arrays(job, rows, draws, per_point, start, stop, outputs, sizes):
+    """One task on points ``start:stop`` and ``draws``: its outputs as dask arrays."""
+    import dask
+    import dask.array as da
+
+    task = dask.delayed(_run_block, pure=True)(
+        job,
+        (start, stop),
+        [value[start:stop] for value in rows],
+        draws.values,
+        draws.chain,
+        draws.draw,
+        {k: v[start:stop] for k, v in per_point.items()},
+    )
+    sizes = {**sizes, "point": stop - start}
     return {
-        name: arrays[name][0] if not split_draws else _join_samples(arrays[name], sample_blocks)
-        for name in outputs
+        name: da.from_delayed(task[name], tuple(sizes[d] for d in dims), dtype=float)
+        for name, dims in outputs.items()
+    }
+
+
+def _join(blocks, outputs, dim):
+    """Concatenate dicts of dask arrays along ``dim``."""
+    import dask.array as da
+
+    return {
+        name: da.concatenate([b[name] for b in blocks], axis=dims.index(dim))
+        for name, dims in outputs.items()
     }
 
 
@@ -182,18 +201,3 @@ def _sample_blocks(ctx, outputs, sizes, point_ranges):
         for chain in range(len(ctx.draws.chain))
         for start, stop in _ranges(draw_chunks)
     ]
-
-
-def _join_samples(blocks, sample_blocks):
-    """Concatenate per-(chain, draw block) arrays along draw, then chain."""
-    import dask.array as da
-
-    chains = []
-    for chain in dict.fromkeys(c for c, _, _ in sample_blocks):
-        chains.append(
-            da.concatenate(
-                [b for b, (c, _, _) in zip(blocks, sample_blocks, strict=True) if c == chain],
-                axis=1,
-            )
-        )
-    return da.concatenate(chains, axis=0)

@@ -1,6 +1,8 @@
 import arviz_base as azb
 import numpy as np
+import pymc as pm
 import pytest
+import xarray as xr
 
 
 def posterior(draws, dims=None, coords=None):
@@ -11,3 +13,19 @@ def posterior(draws, dims=None, coords=None):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261123)
+
+
+def interaction_model(rng, n, chains, draws):
+    """Normal regression on X (obs, col) with an a:b interaction and sigma depending
+    on b, and a posterior of known draws (with observed_data)."""
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"obs": range(n), "col": ["a", "b"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        g = pm.Normal("g")
+        mu = xd @ b + g * xd[:, 0] * xd[:, 1]
+        pm.Normal("y", mu=mu, sigma=pm.math.exp(0.2 * xd[:, 1]), observed=x[:, 0], dims="obs")
+    draws = {"b": rng.normal(size=(chains, draws, 2)), "g": rng.normal(size=(chains, draws))}
+    idata = posterior(draws, dims={"b": ["col"]}, coords={"col": ["a", "b"]})
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", x[:, 0])}))
+    return model, idata

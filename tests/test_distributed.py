@@ -1,12 +1,11 @@
 """The same results on a dask.distributed cluster (2 worker processes) as in process."""
 
 import numpy as np
-import pymc as pm
 import pytest
 import xarray as xr
 
 import pm_sens
-from tests.conftest import posterior
+from tests.conftest import interaction_model
 
 distributed = pytest.importorskip("distributed")
 
@@ -25,17 +24,7 @@ def client():
 
 def test_results_on_a_cluster_equal_in_process(client, tmp_path):
     rng = np.random.default_rng(3)
-    n = 40
-    x = rng.normal(size=(n, 2))
-    with pm.Model(coords={"obs": range(n), "col": ["a", "b"]}) as model:
-        xd = pm.Data("X", x, dims=("obs", "col"))
-        b = pm.Normal("b", dims="col")
-        g = pm.Normal("g")
-        mu = xd @ b + g * xd[:, 0] * xd[:, 1]
-        pm.Normal("y", mu=mu, sigma=pm.math.exp(0.2 * xd[:, 1]), observed=x[:, 0], dims="obs")
-    draws = {"b": rng.normal(size=(2, 30, 2)), "g": rng.normal(size=(2, 30))}
-    idata = posterior(draws, dims={"b": ["col"]}, coords={"col": ["a", "b"]})
-    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", x[:, 0])}))
+    model, idata = interaction_model(rng, 40, 2, 30)
     path = tmp_path / "posterior.nc"
     idata["posterior"].to_dataset().copy(deep=True).drop_attrs().to_netcdf(path, engine="scipy")
     lazy = xr.open_dataset(path, engine="scipy", chunks={"draw": 10})

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import pm_sens
-from tests.conftest import posterior
+from tests.conftest import interaction_model, posterior
 
 pytest.importorskip("dask")
 
@@ -18,16 +18,7 @@ QUIET = dict(progressbar=False, extend_inferencedata=False)
 @pytest.fixture(scope="module")
 def heteroscedastic():
     rng = np.random.default_rng(11)
-    n = 30
-    x = rng.normal(size=(n, 2))
-    with pm.Model(coords={"obs": range(n), "col": ["a", "b"]}) as model:
-        xd = pm.Data("X", x, dims=("obs", "col"))
-        b = pm.Normal("b", dims="col")
-        g = pm.Normal("g")
-        mu = xd @ b + g * xd[:, 0] * xd[:, 1]
-        pm.Normal("y", mu=mu, sigma=pm.math.exp(0.3 * xd[:, 1]), observed=x[:, 0], dims="obs")
-    draws = {"b": rng.normal(size=(2, 12, 2)), "g": rng.normal(size=(2, 12))}
-    idata = posterior(draws, dims={"b": ["col"]}, coords={"col": ["a", "b"]})
+    model, idata = interaction_model(rng, 30, 2, 12)
     points = xr.Dataset(
         {"X": (("obs", "col"), rng.normal(size=(50, 2)))},
         coords={"obs": np.arange(100, 150), "col": ["a", "b"]},
