@@ -83,19 +83,38 @@ def _interval(samples, ci_prob, ci_kind):
     return bounds.sel(ci_bound="lower").values, bounds.sel(ci_bound="upper").values
 
 
-def _rows(name, da, ci_prob, ci_kind, top_k, n_bootstrap, rng):
+def _global_block(name, da, n_bootstrap, rng, group=None):
+    """Labels and global samples of one variable or ``by`` group (``{by: value}``).
+
+    The samples are lazy if the local values are.
+    """
     if "feature_bis" in da.dims:
         da = _pairs(da)
     estimate, samples = _global_samples(name, da, n_bootstrap, rng)
-    # one pass over lazy (dask-backed) local values for both
-    estimate, samples = xr.Dataset({"estimate": estimate, "samples": samples}).compute().values()
+    labels = {"variable": name, "feature": da["feature"].values, "group": group or {}}
+    return labels, estimate, samples
+
+
+def _computed(blocks):
+    """Blocks with their estimates and samples computed, all in one pass over lazy values."""
+    pairs = [(estimate, samples) for _, estimate, samples in blocks]
+    if any(
+        estimate.chunks is not None or samples.chunks is not None for estimate, samples in pairs
+    ):
+        import dask
+
+        pairs = dask.compute(*pairs)
+    return [(labels, *pair) for (labels, _, _), pair in zip(blocks, pairs, strict=True)]
+
+
+def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     lower, upper = _interval(samples, ci_prob, ci_kind)
     # rank of each feature within each sample (1 = most important)
     ranks = (-samples.values).argsort(1).argsort(1) + 1
     frame = pd.DataFrame(
         {
-            "variable": name,
-            "feature": da["feature"].values,
+            "variable": labels["variable"],
+            "feature": labels["feature"],
             "importance": estimate.values,
             "ci_lower": lower,
             "ci_upper": upper,
@@ -104,7 +123,7 @@ def _rows(name, da, ci_prob, ci_kind, top_k, n_bootstrap, rng):
     )
     frame = frame.sort_values("importance", ascending=False, kind="stable")
     frame["rank"] = np.arange(1, len(frame) + 1)
-    return frame
+    return frame.assign(**labels["group"])
 
 
 def _variables(dataset, var_names):
@@ -122,27 +141,28 @@ def _variables(dataset, var_names):
     return wanted
 
 
-def _variable_frames(name, da, by, **options):
-    """Rows of one variable: per entropy component, and per group of ``by``."""
+def _variable_blocks(name, da, by, **options):
+    """Global samples of one variable: per entropy component, and per group of ``by``."""
     if "component" in da.dims:
         return [
-            frame
+            block
             for c in da["component"].values
-            for frame in _variable_frames(f"{name}[{c}]", da.sel(component=c), by, **options)
+            for block in _variable_blocks(f"{name}[{c}]", da.sel(component=c), by, **options)
         ]
     if by is None:
-        return [_rows(name, da, **options)]
+        return [_global_block(name, da, **options)]
     if by not in da.coords or len(da[by].dims) != 1 or da[by].dims[0] not in _point_dims(da):
         raise ValueError(
             f"by={by!r} is not a coordinate along the point dimension of {name!r}; "
             f"valid: {[c for c in da.coords if da[c].dims and da[c].dims[0] in _point_dims(da)]}"
         )
     point_dim = da[by].dims[0]
-    frames = []
-    for value in np.unique(da[by].values):
-        frame = _rows(name, da.isel({point_dim: da[by].values == value}), **options)
-        frames.append(frame.assign(**{by: value}))
-    return frames
+    return [
+        _global_block(
+            name, da.isel({point_dim: da[by].values == value}), **options, group={by: value}
+        )
+        for value in np.unique(da[by].values)
+    ]
 
 
 def summary(
@@ -212,12 +232,16 @@ def summary(
     names = _variables(dataset, var_names)
     if kind == "local":
         return dataset[names].to_dataframe().reset_index()
-    options = {
+    rng = np.random.default_rng(random_seed)
+    blocks = [
+        block
+        for name in names
+        for block in _variable_blocks(name, dataset[name], by, n_bootstrap=n_bootstrap, rng=rng)
+    ]
+    interval = {
         "ci_prob": rcParams["stats.ci_prob"] if ci_prob is None else ci_prob,
         "ci_kind": rcParams["stats.ci_kind"],
         "top_k": top_k,
-        "n_bootstrap": n_bootstrap,
-        "rng": np.random.default_rng(random_seed),
     }
-    frames = [f for name in names for f in _variable_frames(name, dataset[name], by, **options)]
+    frames = [_frame(*block, **interval) for block in _computed(blocks)]
     return pd.concat(frames, ignore_index=True)

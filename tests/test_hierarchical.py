@@ -71,3 +71,25 @@ def test_group_copy_is_held_when_not_an_input(radon_like):
     np.testing.assert_allclose(
         out["rsens"].values[0, :, :, 0], np.abs(g * 0.5 * uranium[idx] + b), rtol=1e-12
     )
+
+
+def test_lazy_points_take_their_group_value_through_a_lazy_index(radon_like):
+    model, idata, _, uranium, _, draws = radon_like
+    dask_array = pytest.importorskip("dask.array")
+    index, floor = np.array([0, 4, 2, 2, 1]), np.array([1.0, 0.0, 1.0, 0.0, 1.0])
+    points = {
+        "county_idx": dask_array.from_array(index, chunks=2),
+        "floor": dask_array.from_array(floor, chunks=2),
+    }
+    out = pm_sens.sensitivity(idata, model, points=points, mode="draw", progressbar=False)[
+        "sensitivity"
+    ]
+    assert out["rsens"].chunks is not None
+    g, b = draws["g"][0][:, None], draws["b"][0][:, None]
+    np.testing.assert_allclose(
+        out["rsens"].values[0, :, :, 0], np.abs(g * 0.5 * uranium[index] + b), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        out["rsens"].values[0, :, :, 1], np.abs(g * (1 + 0.5 * floor)), rtol=1e-12
+    )
+    np.testing.assert_array_equal(out["county_idx"].values, index)

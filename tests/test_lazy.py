@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 
 import pm_sens
+from pm_sens._blocks import BlockJob
 from tests.conftest import interaction_model, posterior
 
 pytest.importorskip("dask")
@@ -142,3 +143,15 @@ def test_a_bad_lazy_request_fails_before_any_block_runs(rng):
     points = xr.Dataset({"x": ("obs", rng.normal(size=n))}).chunk(obs=5)
     with pytest.raises(ValueError, match="depend on the inputs"):
         pm_sens.sensitivity(idata, model, points=points, **QUIET)
+
+
+def test_summary_runs_each_block_once_for_all_variables(heteroscedastic, monkeypatch):
+    model, idata, points = heteroscedastic
+    runs = []
+    run = BlockJob.run
+    monkeypatch.setattr(BlockJob, "run", lambda job, *args: runs.append(1) or run(job, *args))
+    kw = dict(mode="draw", interactions=True, **QUIET)
+    result = pm_sens.sensitivity(idata, model, points=points.chunk(obs=25), **kw)
+    table = pm_sens.summary(result)
+    assert set(table["variable"]) == {"rsens", "rsens2"}
+    assert len(runs) == np.prod(result["sensitivity"]["rsens"].data.numblocks) == 4
