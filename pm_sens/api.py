@@ -412,12 +412,12 @@ def sensitivity(
         dims = {name: _dims(name, mode, "point") for name in names}
         return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
 
+    x = feature_matrix(ctx.points.values, ctx.inputs)  # lazy for lazy points
     results = {}
     if "rsens" in methods:
         names = ["rsens", "rsens2"][:order]
         results.update(local(_rsens, names, family=matched, alpha=alpha, order=order))
     if "kl" in methods:
-        x = feature_matrix(ctx.points.values, ctx.inputs)
         steps = _feature_steps(x, delta)
         results.update(local(_kl, ["kl"], family=matched, steps=steps, scheme=kl_scheme))
     if {"ead", "aed", "eah", "aeh"} & set(methods):
@@ -425,7 +425,7 @@ def sensitivity(
         gradient = local(_mean_gradient, names, order=order)
         results.update(_mean_measures(gradient, methods, 0 if mode == "moment" else 2))
     if "var" in methods:
-        gaussian = input_gaussian(feature_matrix(ctx.points.values, ctx.inputs))
+        gaussian = input_gaussian(x)
         results.update(local(_var, ["var"], n_nodes=var_nodes, gaussian=gaussian))
     results = {m: results[m] for m in methods}
     exact = mode == "moment" or "rsens" not in methods
