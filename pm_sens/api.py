@@ -24,14 +24,12 @@ from pm_sens._validate import (
     check_positive,
 )
 from pm_sens._version import __version__
-from pm_sens.graph.generic_fisher import GenericFisher
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
 from pm_sens.measures.rsens import rsens2_local, rsens_local
 from pm_sens.measures.var import conditional_points, input_gaussian, var_sensitivity
 
 METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
-MEAN_METHODS = ("var", "ead", "aed", "eah", "aeh")
 MODES = ("moment", "draw")
 #: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
 DEFAULT_MEMORY_LIMIT = 1e9
@@ -46,12 +44,6 @@ def _matched_family(predictive, mode, family):
                 f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
             )
         return likelihood.draw_family
-    if likelihood.moments is None:
-        raise ValueError(
-            f"mode='moment' needs the mean and variance of the {likelihood.name!r} "
-            "likelihood, which pm_sens does not know; use mode='draw' (generic Fisher "
-            "information) or describe the predictive with pm_sens.Predictive"
-        )
     name = family or families.DEFAULT_MOMENT_FAMILY[likelihood.support]
     matched = families.get_moment_family(name)
     if matched.support != likelihood.support:
@@ -87,15 +79,6 @@ def _check_matched(phi, family):
         )
 
 
-def _draw_information(predictive):
-    """The per-draw Fisher information function and how exact it is."""
-    family = predictive.likelihood.draw_family
-    if family is None:
-        generic = GenericFisher(predictive.likelihood.op)
-        return generic, f"approximate: {generic.method}"
-    return family.fisher_information, "exact"
-
-
 def _rsens(ctx, *, mode, family, alpha, order):
     """R-sens (and R-sens2), local values (..., N, D[, D])."""
     uses_variance = mode == "moment" and family.uses_variance
@@ -109,7 +92,7 @@ def _rsens(ctx, *, mode, family, alpha, order):
             out["rsens2"] = rsens2_local(moments.hess, info, alpha)
         return out
 
-    fisher, _ = _draw_information(ctx.predictive)
+    fisher = ctx.predictive.likelihood.draw_family.fisher_information
     n, d = ctx.points.n_points, len(ctx.points.features)
     out = {"rsens": np.empty((ctx.draws.count, n, d))}
     if order == 2:
@@ -363,7 +346,10 @@ def sensitivity(
         Local values are dask arrays when the points, or in draw mode the
         posterior, are dask-backed. Attrs record the methods, mode, alpha,
         family, likelihood, var_name,
-        fisher (``"exact"`` or ``"approximate: …"``), delta, kl_scheme,
+        fisher (``"closed form"``, or the summation or quadrature route of a
+        likelihood without one, with ``rule_mass_error``: the largest
+        ``|Σ weights − 1|`` of its rules, i.e. how well they integrate the
+        likelihood's density), delta, kl_scheme,
         var_nodes and ``pm_sens_version``.
 
     Examples
@@ -393,19 +379,15 @@ def sensitivity(
         extend_inferencedata=extend_inferencedata,
     )
     matched = _matched_family(ctx.predictive, mode, family)
-    mean_methods = [m for m in methods if m in MEAN_METHODS]
-    if mean_methods and ctx.predictive.likelihood.support == "categorical":
-        raise ValueError(
-            f"method={mean_methods} needs a scalar predictive mean, which a categorical "
-            "likelihood does not have; use 'rsens' or 'kl' (or integrated_gradients with "
-            "statistic='p[k]')"
-        )
-
     if "kl" in methods and matched is None:
         raise ValueError(
             f"method='kl' needs the KL divergence of the {ctx.predictive.family!r} "
             "likelihood, which pm_sens does not know"
         )
+
+    generic = ctx.predictive.likelihood.generic
+    if generic is not None:
+        generic.mass_error = 0.0  # reported in attrs: how well its rules integrate
 
     def local(measure, names, **settings):
         # in memory, or dask arrays built block by block for lazy points / draws
@@ -428,8 +410,8 @@ def sensitivity(
         gaussian = input_gaussian(x)
         results.update(local(_var, ["var"], n_nodes=var_nodes, gaussian=gaussian))
     results = {m: results[m] for m in methods}
-    exact = mode == "moment" or "rsens" not in methods
-    fisher_note = "exact" if exact else _draw_information(ctx.predictive)[1]
+    # the moment-matched families all have closed forms
+    fisher_note = "closed form" if mode == "moment" else ctx.predictive.likelihood.route
 
     attrs = {
         "method": methods,
@@ -446,6 +428,8 @@ def sensitivity(
         "num_draws": ctx.draws.count,
         "pm_sens_version": __version__,
     }
+    if generic is not None:
+        attrs["rule_mass_error"] = generic.mass_error
     return attach(
         idata, "sensitivity", result_dataset(results, ctx, mode, attrs), extend_inferencedata
     )

@@ -159,11 +159,16 @@ def test_summary_covers_every_method(rng):
     assert idata["sensitivity"].attrs["method"] == ["rsens", "kl", "var", "ead", "aed"]
 
 
-def test_categorical_rejects_mean_based_methods(rng):
+def test_categorical_mean_is_the_expected_category(rng):
+    """E[y] = Σ k p_k: with p = softmax(b x, −b x), E[y] = p_1 = σ(−2bx)."""
+    x = rng.normal(size=4)
     with pm.Model() as model:
-        xd = pm.Data("x", rng.normal(size=4))
+        xd = pm.Data("x", x)
         b = pm.Normal("b")
         p = pm.math.softmax(pm.math.stack([b * xd, -b * xd], axis=-1), axis=-1)
         pm.Categorical("y", p=p, observed=[0, 1, 0, 1])
-    with pytest.raises(ValueError, match=r"method=\['ead'\] needs a scalar predictive mean"):
-        pm_sens.sensitivity(posterior({"b": np.ones((1, 2))}), model, method="ead")
+    out = pm_sens.sensitivity(
+        posterior({"b": np.ones((1, 2))}), model, method="ead", progressbar=False
+    )["sensitivity"]
+    p1 = 1 / (1 + np.exp(2 * x))
+    np.testing.assert_allclose(out["ead"].values[:, 0], 2 * p1 * (1 - p1), rtol=1e-10)

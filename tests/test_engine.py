@@ -10,7 +10,7 @@ from scipy import special
 import pm_sens
 from pm_sens import _runner
 from pm_sens.graph import engine
-from pm_sens.graph.generic_fisher import GenericFisher
+from pm_sens.graph.generic import GenericLikelihood
 from tests.conftest import posterior
 
 
@@ -105,23 +105,28 @@ def test_predictive_rejects_unknown_family_and_parameters(logistic):
 
 
 @pytest.mark.parametrize(
-    ("op", "params", "expected"),
+    ("build", "params", "expected"),
     [
-        (pm.Normal.dist(0, 1).owner.op, [0.5, 2.0], np.diag([1 / 4, 2 / 4])),
-        (pm.Poisson.dist(1).owner.op, [3.0], np.array([[1 / 3]])),
         (
-            pm.Gamma.dist(1, 1).owner.op,  # (alpha, scale)
+            lambda v: pm.Normal("y", mu=v, sigma=v + 1, observed=np.zeros(3)),
+            [0.5, 2.0],
+            np.diag([1 / 4, 2 / 4]),
+        ),
+        (lambda v: pm.Poisson("y", mu=v, observed=np.zeros(3)), [3.0], np.array([[1 / 3]])),
+        (
+            lambda v: pm.Gamma("y", alpha=v, beta=2 * v, observed=np.ones(3)),  # (alpha, scale)
             [2.5, 0.5],
             np.array([[special.polygamma(1, 2.5), 1 / 0.5], [1 / 0.5, 2.5 / 0.25]]),
         ),
     ],
 )
-def test_generic_fisher_estimate_matches_closed_forms(op, params, expected):
-    fisher = GenericFisher(op, n_samples=40_000, seed=1)
-    got = fisher(np.array([params]))[0]
-    # quadrature in the quantile where PyMC has an inverse CDF, else Monte Carlo
-    rtol = 1e-3 if fisher.method.startswith("Gauss") else 0.05
-    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+def test_generic_route_fisher_matches_closed_forms(build, params, expected):
+    """The summation/quadrature route through pm.logp against the closed forms."""
+    with pm.Model() as model:
+        rv = build(pm.Data("v", np.ones(3)) * pm.Data("w", np.ones(3)))
+    generic = GenericLikelihood(rv, set(model.free_RVs))
+    got = generic.fisher_information(np.array([params]))[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-10)
 
 
 def test_generic_fallback_for_an_unknown_likelihood(rng):
@@ -133,16 +138,23 @@ def test_generic_fallback_for_an_unknown_likelihood(rng):
         pm.Gumbel("y", mu=b * xd, beta=2.0, observed=x)
     idata = posterior({"b": np.array([[0.5, -1.5]])})
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert out.attrs["fisher"].startswith("approximate: Gauss-Legendre")
+    assert out.attrs["fisher"].startswith("Gauss-Legendre quadrature")
     assert out.attrs["likelihood"] == "gumbel"
     expected = np.abs([0.5, -1.5])[:, None] / 2.0
     np.testing.assert_allclose(
-        out["rsens"].values[0, :, :, 0], np.repeat(expected, 6, 1), rtol=1e-3
+        out["rsens"].values[0, :, :, 0], np.repeat(expected, 6, 1), rtol=1e-6
     )
-    with pytest.raises(
-        ValueError, match=r"mode='moment' needs the mean and variance of the 'gumbel'"
-    ):
-        pm_sens.sensitivity(idata, model, progressbar=False)
+    # moment mode: Normal matched to the Gumbel's mean mu + beta·γ and variance
+    # (π β)²/6, which does not depend on x: R-sens = |b| / sd
+    moment = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    sd = np.pi * 2.0 / np.sqrt(6)
+    # mixture of the two draws: mean b·x + 2γ, variance sd² + Var_s(b)·x²
+    mean_b, var_b = np.mean([0.5, -1.5]), np.var([0.5, -1.5])
+    v = sd**2 + var_b * x**2
+    dm, dv = mean_b, 2 * var_b * x
+    np.testing.assert_allclose(
+        moment["rsens"].values[:, 0], np.sqrt(dm**2 / v + dv**2 / (2 * v**2)), rtol=1e-8
+    )
 
 
 def test_posterior_opened_lazily_from_netcdf_is_read_chunk_by_chunk(logistic, tmp_path):

@@ -111,7 +111,7 @@ def test_per_draw_rsens_matches_finite_difference_kl(name):
     model = _model(name)
     idata = posterior({"b": B[None]})
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert out.attrs["likelihood"] == name and out.attrs["fisher"] == "exact"
+    assert out.attrs["likelihood"] == name and out.attrs["fisher"] == "closed form"
     for s, b in enumerate(B):
         for i, x in enumerate(X):
             if name == "categorical":

@@ -33,10 +33,15 @@ class Likelihood:
     fixed: Callable = field(default=lambda *params: {})
     #: user-facing parameter name -> (PyMC parameter it sets, function of all given parameters)
     aliases: dict = field(default_factory=dict)
-    #: the PyMC random-variable op, for the generic Fisher information
-    op: object = None
     #: E[y] per draw when it differs from the first moment above (Binomial: n·p)
     mean: Callable | None = None
+    #: Var[y] per draw when it differs from the second moment above
+    variance: Callable | None = None
+    #: how the Fisher information, entropies and densities are computed
+    route: str = "closed form"
+    #: the `GenericLikelihood` of a likelihood without closed forms: its mean,
+    #: variance and their derivatives come from it (by summation or quadrature)
+    generic: object = None
 
 
 def _normal(mu, sigma):
@@ -76,6 +81,16 @@ def _negative_binomial_draw(n, p):
 def _negative_binomial_moments(n, p):
     mean = n * (1 - p) / p
     return mean, mean / p
+
+
+def _category_mean(p):
+    """The expected category ``Σ_k k p_k`` (meaningful for ordered outcomes)."""
+    return (p * pt.arange(p.shape[-1])).sum(-1)
+
+
+def _category_variance(p):
+    levels = pt.arange(p.shape[-1])
+    return (p * levels**2).sum(-1) - _category_mean(p) ** 2
 
 
 def _mean_only(parameter):
@@ -171,6 +186,8 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.MOMENT_FAMILIES["categorical"],
         lambda p: [p],
         _mean_only(0),
+        mean=_category_mean,
+        variance=_category_variance,
     ),
     rv.PoissonRV: Likelihood(
         "poisson",
@@ -201,9 +218,7 @@ _CLASS_PROBABILITY = re.compile(r"p\[(\d+)\]")
 
 def statistic_names(likelihood, parameter_names):
     """Valid names of a per-draw predictive statistic (see `statistic_expression`)."""
-    names = [] if likelihood.support == "categorical" else ["mean"]
-    if likelihood.moments is not None and likelihood.support != "categorical":
-        names.append("variance")
+    names = ["mean", "variance"]
     names += list(parameter_names)
     if likelihood.support == "categorical":
         names.append("p[k]")
@@ -224,13 +239,15 @@ def check_statistic(likelihood, parameter_names, name):
 def statistic_expression(likelihood, parameter_names, params, name):
     """A per-draw predictive statistic as an expression of the likelihood's parameters.
 
-    ``"mean"`` is E[y], ``"variance"`` Var[y], a parameter name that parameter,
-    and ``"p[k]"`` a categorical class probability.
+    ``"mean"`` is E[y] (for a categorical likelihood the expected category
+    ``Σ k p_k``, meaningful when the categories are ordered), ``"variance"``
+    Var[y], a parameter name that parameter, and ``"p[k]"`` a categorical class
+    probability.
     """
     if name == "mean":
         return (likelihood.mean or (lambda *p: likelihood.moments(*p)[0]))(*params)
     if name == "variance":
-        return likelihood.moments(*params)[1]
+        return (likelihood.variance or (lambda *p: likelihood.moments(*p)[1]))(*params)
     match = _CLASS_PROBABILITY.fullmatch(name)
     if match:
         return params[0][..., int(match.group(1))]

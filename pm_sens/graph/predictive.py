@@ -1,10 +1,9 @@
 """`Predictive`: a likelihood family, its symbolic parameters and the inputs."""
 
 import pytensor.tensor as pt
-from pymc.distributions.moments import mean as pm_mean
 from pytensor.graph.replace import graph_replace
-from pytensor.tensor.random.type import random_generator_type
 
+from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
 from pm_sens.graph.model_queries import (
@@ -30,34 +29,20 @@ def _per_point_group_inputs(model, params):
     return params, {copies[read]: (base, index) for read, base, index in reads}
 
 
-def _generic_mean(op):
-    """E[y] of ``op``'s distribution from PyMC's mean dispatcher."""
-
-    def mean(*params):
-        draws = op.make_node(random_generator_type(), None, *params).outputs[1]
-        try:
-            return pm_mean(draws)
-        except NotImplementedError:
-            raise ValueError(
-                f"PyMC does not know the mean of the {op.name!r} likelihood; "
-                "statistic='mean' and the mean-based methods are unavailable for it"
-            ) from None
-
-    return mean
-
-
-def _generic_likelihood(op) -> Likelihood:
-    """A likelihood pm_sens has no closed forms for: per-draw only, generic Fisher."""
-    return Likelihood(
-        name=op.name,
-        support="generic",
-        parameter_names=(),
-        draw_family=None,
+def _generic_likelihood(rv, model):
+    """A likelihood without closed forms: PyMC's logp by summation or quadrature."""
+    generic = GenericLikelihood(rv, {*model.free_RVs, *model.observed_RVs})
+    likelihood = Likelihood(
+        name=generic.name,
+        support=generic.support,
+        parameter_names=generic.labels,
+        draw_family=generic.family(),
         draw_parameters=lambda *params: list(params),
         moments=None,
-        op=op,
-        mean=_generic_mean(op),
+        route=generic.route,
+        generic=generic,
     )
+    return likelihood, generic.per_point_parameters()
 
 
 def _parameters_in_op_order(likelihood, parameters):
@@ -190,8 +175,12 @@ class Predictive:
                 "point; for a GP use pm_sens.Predictive.from_gp(gp), otherwise build a "
                 "pm_sens.Predictive"
             )
-        params = [p if is_float(p) else pt.cast(p, "float64") for p in op.dist_params(rv.owner)]
-        likelihood = likelihood_for_op(op) or _generic_likelihood(op)
+        likelihood = likelihood_for_op(op)
+        if likelihood is None:
+            likelihood, params = _generic_likelihood(rv, model)
+        else:
+            params = op.dist_params(rv.owner)
+        params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
         params, group_inputs = _per_point_group_inputs(model, params)
         inputs = [c for c in data_containers(model, params) if is_float(c)]
         self = cls.__new__(cls)
