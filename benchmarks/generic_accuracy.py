@@ -17,8 +17,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 warnings.filterwarnings("ignore")
 
-import pm_sens  # noqa: E402
 from test_generic_likelihoods import CASES, XS, _fd_rsens, _fit  # noqa: E402
+
+import pm_sens  # noqa: E402
 
 
 def main():

@@ -47,15 +47,20 @@ def _context(idata, model, **kwargs):
 
 def _observed(idata, ctx, observed):
     """Observed y at the points: ``observed`` or the idata's observed_data."""
-    name = ctx.predictive.var_name
     if observed is None:
         group = "observed_data"
-        if not (
-            isinstance(idata, xr.DataTree) and group in idata.children and name in idata[group]
-        ):
+        present = (
+            list(idata[group].data_vars)
+            if isinstance(idata, xr.DataTree) and group in idata.children
+            else []
+        )
+        # a predictive built by hand (a GP's) names no variable: the only one present
+        name = ctx.predictive.var_name or (present[0] if len(present) == 1 else None)
+        if name not in present:
+            wanted = f"observed_data[{name!r}]" if name else "a single observed variable"
             raise ValueError(
-                f"observed=None but idata has no observed_data[{name!r}]; pass observed= "
-                "(one value per point)"
+                f"observed=None but idata has no {wanted} (observed_data holds {present}); "
+                "pass observed= (one value per point)"
             )
         observed = idata[group][name].values
     observed = check_finite_array("observed", observed)

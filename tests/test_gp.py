@@ -4,6 +4,7 @@
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy import stats
 
 import pm_sens
@@ -90,6 +91,12 @@ def test_marginal_gp_matches_closed_forms(rng, data):
     # points default to the training inputs
     default = pm_sens.sensitivity(idata, model, predictive=pred, progressbar=False)
     assert default["sensitivity"]["rsens"].shape == (len(x), D)
+    # the likelihood PFI finds the observations in observed_data
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("y_dim_0", y)}))
+    pfi = pm_sens.permutation_importance(
+        idata, model, predictive=pred, n_repeats=2, random_seed=0, progressbar=False
+    )["permutation_importance"]
+    assert np.all(np.isfinite(pfi["likelihood_pfi"].values))
 
 
 def _latent_model(x, likelihood, observed):

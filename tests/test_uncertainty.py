@@ -177,7 +177,10 @@ def test_bad_uncertainty_arguments(linear):
     with pytest.raises(ValueError, match=r"percentiles=\(0.9, 0.1\) is not valid"):
         pm_sens.partial_dependence(idata, model, percentiles=(0.9, 0.1))
     del idata["observed_data"]
-    with pytest.raises(ValueError, match=r"idata has no observed_data\['y'\]; pass observed="):
+    with pytest.raises(
+        ValueError,
+        match=r"idata has no observed_data\['y'\] \(observed_data holds \[\]\); pass observed=",
+    ):
         pm_sens.permutation_importance(idata, model, kind="likelihood")
 
 
