@@ -478,3 +478,31 @@ def test_ordered_logistic_in_every_function(rng):
     pm_sens.permutation_importance(idata, model, n_repeats=2, progressbar=False)
     out = pm_sens.sensitivity(idata, model, method=["rsens", "ead"], progressbar=False)
     assert np.all(np.isfinite(out["sensitivity"]["ead"].values))
+
+
+def test_moment_mode_matches_the_moment_matched_family():
+    """Zero-inflated Poisson, two draws: the mixture's mean and variance (ψμ and
+    ψμ(1 + (1 − ψ)μ) per draw, law of total variance over draws) matched to a
+    negative binomial; R-sens against a SciPy finite-difference KL of that NB."""
+    draws = np.array([0.6, -0.4])
+    psi = 0.7
+
+    def matched(x):
+        mu = np.exp(draws * x)
+        mean = psi * mu
+        var = psi * mu * (1 + (1 - psi) * mu)
+        m = mean.mean()
+        v = (var + mean**2).mean() - m**2
+        return stats.nbinom(m**2 / (v - m), m / v)
+
+    with pm.Model() as model:
+        x = pm.Data("x", XS)
+        b = pm.Normal("b")
+        pm.ZeroInflatedPoisson("y", psi=psi, mu=pt.exp(b * x), observed=[0, 1])
+    idata = posterior({"b": draws[None]})
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    assert out.attrs["family"] == "negative_binomial"
+    expected = [
+        _fd_rsens(lambda a, c: _kl_discrete(matched(a).logpmf, matched(c).logpmf), x) for x in XS
+    ]
+    np.testing.assert_allclose(out["rsens"].values[:, 0], expected, rtol=1e-5)
