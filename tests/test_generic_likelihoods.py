@@ -506,3 +506,18 @@ def test_moment_mode_matches_the_moment_matched_family():
         _fd_rsens(lambda a, c: _kl_discrete(matched(a).logpmf, matched(c).logpmf), x) for x in XS
     ]
     np.testing.assert_allclose(out["rsens"].values[:, 0], expected, rtol=1e-5)
+
+
+def test_dask_backed_points_give_the_in_memory_values():
+    """Blocks of points run in dask's threads through the same compiled functions."""
+    dask_array = pytest.importorskip("dask.array")
+    build, _ = CASES["hurdle_gamma"]
+    model, idata = _fit(build)
+    x = np.linspace(-1, 1, 8)
+    kw = dict(mode="draw", method=["rsens", "kl"], progressbar=False)
+    expected = pm_sens.sensitivity(idata, model, points={"x": x}, **kw)["sensitivity"]
+    lazy = pm_sens.sensitivity(
+        idata, model, points={"x": dask_array.from_array(x, chunks=2)}, **kw
+    )["sensitivity"]
+    for name in ("rsens", "kl"):
+        np.testing.assert_allclose(lazy[name].values, expected[name].values, rtol=1e-12)

@@ -26,6 +26,8 @@ These give the Fisher information ``E[s sᵀ]``, the entropy, the KL
 divergence and the moments of the likelihood as a `pm_sens.families.Family`.
 """
 
+import threading
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -47,6 +49,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
@@ -620,17 +623,29 @@ class GenericLikelihood:
 
 
 def _function(inputs, outputs, replacements):
+    """Compile ``outputs`` after ``replacements``; every other graph input is an error.
+
+    The function runs one call at a time: it keeps inputs and outputs in shared
+    storage, and dask may evaluate blocks in threads.
+    """
     outputs = graph_replace(outputs, replacements, strict=False)
     stray = [
         v
         for v in graph_inputs(outputs)
         if not isinstance(v, Constant)
         and v not in inputs
-        and v.type.__class__.__name__ != "RandomGeneratorType"
+        and not isinstance(v.type, RandomGeneratorType)
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    return pytensor.function(inputs, outputs, on_unused_input="ignore")
+    function = pytensor.function(inputs, outputs, on_unused_input="ignore")
+    lock = threading.Lock()
+
+    def call(*args):
+        with lock:
+            return function(*args)
+
+    return call
 
 
 def _locate_functions(out, phis, replacements, lower, upper, space):
