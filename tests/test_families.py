@@ -241,3 +241,67 @@ def test_density_and_support_of_discrete_families(family, make, phi, fixed):
     logp = family.log_density(phi_a, y[:, None], **fixed)[:, 0]
     np.testing.assert_allclose(logp, make(phi_a[0]).logpmf(y), rtol=1e-12)
     assert 1 - np.exp(logp).sum() < 1e-11
+
+
+def _zero_modified_pmf(base, hurdle):
+    """pmf of the zero-inflated (or hurdle) law on a SciPy base law, written out."""
+
+    def pmf(phi, k):
+        psi, law = phi[0], base(phi[1:])
+        if hurdle:
+            return np.where(k == 0, 1 - psi, psi * law.pmf(k) / law.sf(0))
+        return np.where(k == 0, 1 - psi + psi * law.pmf(0), psi * law.pmf(k))
+
+    return pmf
+
+
+@pytest.mark.parametrize(
+    ("family", "pmf", "phi"),
+    [
+        (
+            families.ZERO_INFLATED_POISSON,
+            _zero_modified_pmf(lambda t: stats.poisson(t[0]), False),
+            [0.7, 2.3],
+        ),
+        (
+            families.HURDLE_POISSON,
+            _zero_modified_pmf(lambda t: stats.poisson(t[0]), True),
+            [0.4, 0.8],
+        ),
+        (
+            families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
+            _zero_modified_pmf(_nb_mean_alpha, False),
+            [0.6, 3.0, 1.7],
+        ),
+        (
+            families.HURDLE_NEGATIVE_BINOMIAL,
+            _zero_modified_pmf(_nb_mean_alpha, True),
+            [0.8, 1.5, 4.0],
+        ),
+    ],
+)
+def test_zero_modified_families_against_scipy(family, pmf, phi):
+    """Fisher information vs summed finite-difference scores of SciPy pmfs; log density,
+    KL(p‖p) = 0 and KL against a direct sum."""
+    phi = np.asarray(phi, dtype=float)
+    k = np.arange(400)
+    h = 1e-6
+    scores = []
+    for j in range(len(phi)):
+        step = np.zeros_like(phi)
+        step[j] = h * max(1.0, abs(phi[j]))
+        with np.errstate(divide="ignore"):
+            up, down = np.log(pmf(phi + step, k)), np.log(pmf(phi - step, k))
+        scores.append((up - down) / (2 * step[j]))
+    p = pmf(phi, k)
+    scores = np.where(p > 0, np.array(scores), 0.0)  # no mass, no score (log 0 − log 0)
+    expected = np.einsum("k,ik,jk->ij", p, scores, scores)
+    np.testing.assert_allclose(
+        family.fisher_information(phi[None])[0], expected, rtol=1e-6, atol=1e-9
+    )
+    np.testing.assert_allclose(family.log_density(phi, k[:30]), np.log(p[:30]), rtol=1e-10)
+    assert family.kl_divergence(phi[None], phi[None])[0] == 0
+    other = phi * np.r_[0.9, np.full(len(phi) - 1, 1.2)]
+    mass = p > 0
+    direct = np.sum(p[mass] * (np.log(p[mass]) - np.log(pmf(other, k[mass]))))
+    np.testing.assert_allclose(family.kl_divergence(phi[None], other[None])[0], direct, rtol=1e-8)

@@ -18,6 +18,7 @@ from pm_sens.families import (
     normal,
     poisson,
     studentt,
+    zero_modified,
 )
 from pm_sens.families._base import SUPPORTS, Family
 
@@ -51,14 +52,16 @@ DEFAULT_MOMENT_FAMILY = {
 }
 
 STUDENTT = studentt.FAMILY
-NEGATIVE_BINOMIAL_MEAN_ALPHA = Family(
-    "negative_binomial",
-    "count",
-    ("mean", "alpha"),
-    negative_binomial.fisher_information_mean_alpha,
-    negative_binomial.kl_divergence_mean_alpha,
-    negative_binomial.log_density_mean_alpha,
-    support_upper=negative_binomial.support_upper_mean_alpha,
+NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
+ZERO_INFLATED_POISSON = zero_modified.zero_modified(
+    zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
+)
+ZERO_INFLATED_NEGATIVE_BINOMIAL = zero_modified.zero_modified(
+    zero_modified.NEGATIVE_BINOMIAL, "zero_inflated_negative_binomial", hurdle=False
+)
+HURDLE_POISSON = zero_modified.zero_modified(zero_modified.POISSON, "hurdle_poisson", hurdle=True)
+HURDLE_NEGATIVE_BINOMIAL = zero_modified.zero_modified(
+    zero_modified.NEGATIVE_BINOMIAL, "hurdle_negative_binomial", hurdle=True
 )
 
 
@@ -76,8 +79,12 @@ __all__ = [
     "DEFAULT_MOMENT_FAMILY",
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",
+    "HURDLE_NEGATIVE_BINOMIAL",
+    "HURDLE_POISSON",
     "STUDENTT",
     "SUPPORTS",
+    "ZERO_INFLATED_NEGATIVE_BINOMIAL",
+    "ZERO_INFLATED_POISSON",
     "Family",
     "get_moment_family",
 ]

@@ -179,3 +179,14 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
 )
+
+#: PyMC's own parametrization (mean μ, dispersion α), for per-draw likelihoods
+FAMILY_MEAN_ALPHA = Family(
+    "negative_binomial",
+    "count",
+    ("mean", "alpha"),
+    fisher_information_mean_alpha,
+    kl_divergence_mean_alpha,
+    log_density_mean_alpha,
+    support_upper=support_upper_mean_alpha,
+)

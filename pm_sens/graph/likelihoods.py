@@ -257,3 +257,75 @@ def statistic_expression(likelihood, parameter_names, params, name):
 def likelihood_for_op(op) -> Likelihood | None:
     """The :class:`Likelihood` of a PyMC random-variable op, or None if unknown."""
     return LIKELIHOODS.get(type(op))
+
+
+#: zero-modified families with closed forms: (hurdle?, base op) -> family
+_ZERO_MODIFIED = {
+    (False, rv.PoissonRV): families.ZERO_INFLATED_POISSON,
+    (False, rv.NegBinomialRV): families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
+    (True, rv.PoissonRV): families.HURDLE_POISSON,
+    (True, rv.NegBinomialRV): families.HURDLE_NEGATIVE_BINOMIAL,
+}
+
+
+def _zero_log_mass(base, params):
+    """Log f(0) of the base count law, symbolically (Poisson: −μ; NB(n, p): n log p)."""
+    if base is rv.PoissonRV:
+        return -params[0]
+    n, p = params
+    return n * pt.log(p)
+
+
+def _zero_modified_moments(base, hurdle):
+    base_likelihood = LIKELIHOODS[base]
+
+    def moments(psi, *params):
+        mean, variance = base_likelihood.moments(*params)
+        if not hurdle:  # mixture of 0 and the base law
+            return psi * mean, psi * variance + psi * (1 - psi) * mean**2
+        positive = -pt.expm1(_zero_log_mass(base, params))
+        new_mean = psi * mean / positive
+        return new_mean, psi * (variance + mean**2) / positive - new_mean**2
+
+    return moments
+
+
+def zero_modified_likelihood(observed):
+    """The closed-form zero-inflated or hurdle Poisson / negative binomial, if it is one.
+
+    Recognizes PyMC's ``ZeroInflatedPoisson``, ``ZeroInflatedNegativeBinomial``,
+    ``HurdlePoisson`` and ``HurdleNegativeBinomial`` (a mixture of a point mass
+    at 0 and the count law, truncated below at 1 for a hurdle). Returns the
+    `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
+    """
+    from pymc.distributions.distribution import DiracDeltaRV
+    from pymc.distributions.mixture import MixtureRV, _HurdleRV
+    from pymc.distributions.truncated import TruncatedRV
+
+    op = observed.owner.op
+    if not isinstance(op, MixtureRV | _HurdleRV):
+        return None
+    weights, *components = op.dist_params(observed.owner)
+    if len(components) != 2 or not isinstance(components[0].owner.op, DiracDeltaRV):
+        return None
+    hurdle = isinstance(op, _HurdleRV)
+    node = components[1].owner
+    if hurdle:
+        if not isinstance(node.op, TruncatedRV):
+            return None
+        base, params = type(node.op.base_rv_op), node.inputs[2:-2]
+    else:
+        base, params = type(node.op), node.op.dist_params(node)
+    family = _ZERO_MODIFIED.get((hurdle, base))
+    if family is None:
+        return None
+    base_likelihood = LIKELIHOODS[base]
+    likelihood = Likelihood(
+        family.name,
+        "count",
+        ("psi", *base_likelihood.parameter_names),
+        family,
+        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
+        _zero_modified_moments(base, hurdle),
+    )
+    return likelihood, [weights[..., 1], *params]

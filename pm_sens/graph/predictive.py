@@ -5,7 +5,12 @@ from pytensor.graph.replace import graph_replace
 
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
-from pm_sens.graph.likelihoods import LIKELIHOODS_BY_NAME, Likelihood, likelihood_for_op
+from pm_sens.graph.likelihoods import (
+    LIKELIHOODS_BY_NAME,
+    Likelihood,
+    likelihood_for_op,
+    zero_modified_likelihood,
+)
 from pm_sens.graph.model_queries import (
     data_containers,
     group_level_reads,
@@ -176,10 +181,10 @@ class Predictive:
                 "pm_sens.Predictive"
             )
         likelihood = likelihood_for_op(op)
-        if likelihood is None:
-            likelihood, params = _generic_likelihood(rv, model)
-        else:
+        if likelihood is not None:
             params = op.dist_params(rv.owner)
+        else:
+            likelihood, params = zero_modified_likelihood(rv) or _generic_likelihood(rv, model)
         params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
         params, group_inputs = _per_point_group_inputs(model, params)
         inputs = [c for c in data_containers(model, params) if is_float(c)]

@@ -1,0 +1,162 @@
+"""Zero-inflated and hurdle count families on a base count family f(·|θ).
+
+- zero-inflated: ``p(0) = 1 − ψ + ψ f₀``, ``p(k) = ψ f(k)`` for k ≥ 1;
+- hurdle: ``p(0) = 1 − ψ``, ``p(k) = ψ f(k)/(1 − f₀)`` for k ≥ 1;
+
+with ``f₀ = f(0|θ)``. Parameters ``(ψ, θ)``, θ in the base family's own
+parametrization. With the base's Fisher information ``I_f``, its zero score
+``s₀ = ∂ log f₀/∂θ`` and the identities ``Σ_{k≥1} f(k) s(k) = −f₀ s₀`` and
+``Σ_{k≥1} f(k) s(k) s(k)ᵀ = I_f − f₀ s₀ s₀ᵀ``, the Fisher information is, for
+the zero-inflated family,
+
+``I_ψψ = (1−f₀)²/p₀ + (1−f₀)/ψ``, ``I_ψθ = −f₀ s₀ (1 + ψ(1−f₀)/p₀)``,
+``I_θθ = ψ (I_f − f₀ s₀ s₀ᵀ) + ψ² f₀² s₀ s₀ᵀ / p₀``;
+
+for the hurdle family (ψ and θ separate),
+
+``I_ψψ = 1/(ψ(1−ψ))``, ``I_ψθ = 0``, ``I_θθ = ψ/(1−f₀) (I_f − f₀ s₀ s₀ᵀ/(1−f₀))``.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pm_sens.families import negative_binomial, poisson
+from pm_sens.families._base import Family, log1p_gap
+
+_MAX_CELLS = 4_000_000  # elements × support values summed at once
+
+
+@dataclass(frozen=True)
+class CountBase:
+    """A base count family with its zero mass and zero score."""
+
+    family: Family
+    #: log f(0|θ) for θ (..., K)
+    zero_log_mass: Callable
+    #: ∂ log f(0|θ)/∂θ, (..., K)
+    zero_score: Callable
+
+
+def _nb_zero_score(theta):
+    m, a = theta[..., 0], theta[..., 1]
+    return np.stack([-a / (m + a), m / (m + a) - np.log1p(m / a)], -1)
+
+
+POISSON = CountBase(
+    poisson.FAMILY, lambda theta: -theta[..., 0], lambda theta: -np.ones_like(theta[..., :1])
+)
+NEGATIVE_BINOMIAL = CountBase(
+    negative_binomial.FAMILY_MEAN_ALPHA,
+    lambda theta: -theta[..., 1] * np.log1p(theta[..., 0] / theta[..., 1]),
+    _nb_zero_score,
+)
+
+
+def _pieces(base, phi):
+    psi, theta = phi[..., 0], phi[..., 1:]
+    log_f0 = base.zero_log_mass(theta)
+    return psi, theta, np.exp(log_f0), -np.expm1(log_f0), base.zero_score(theta)
+
+
+def _outer(s):
+    return s[..., :, None] * s[..., None, :]
+
+
+def _assemble(i_psi, i_cross, i_theta):
+    k = i_theta.shape[-1]
+    info = np.empty((*i_theta.shape[:-2], k + 1, k + 1))
+    info[..., 0, 0] = i_psi
+    info[..., 0, 1:] = info[..., 1:, 0] = i_cross
+    info[..., 1:, 1:] = i_theta
+    return info
+
+
+def _zero_inflated_fisher(base):
+    def fisher_information(phi):
+        psi, theta, f0, q0, s0 = _pieces(base, phi)
+        p0 = 1 - psi * q0
+        info_f = base.family.fisher_information(theta)
+        grow = (psi**2 * f0**2 / p0)[..., None, None]
+        return _assemble(
+            q0**2 / p0 + q0 / psi,
+            -(f0 * (1 + psi * q0 / p0))[..., None] * s0,
+            psi[..., None, None] * (info_f - f0[..., None, None] * _outer(s0)) + grow * _outer(s0),
+        )
+
+    return fisher_information
+
+
+def _hurdle_fisher(base):
+    def fisher_information(phi):
+        psi, theta, f0, q0, s0 = _pieces(base, phi)
+        info_f = base.family.fisher_information(theta)
+        conditional = info_f - (f0 / q0)[..., None, None] * _outer(s0)
+        return _assemble(
+            1 / (psi * (1 - psi)),
+            np.zeros_like(s0),
+            (psi / q0)[..., None, None] * conditional,
+        )
+
+    return fisher_information
+
+
+def _log_density(base, hurdle):
+    def log_density(phi, y):
+        psi, theta, _, q0, _ = _pieces(base, phi)
+        y = np.asarray(y)
+        with np.errstate(divide="ignore"):
+            positive = np.log(psi) + base.family.log_density(theta, np.maximum(y, 1))
+            if hurdle:
+                return np.where(y == 0, np.log1p(-psi), positive - np.log(q0))
+            return np.where(y == 0, np.log1p(-psi * q0), positive)
+
+    return log_density
+
+
+def _support_upper(base, hurdle):
+    def support_upper(phi, tail):
+        # the mass above K is ψ times the base's (over 1 − f₀ for a hurdle)
+        _, theta, _, q0, _ = _pieces(base, phi)
+        return base.family.support_upper(theta, tail * (q0 if hurdle else 1.0))
+
+    return support_upper
+
+
+def _kl_divergence(log_density, support_upper):
+    def kl_divergence(phi_p, phi_q):
+        """KL summed over the support of p, as ``E_p[g(q/p − 1)]`` (every term ≥ 0)."""
+        phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
+        shape = phi_p.shape[:-1]
+        flat_p, flat_q = (a.reshape(-1, a.shape[-1]) for a in (phi_p, phi_q))
+        out = np.empty(len(flat_p))
+        if not len(flat_p):
+            return out.reshape(shape)
+        y = np.arange(int(support_upper(flat_p, 1e-15).max()) + 2)
+        step = max(1, _MAX_CELLS // len(y))
+        for start in range(0, len(flat_p), step):
+            rows = slice(start, start + step)
+            lp = log_density(flat_p[rows, None, :], y)
+            lq = log_density(flat_q[rows, None, :], y)
+            with np.errstate(invalid="ignore", over="ignore"):
+                terms = np.exp(lp) * log1p_gap(np.expm1(lq - lp))
+            out[rows] = np.where(np.isfinite(lp), terms, 0.0).sum(-1)
+        return out.reshape(shape)
+
+    return kl_divergence
+
+
+def zero_modified(base, name, *, hurdle):
+    """The zero-inflated (``hurdle=False``) or hurdle family on ``base``."""
+    log_density = _log_density(base, hurdle)
+    support_upper = _support_upper(base, hurdle)
+    return Family(
+        name,
+        "count",
+        ("psi", *base.family.parameters),
+        _hurdle_fisher(base) if hurdle else _zero_inflated_fisher(base),
+        _kl_divergence(log_density, support_upper),
+        log_density,
+        support_upper=support_upper,
+    )
