@@ -218,3 +218,17 @@ def test_piecewise_hazard_survival_model_with_an_exposure_offset(rng):
         "log_exposure",
         "interval",
     }
+
+
+def test_a_table_of_observations_per_point_gets_a_clear_error(rng):
+    """The survival notebook's wide form (patients × intervals) asks for long format."""
+    with pm.Model() as model:
+        met = pm.Data("metastasized", rng.integers(0, 2, 5).astype(float))
+        exposure = pm.Data("exposure", np.ones((5, 3)))
+        lambda0 = pm.Gamma("lambda0", 1, 1, shape=3)
+        beta = pm.Normal("beta")
+        mu = exposure * pm.math.exp(beta * met)[:, None] * lambda0[None, :]
+        pm.Poisson("obs", mu, observed=np.zeros((5, 3), int))
+    idata = posterior({"lambda0": np.ones((1, 2, 3)), "beta": np.zeros((1, 2))})
+    with pytest.raises(ValueError, match=r"'obs' has 2 dimensions .* long format"):
+        pm_sens.sensitivity(idata, model)

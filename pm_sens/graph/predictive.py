@@ -180,6 +180,15 @@ class Predictive:
                 "point; for a GP use pm_sens.Predictive.from_gp(gp), otherwise build a "
                 "pm_sens.Predictive"
             )
+        if rv.type.ndim > 1:
+            raise ValueError(
+                f"the observed variable {rv.name!r} has {rv.type.ndim} dimensions (a table of "
+                "observations per point); pm_sens explains one observation per point. Write "
+                "the model in long format: one row per observation, its inputs as pm.Data "
+                "vectors or matrices with one row per observation (e.g. a survival model: one "
+                "row per patient and interval at risk, with log exposure as an offset "
+                "container and the interval as an integer index; see the user guide)"
+            )
         likelihood = likelihood_for_op(op)
         if likelihood is not None:
             params = op.dist_params(rv.owner)
