@@ -78,8 +78,10 @@ def _current_value(var, predictive):
     if hasattr(var, "get_value"):
         return var.get_value()
     if var in predictive.group_inputs:
+        # a container read through an index variable, or the rows picked by a constant
         base, index = predictive.group_inputs[var]
-        return base.get_value()[index.get_value()]
+        rows = index if isinstance(index, np.ndarray) else _current_value(index, predictive)
+        return base.get_value()[rows]
     return predictive.defaults.get(var)
 
 
@@ -273,7 +275,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
         else:
             values[var] = np.asarray(current)
     for var, (base, index) in predictive.group_inputs.items():
-        if var.name not in given and index in values:
+        if var.name not in given and not isinstance(index, np.ndarray) and index in values:
             # the group value each point receives, through the points' own index
             values[var] = _take_rows(base.get_value(), values[index])
             lengths.pop(var.name, None)
@@ -282,7 +284,11 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
         raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
     n_points = n_points.pop() if n_points else n_default
     if n_points != n_default:
-        derived = {v for v, (_, index) in predictive.group_inputs.items() if index.name in given}
+        derived = {
+            v
+            for v, (_, index) in predictive.group_inputs.items()
+            if getattr(index, "name", None) in given
+        }
         stale = [v.name for v in per_point if v.name not in given and v not in derived]
         if stale:
             raise ValueError(

@@ -557,3 +557,35 @@ def test_closed_form_zero_modified_counts_equal_the_summation_route(name, monkey
         np.testing.assert_allclose(
             closed["draw"]["rsens2"].values, summed["draw"]["rsens2"].values, rtol=1e-6
         )
+
+
+def test_observed_rows_picked_by_a_mask_equal_the_model_on_those_rows(rng):
+    """``pm.Censored(pm.Normal.dist(mu[mask], 1), ...)`` with ``observed=y[mask]`` gives
+    what the same model written on the kept rows gives, in every function."""
+    n = 16
+    x = rng.normal(size=(n, 2))
+    keep = rng.random(n) > 0.3
+    y = np.minimum(rng.normal(size=n), 0.5)
+
+    def fit(x_data, mask):
+        with pm.Model() as model:
+            xd = pm.Data("X", x_data)
+            b = pm.Normal("b", shape=2)
+            mu = xd @ b
+            mu = mu if mask is None else mu[mask]
+            observed = y[keep]
+            pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=None, upper=0.5, observed=observed)
+        return model
+
+    idata = posterior({"b": rng.normal(size=(1, 3, 2))})
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("y_dim_0", y[keep])}))
+    masked, direct = fit(x, keep), fit(x[keep], None)
+    for mode in ("draw", "moment"):
+        kw = dict(mode=mode, progressbar=False, extend_inferencedata=False)
+        got = pm_sens.sensitivity(idata, masked, **kw)["sensitivity"]["rsens"].values
+        expected = pm_sens.sensitivity(idata, direct, **kw)["sensitivity"]["rsens"].values
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    kw = dict(n_repeats=2, random_seed=3, progressbar=False, extend_inferencedata=False)
+    got = pm_sens.permutation_importance(idata, masked, **kw)["permutation_importance"]
+    expected = pm_sens.permutation_importance(idata, direct, **kw)["permutation_importance"]
+    np.testing.assert_allclose(got["likelihood_pfi"].values, expected["likelihood_pfi"].values)

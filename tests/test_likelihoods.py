@@ -232,3 +232,52 @@ def test_a_table_of_observations_per_point_gets_a_clear_error(rng):
     idata = posterior({"lambda0": np.ones((1, 2, 3)), "beta": np.zeros((1, 2))})
     with pytest.raises(ValueError, match=r"'obs' has 2 dimensions .* long format"):
         pm_sens.sensitivity(idata, model)
+
+
+@pytest.mark.parametrize("selection", ["mask", "rows"])
+def test_observations_picking_rows_of_the_data(rng, selection):
+    """``mu[mask]`` with ``observed=y[mask]`` (or an integer array of rows): each
+    observation's inputs are its row's, the group predictor read through the row's
+    group index too. Per draw R-sens = |∂η/∂x| sqrt(μ) (Poisson, log link)."""
+    n, groups = 30, 4
+    x = rng.normal(size=(n, 2))
+    group = rng.integers(0, groups, n)
+    u = rng.normal(size=groups)
+    keep = rng.random(n) > 0.3
+    pick = keep if selection == "mask" else np.flatnonzero(keep)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        gd = pm.Data("g", group)
+        ud = pm.Data("u", u)
+        b = pm.Normal("b", shape=2)
+        c = pm.Normal("c")
+        a = pm.Normal("a", shape=groups)
+        mu = pm.math.exp(xd @ b + c * ud[gd] + a[gd])
+        pm.Poisson("y", mu[pick], observed=rng.poisson(1.0, n)[pick])
+    draws = {
+        "b": rng.normal(size=(1, 2, 2)),
+        "c": rng.normal(size=(1, 2)),
+        "a": rng.normal(size=(1, 2, groups)),
+    }
+    idata = posterior(draws)
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert list(out["feature"].values) == ["X[0]", "X[1]", "u"]
+    rows = np.flatnonzero(keep)
+    np.testing.assert_array_equal(out["g"].values, group[rows])
+    b, c, a = draws["b"][0], draws["c"][0], draws["a"][0]
+    eta = x[rows] @ b.T + c * u[group[rows]][:, None] + a[:, group[rows]].T  # (obs, draw)
+    root = np.sqrt(np.exp(eta)).T  # (draw, obs)
+    expected = np.stack(
+        [
+            np.abs(b[:, 0])[:, None] * root,
+            np.abs(b[:, 1])[:, None] * root,
+            np.abs(c)[:, None] * root,
+        ],
+        -1,
+    )
+    np.testing.assert_allclose(out["rsens"].values[0], expected, rtol=1e-10)
+    # new points: the rows' own values and group index
+    new = pm_sens.sensitivity(
+        idata, model, mode="draw", points={"X": x[:3], "g": group[:3]}, progressbar=False
+    )["sensitivity"]
+    assert new["rsens"].shape == (1, 2, 3, 3)

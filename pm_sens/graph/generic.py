@@ -53,6 +53,7 @@ from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
+from pm_sens.graph.model_queries import replace_rebuilding
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
 N_NODES = 64
@@ -388,7 +389,7 @@ class GenericLikelihood:
         phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
         resized, replacements = self._rebuilt(phis)
         value = pt.vector("y", dtype=self._rv.dtype)
-        logp = graph_replace(pm.logp(resized, value), replacements, strict=False)
+        (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
         scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
         functions = {
             "logp": _function([value, *phis], [logp], {}),
@@ -628,7 +629,7 @@ def _function(inputs, outputs, replacements):
     The function runs one call at a time: it keeps inputs and outputs in shared
     storage, and dask may evaluate blocks in threads.
     """
-    outputs = graph_replace(outputs, replacements, strict=False)
+    outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
         v
         for v in graph_inputs(outputs)

@@ -1,6 +1,7 @@
-"""Small read-only queries on a PyMC model's graph."""
+"""Small queries on a PyMC model's graph, and one way to rewrite it."""
 
 import numpy as np
+from pytensor.graph.basic import Constant, clone_get_equiv
 from pytensor.graph.traversal import ancestors, apply_ancestors
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
@@ -54,20 +55,50 @@ def observed_ancestors(model, outputs):
     return {rv: model.rvs_to_values[rv] for rv in model.observed_RVs if rv in upstream}
 
 
-def group_level_reads(model, outputs):
+def group_level_reads(model, outputs, indices=()):
     """Reads ``u[idx]`` of a float container ``u`` through an integer container ``idx``.
 
-    Returns ``(read, u, idx)`` triples, ``read`` being the indexing expression:
-    a group-level predictor seen from each point (e.g. county uranium per household).
+    ``indices`` are further variables that may serve as ``idx`` (per-point copies
+    of integer containers). Returns ``(read, u, idx)`` triples, ``read`` being the
+    indexing expression: a group-level predictor seen from each point (e.g.
+    county uranium per household).
+    """
+    containers = set(model.data_vars)
+    index_variables = containers | set(indices)
+    reads = []
+    for node in apply_ancestors(outputs):
+        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
+            continue
+        base, index = node.inputs
+        if (
+            base in containers
+            and index in index_variables
+            and is_float(base)
+            and not is_float(index)
+        ):
+            reads.append((node.outputs[0], base, index))
+    return reads
+
+
+def observation_rows(model, outputs):
+    """Reads ``e[rows]`` of an expression of the data through a constant 1-D index.
+
+    A boolean mask or an integer array that picks, along the first axis, the rows
+    that have observations (``mu[mask]`` with ``observed=y[mask]``). Returns
+    ``(read, e, rows)`` triples, ``rows`` the picked row numbers.
     """
     containers = set(model.data_vars)
     reads = []
     for node in apply_ancestors(outputs):
         if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
             continue
-        base, index = node.inputs
-        if base in containers and index in containers and is_float(base) and not is_float(index):
-            reads.append((node.outputs[0], base, index))
+        expression, index = node.inputs
+        if not isinstance(index, Constant) or index.type.ndim != 1:
+            continue
+        if any(var in containers for var in ancestors([expression])):
+            data = np.asarray(index.data)
+            rows = np.flatnonzero(data) if data.dtype == bool else data.astype(int)
+            reads.append((node.outputs[0], expression, rows))
     return reads
 
 
@@ -75,3 +106,22 @@ def depends_on(output, variables) -> bool:
     """Whether ``output`` has any of ``variables`` among its ancestors."""
     targets = set(variables)
     return any(var in targets for var in ancestors([output]))
+
+
+def replace_rebuilding(outputs, replacements, keep=()):
+    """``outputs`` with ``replacements``, every node above them rebuilt.
+
+    Unlike ``graph_replace``, a replacement whose static shape is looser (any
+    number of rows instead of the observed ones) does not get pinned to the old
+    shape by a ``SpecifyShape``. Variables in ``keep`` (the model's random
+    variables) and the graph's roots stay the same objects.
+    """
+    memo = clone_get_equiv(
+        [*replacements, *keep],
+        outputs,
+        copy_inputs=False,
+        copy_orphans=False,
+        memo=dict(replacements),
+        strict=False,
+    )
+    return [memo[output] for output in outputs]

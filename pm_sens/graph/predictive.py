@@ -1,7 +1,10 @@
 """`Predictive`: a likelihood family, its symbolic parameters and the inputs."""
 
+import numpy as np
 import pytensor.tensor as pt
+from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
@@ -15,23 +18,61 @@ from pm_sens.graph.model_queries import (
     data_containers,
     group_level_reads,
     is_float,
+    observation_rows,
     observed_variable,
+    replace_rebuilding,
 )
 
 
-def _per_point_group_inputs(model, params):
+def _per_point_group_inputs(model, params, indices=()):
     """Give each point its own copy of group-level predictors read as ``u[idx]``.
 
     Each read becomes a per-point symbolic input named like the container, so
     its derivative at point i is with respect to the value its group contributes
     to that point. Returns the new parameters and ``{input: (u, idx)}``.
     """
-    reads = group_level_reads(model, params)
+    reads = group_level_reads(model, params, indices)
     if not reads:
         return params, {}
     copies = {read: pt.vector(base.name, dtype=base.dtype) for read, base, _ in reads}
     params = graph_replace(params, copies, strict=False)
     return params, {copies[read]: (base, index) for read, base, index in reads}
+
+
+def _per_point_observation_rows(model, params):
+    """Compute on the observed rows only, when the observations pick rows of the data.
+
+    A parameter computed on every row of the data and then indexed by a constant
+    (``mu[mask]``, ``mu[rows]``) equals the parameter computed on the picked rows
+    (rows do not interact: locality, checked when compiling). Each data container
+    inside becomes a per-point input named like it, holding the picked rows, and
+    numeric constants with a row per data row are picked too. Returns the new
+    parameters and ``{input: (container, rows)}``.
+    """
+    reads = observation_rows(model, params)
+    if not reads or len({tuple(rows) for _, _, rows in reads}) > 1:
+        return params, {}  # several different selections: left as they are
+    rows = reads[0][2]
+    copies = {}
+    replacements = {}
+    for read, expression, _ in reads:
+        inner = {}
+        n_rows = int(expression.shape[0].eval())  # the data rows picked from
+        for container in data_containers(model, [expression]):
+            value = container.get_value()
+            if not (np.ndim(value) and len(value) == n_rows):
+                continue  # group level: read through an index, or held
+            if container not in copies:
+                shape = (None, *container.type.shape[1:])
+                copies[container] = pt.tensor(container.name, dtype=container.dtype, shape=shape)
+            inner[container] = copies[container]
+        for const in graph_inputs([expression]):
+            numeric = isinstance(const, Constant) and getattr(const.type, "ndim", 0)
+            if numeric and const.data.shape[0] == n_rows:
+                inner[const] = pt.constant(const.data[rows])
+        replacements[read] = graph_replace(expression, inner, strict=False)
+    params = replace_rebuilding(params, replacements, keep=model.free_RVs)
+    return params, {copy: (container, rows) for container, copy in copies.items()}
 
 
 def _generic_likelihood(rv, model):
@@ -195,7 +236,9 @@ class Predictive:
         else:
             likelihood, params = zero_modified_likelihood(rv) or _generic_likelihood(rv, model)
         params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
-        params, group_inputs = _per_point_group_inputs(model, params)
+        params, row_inputs = _per_point_observation_rows(model, params)
+        params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
+        group_inputs = {**row_inputs, **group_inputs}
         inputs = [c for c in data_containers(model, params) if is_float(c)]
         self = cls.__new__(cls)
         self._init(likelihood, params, [*inputs, *group_inputs], rv.name)
