@@ -305,3 +305,49 @@ def test_zero_modified_families_against_scipy(family, pmf, phi):
     mass = p > 0
     direct = np.sum(p[mass] * (np.log(p[mass]) - np.log(pmf(other, k[mass]))))
     np.testing.assert_allclose(family.kl_divergence(phi[None], other[None])[0], direct, rtol=1e-8)
+
+
+def test_censored_normal_against_scipy():
+    """Fisher information from finite-difference scores of SciPy's logcdf/logpdf/logsf
+    (masses at the bounds + quadrature between); KL and entropy the same way."""
+    from scipy import integrate
+
+    from pm_sens.families import censored_normal
+
+    lower, upper = -0.5, 0.9
+    phi, other = np.array([0.3, 1.2]), np.array([0.35, 1.1])
+
+    def logp(theta, y):
+        law = stats.norm(*theta)
+        return (
+            law.logcdf(lower) if y <= lower else law.logsf(upper) if y >= upper else law.logpdf(y)
+        )
+
+    def score(y, h=1e-6):
+        return np.array(
+            [(logp(phi + h * e, y) - logp(phi - h * e, y)) / (2 * h) for e in np.eye(2)]
+        )
+
+    def expect(f):
+        masses = sum(np.exp(logp(phi, b)) * f(b) for b in (lower, upper))
+        inner = integrate.quad_vec(
+            lambda y: np.exp(logp(phi, y)) * f(y), lower, upper, epsabs=1e-13
+        )
+        return masses + inner[0]
+
+    fisher = expect(lambda y: np.outer(score(y), score(y)))
+    np.testing.assert_allclose(
+        censored_normal.fisher_information(phi[None], lower, upper)[0], fisher, rtol=1e-7
+    )
+    kl = expect(lambda y: logp(phi, y) - logp(other, y))
+    np.testing.assert_allclose(
+        censored_normal.kl_divergence(phi, other, lower, upper), kl, rtol=1e-9
+    )
+    entropy = expect(lambda y: -logp(phi, y))
+    np.testing.assert_allclose(censored_normal.entropy(phi, lower, upper), entropy, rtol=1e-9)
+    # no censoring: the Normal's (μ, σ) information diag(1/σ², 2/σ²)
+    np.testing.assert_allclose(
+        censored_normal.fisher_information(phi[None], -np.inf, np.inf)[0],
+        np.diag([1 / 1.44, 2 / 1.44]),
+        rtol=1e-12,
+    )

@@ -531,11 +531,13 @@ def test_dask_backed_points_give_the_in_memory_values():
         "zero_inflated_negative_binomial",
         "hurdle_poisson",
         "hurdle_negative_binomial",
+        "censored_normal",
     ],
 )
-def test_closed_form_zero_modified_counts_equal_the_summation_route(name, monkeypatch):
+def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch):
     """R-sens (both modes) is the same by either route; R-sens2 too where the two
-    parametrizations are linear in each other (Poisson base: ψ, μ vs 1 − ψ, ψ, μ)."""
+    parametrizations are linear in each other (Poisson base: ψ, μ vs 1 − ψ, ψ, μ;
+    censored Normal: μ, σ in both)."""
     build, _ = CASES[name]
     x = np.linspace(-1, 1, 5)
 
@@ -545,7 +547,8 @@ def test_closed_form_zero_modified_counts_equal_the_summation_route(name, monkey
         return pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
 
     closed = {mode: run(mode) for mode in ("draw", "moment")}
-    monkeypatch.setattr(pm_sens.graph.predictive, "zero_modified_likelihood", lambda rv: None)
+    for recognizer in ("zero_modified_likelihood", "censored_normal_likelihood"):
+        monkeypatch.setattr(pm_sens.graph.predictive, recognizer, lambda rv: None)
     summed = {mode: run(mode) for mode in ("draw", "moment")}
     for mode in ("draw", "moment"):
         assert closed[mode].attrs["likelihood"] == name
@@ -553,7 +556,7 @@ def test_closed_form_zero_modified_counts_equal_the_summation_route(name, monkey
         np.testing.assert_allclose(
             closed[mode]["rsens"].values, summed[mode]["rsens"].values, rtol=1e-7
         )
-    if "poisson" in name:
+    if "poisson" in name or name == "censored_normal":
         np.testing.assert_allclose(
             closed["draw"]["rsens2"].values, summed["draw"]["rsens2"].values, rtol=1e-6
         )

@@ -10,6 +10,7 @@ from pm_sens.families import (
     beta,
     binomial,
     categorical,
+    censored_normal,
     exponential,
     gamma,
     laplace,
@@ -52,6 +53,7 @@ DEFAULT_MOMENT_FAMILY = {
 }
 
 STUDENTT = studentt.FAMILY
+CENSORED_NORMAL = censored_normal.FAMILY
 NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
@@ -76,6 +78,7 @@ def get_moment_family(name: str) -> Family:
 
 
 __all__ = [
+    "CENSORED_NORMAL",
     "DEFAULT_MOMENT_FAMILY",
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",

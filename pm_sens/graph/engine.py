@@ -357,7 +357,7 @@ def compile_predictive(
     phi = pt.stack(components, axis=-1)
     components = [components[i] for i in varying]
 
-    fixed = likelihood.fixed(*params)
+    fixed = likelihood.fixed(*params) if mode == "draw" or likelihood.matched_fixed else {}
     outputs = [phi, *_derivatives(components, wrts, one_dimensional, n_features, order)]
     outputs += list(fixed.values())
     function = pytensor.function(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.random import basic as rv
 
@@ -31,6 +32,9 @@ class Likelihood:
     draw_parameters: Callable
     moments: Callable
     fixed: Callable = field(default=lambda *params: {})
+    #: whether the fixed parameters also describe the moment-matched family
+    #: (Binomial n) or only the per-draw one (censoring bounds)
+    matched_fixed: bool = True
     #: user-facing parameter name -> (PyMC parameter it sets, function of all given parameters)
     aliases: dict = field(default_factory=dict)
     #: E[y] per draw when it differs from the first moment above (Binomial: n·p)
@@ -329,3 +333,63 @@ def zero_modified_likelihood(observed):
         _zero_modified_moments(base, hurdle),
     )
     return likelihood, [weights[..., 1], *params]
+
+
+def _censored_normal_moments(mu, sigma, lower, upper):
+    """Mean and variance of Normal(μ, σ) censored at constant bounds (l, u)."""
+    parts = []
+    for bound in (lower, upper):
+        # an infinite bound holds no mass; computing with a finite stand-in keeps
+        # the derivatives finite (0 · inf would give nan)
+        infinite = pt.isinf(bound)
+        safe = pt.switch(infinite, 0.0, bound)
+        z = (safe - mu) / sigma
+        density = pt.exp(-(z**2) / 2) / np.sqrt(2 * np.pi)
+        cdf = pt.switch(infinite, pt.gt(bound, 0) * 1.0, 0.5 * pt.erfc(-z / np.sqrt(2)))
+        parts.append((safe, z, pt.switch(infinite, 0.0, density), cdf))
+    (low, a, density_a, cdf_a), (high, b, density_b, cdf_b) = parts
+    m0 = cdf_b - cdf_a
+    m1 = density_a - density_b
+    m2 = m0 + a * density_a - b * density_b
+    mean = low * cdf_a + high * (1 - cdf_b) + mu * m0 + sigma * m1
+    square = (
+        low**2 * cdf_a + high**2 * (1 - cdf_b) + mu**2 * m0 + 2 * mu * sigma * m1 + sigma**2 * m2
+    )
+    return mean, square - mean**2
+
+
+def censored_normal_likelihood(observed):
+    """The closed-form censored Normal (Tobit), if ``observed`` is one.
+
+    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)`` with bounds that are
+    constants (a bound held in a ``pm.Data`` container goes through PyMC's logp
+    instead, where it may be an input). Returns the `Likelihood` and its
+    parameters ``[mu, sigma, lower, upper]``, or None.
+    """
+    from pymc.distributions.censored import CensoredRV
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import graph_inputs
+
+    op = observed.owner.op
+    if not isinstance(op, CensoredRV):
+        return None
+    base, lower, upper = op.dist_params(observed.owner)
+    if not isinstance(base.owner.op, rv.NormalRV):
+        return None
+    # PyMC writes a missing bound as the base variable itself (clips nothing)
+    lower = pt.constant(-np.inf) if lower is base else lower
+    upper = pt.constant(np.inf) if upper is base else upper
+    if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
+        return None
+    mu, sigma = base.owner.op.dist_params(base.owner)
+    likelihood = Likelihood(
+        "censored_normal",
+        "real",
+        ("mu", "sigma", "lower", "upper"),
+        families.CENSORED_NORMAL,
+        lambda mu, sigma, lower, upper: [mu, sigma],
+        _censored_normal_moments,
+        fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
+        matched_fixed=False,
+    )
+    return likelihood, [mu, sigma, lower, upper]

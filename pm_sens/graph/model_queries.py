@@ -71,13 +71,20 @@ def group_level_reads(model, outputs, indices=()):
             continue
         base, index = node.inputs
         if (
-            base in containers
+            _indexes_first_axis(node)
+            and base in containers
             and index in index_variables
             and is_float(base)
             and not is_float(index)
         ):
             reads.append((node.outputs[0], base, index))
     return reads
+
+
+def _indexes_first_axis(node):
+    """Whether an advanced indexing node indexes the first axis only (``x[idx]``)."""
+    positions = getattr(node.op, "idx_list", (0,))
+    return len(positions) == 1 and not isinstance(positions[0], slice)
 
 
 def observation_rows(model, outputs):
@@ -93,7 +100,7 @@ def observation_rows(model, outputs):
         if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
             continue
         expression, index = node.inputs
-        if not isinstance(index, Constant) or index.type.ndim != 1:
+        if not _indexes_first_axis(node) or not isinstance(index, Constant) or index.ndim != 1:
             continue
         if any(var in containers for var in ancestors([expression])):
             data = np.asarray(index.data)

@@ -11,6 +11,7 @@ from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import (
     LIKELIHOODS_BY_NAME,
     Likelihood,
+    censored_normal_likelihood,
     likelihood_for_op,
     zero_modified_likelihood,
 )
@@ -234,7 +235,11 @@ class Predictive:
         if likelihood is not None:
             params = op.dist_params(rv.owner)
         else:
-            likelihood, params = zero_modified_likelihood(rv) or _generic_likelihood(rv, model)
+            likelihood, params = (
+                zero_modified_likelihood(rv)
+                or censored_normal_likelihood(rv)
+                or _generic_likelihood(rv, model)
+            )
         params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
         params, row_inputs = _per_point_observation_rows(model, params)
         params, group_inputs = _per_point_group_inputs(model, params, row_inputs)

@@ -43,7 +43,7 @@ class EntropyAccumulator:
         """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R))."""
         self.count += len(phi)
         if not self.family.discrete:
-            self.aleatoric_sum += self.family.entropy(phi).sum(0)
+            self.aleatoric_sum += self.family.entropy(phi, **fixed).sum(0)
             return
         top = int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1
         if top > self.pmf_sum.shape[1]:

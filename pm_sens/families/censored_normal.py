@@ -1,0 +1,133 @@
+"""Normal(μ, σ) censored at fixed bounds l < u (Tobit), in (μ, σ).
+
+With ``a = (l − μ)/σ``, ``b = (u − μ)/σ``, the law has masses ``Φ(a)`` at l and
+``1 − Φ(b)`` at u and the Normal density between. Everything follows from the
+standard normal's partial moments ``M_k = ∫_a^b z^k φ(z) dz``
+(``M_0 = Φ(b) − Φ(a)``, ``M_1 = φ(a) − φ(b)``,
+``M_k = (k−1) M_{k−2} + a^{k−1} φ(a) − b^{k−1} φ(b)``):
+
+- Fisher information, from the interior scores ``(z/σ, (z² − 1)/σ)`` and the
+  scores at the masses: ``σ² I = [[M_2, M_3 − M_1], [M_3 − M_1, M_4 − 2M_2 + M_0]]
+  + φ(a)²/Φ(a) [[1, a], [a, a²]] + φ(b)²/(1 − Φ(b)) [[1, b], [b, b²]]``;
+- KL and entropy: the masses' terms plus the interior expectation of a
+  quadratic in z.
+"""
+
+import numpy as np
+from scipy import special
+
+from pm_sens.families._base import Family, log1p_gap, stack_matrix
+
+_LOG_ROOT_2PI = 0.5 * np.log(2 * np.pi)
+
+
+def _standardized(phi, lower, upper):
+    mu, sigma = phi[..., 0], phi[..., 1]
+    with np.errstate(invalid="ignore"):
+        return mu, sigma, (lower - mu) / sigma, (upper - mu) / sigma
+
+
+def _log_pdf(z):
+    return -0.5 * z**2 - _LOG_ROOT_2PI
+
+
+def _masses(a, b):
+    """Log Φ(a) and log(1 − Φ(b)) (−inf at an infinite bound)."""
+    return special.log_ndtr(a), special.log_ndtr(-b)
+
+
+def _tail_term(z, power):
+    """``z^power φ(z)``, 0 at an infinite bound."""
+    finite = np.isfinite(z)
+    safe = np.where(finite, z, 0.0)
+    return np.where(finite, safe**power * np.exp(_log_pdf(safe)), 0.0)
+
+
+def partial_moments(a, b, order=4):
+    """``M_0 … M_order`` of the standard normal over (a, b), stacked on a last axis."""
+    moments = [special.ndtr(b) - special.ndtr(a), _tail_term(a, 0) - _tail_term(b, 0)]
+    for k in range(2, order + 1):
+        moments.append((k - 1) * moments[k - 2] + _tail_term(a, k - 1) - _tail_term(b, k - 1))
+    return np.stack(moments, -1)
+
+
+def _mass_information(z, log_mass):
+    """``φ(z)²/P (1, z, z²)``: a mass P at a standardized bound z (0 if none).
+
+    The scores there are ``∓φ(z)/(σP) (1, z)``.
+    """
+    finite = np.isfinite(z) & np.isfinite(log_mass)
+    safe = np.where(finite, z, 0.0)
+    weight = np.where(finite, np.exp(2 * _log_pdf(safe) - np.where(finite, log_mass, 0.0)), 0.0)
+    return weight, weight * safe, weight * safe**2
+
+
+def fisher_information(phi, lower, upper):
+    """Fisher information of (μ, σ), (..., 2, 2)."""
+    _, sigma, a, b = _standardized(phi, lower, upper)
+    m = partial_moments(a, b)
+    low_mass, high_mass = _masses(a, b)
+    wa, wa1, wa2 = _mass_information(a, low_mass)
+    wb, wb1, wb2 = _mass_information(b, high_mass)
+    s2 = sigma**2
+    mu_mu = (m[..., 2] + wa + wb) / s2
+    mu_sigma = (m[..., 3] - m[..., 1] + wa1 + wb1) / s2
+    sigma_sigma = (m[..., 4] - 2 * m[..., 2] + m[..., 0] + wa2 + wb2) / s2
+    return stack_matrix([[mu_mu, mu_sigma], [mu_sigma, sigma_sigma]])
+
+
+def log_density(phi, y, lower, upper):
+    """Log mass at a bound, log density between."""
+    mu, sigma, a, b = _standardized(phi, lower, upper)
+    low_mass, high_mass = _masses(a, b)
+    y = np.asarray(y, dtype=float)
+    interior = _log_pdf((y - mu) / sigma) - np.log(sigma)
+    return np.where(y <= lower, low_mass, np.where(y >= upper, high_mass, interior))
+
+
+def kl_divergence(phi_p, phi_q, lower, upper):
+    """KL(p ‖ q) for the same bounds: the masses' terms and the interior's.
+
+    Between the bounds ``log p/q = −log r + ((r z + d)² − z²)/2`` with
+    ``r = σ_p/σ_q``, ``d = (μ_p − μ_q)/σ_q`` and z standardized under p.
+    """
+    mu_p, sigma_p, a_p, b_p = _standardized(phi_p, lower, upper)
+    mu_q, sigma_q, a_q, b_q = _standardized(phi_q, lower, upper)
+    m = partial_moments(a_p, b_p, order=2)
+    r2_minus_1 = np.expm1(2 * (np.log(sigma_p) - np.log(sigma_q)))
+    r, d = sigma_p / sigma_q, (mu_p - mu_q) / sigma_q
+    # −log r · M0 + (r² − 1) M2/2 = M0 g(r² − 1)/2 + (r² − 1)(M2 − M0)/2
+    interior = (
+        m[..., 0] * log1p_gap(r2_minus_1) / 2
+        + r2_minus_1 * (m[..., 2] - m[..., 0]) / 2
+        + r * d * m[..., 1]
+        + d**2 * m[..., 0] / 2
+    )
+    total = interior
+    for log_p, log_q in zip(_masses(a_p, b_p), _masses(a_q, b_q), strict=True):
+        with np.errstate(invalid="ignore"):
+            term = np.exp(log_p) * (log_p - log_q)
+        total = total + np.where(np.isfinite(log_p), term, 0.0)
+    return total
+
+
+def entropy(phi, lower, upper):
+    """``−E[log p]``: the masses enter with their log mass."""
+    _, sigma, a, b = _standardized(phi, lower, upper)
+    m = partial_moments(a, b, order=2)
+    total = m[..., 0] * (np.log(sigma) + _LOG_ROOT_2PI) + m[..., 2] / 2
+    for log_mass in _masses(a, b):
+        with np.errstate(invalid="ignore"):
+            total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
+    return total
+
+
+FAMILY = Family(
+    "censored_normal",
+    "real",
+    ("mu", "sigma"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy=entropy,
+)
