@@ -8,8 +8,9 @@ run after a warm-up call that compiles, as ratios:
 - a zero-inflated Poisson regression through the summation route (PyMC's logp
   summed over the support) ÷ the same model through its closed form;
 - the same closed form ÷ a Poisson regression (what zero inflation costs);
-- a censored Normal regression (quadrature, with the point mass at the bound)
-  ÷ the Normal regression (closed form).
+- a censored Normal regression through the quadrature route (with the point
+  mass at the bound) ÷ the same model through its closed form (Tobit);
+- that closed form ÷ the Normal regression.
 """
 
 import argparse
@@ -42,14 +43,17 @@ def regression(rng, n, d, likelihood):
 
 
 @contextmanager
-def summation_route():
-    """Read zero-inflated and hurdle counts through PyMC's logp, not their closed forms."""
-    recognize = predictive.zero_modified_likelihood
-    predictive.zero_modified_likelihood = lambda rv: None
+def logp_route():
+    """Read likelihoods through PyMC's logp, not their closed forms."""
+    recognizers = ("zero_modified_likelihood", "censored_normal_likelihood")
+    saved = {name: getattr(predictive, name) for name in recognizers}
+    for name in recognizers:
+        setattr(predictive, name, lambda rv: None)
     try:
         yield
     finally:
-        predictive.zero_modified_likelihood = recognize
+        for name, recognize in saved.items():
+            setattr(predictive, name, recognize)
 
 
 def seconds(model, idata, mode, repeats=2):
@@ -68,22 +72,27 @@ def main():
     chains, draws, n, d = (2, 200, 200, 5) if args.quick else (4, 1000, 1000, 5)
     rng = np.random.default_rng(0)
     print(f"S={chains * draws} N={n} D={d}; seconds (best of 2) and their ratio")
-    zip_closed = regression(rng, n, d, "zero_inflated_poisson")
-    idata = fake_posterior(zip_closed, rng, chains, draws)
-    with summation_route():
-        zip_summed = regression(rng, n, d, "zero_inflated_poisson")
-        pm_sens.sensitivity(idata, zip_summed, progressbar=False)  # reads it now
+    idata = fake_posterior(regression(rng, n, d, "poisson"), rng, chains, draws)
     models = {
-        "zero-inflated Poisson, summation": zip_summed,
-        "zero-inflated Poisson, closed form": zip_closed,
+        "zero-inflated Poisson, closed form": regression(rng, n, d, "zero_inflated_poisson"),
         "Poisson, closed form": regression(rng, n, d, "poisson"),
-        "censored Normal, quadrature": regression(rng, n, d, "censored_normal"),
+        "censored Normal, closed form": regression(rng, n, d, "censored_normal"),
         "Normal, closed form": regression(rng, n, d, "normal"),
     }
+    with logp_route():
+        for name in ("zero_inflated_poisson", "censored_normal"):
+            label = (
+                "zero-inflated Poisson, summation"
+                if "poisson" in name
+                else "censored Normal, quadrature"
+            )
+            models[label] = regression(rng, n, d, name)
+            pm_sens.sensitivity(idata, models[label], progressbar=False)  # reads it now
     pairs = [
         ("zero-inflated Poisson, summation", "zero-inflated Poisson, closed form"),
         ("zero-inflated Poisson, closed form", "Poisson, closed form"),
-        ("censored Normal, quadrature", "Normal, closed form"),
+        ("censored Normal, quadrature", "censored Normal, closed form"),
+        ("censored Normal, closed form", "Normal, closed form"),
     ]
     for mode in ("draw", "moment"):
         times = {name: seconds(model, idata, mode) for name, model in models.items()}

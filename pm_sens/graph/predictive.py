@@ -209,9 +209,14 @@ class Predictive:
         """Read the predictive of an observed variable of ``model``.
 
         The family comes from the observed RV's distribution and the parameters
-        from its node (``op.dist_params``); the inputs are the float ``pm.Data``
-        containers those parameters depend on. Integer containers (group
-        indices, flags) are held at their values.
+        from its node (``op.dist_params``): a closed-form family where pm_sens
+        has one (incl. zero-inflated and hurdle Poisson / negative binomial and
+        the censored Normal), else the leaf parameters of the distribution's
+        graph, evaluated through PyMC's ``logp`` (mixtures, censored, truncated,
+        custom and other univariate likelihoods; see the user guide). The inputs
+        are the float ``pm.Data`` containers those parameters depend on; integer
+        containers (group indices, flags) are held at their values. Observations
+        that pick rows of the data (``mu[mask]``) are computed on those rows.
         """
         rv = observed_variable(model, var_name)
         op = rv.owner.op
