@@ -1,5 +1,6 @@
 """`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -430,6 +431,14 @@ def sensitivity(
     }
     if generic is not None:
         attrs["rule_mass_error"] = generic.mass_error
+        if generic.mass_error > 1e-6:
+            warnings.warn(
+                f"the quadrature of the {generic.name!r} likelihood integrates its density to "
+                f"1 only within {generic.mass_error:.2g}, so its results may be as inaccurate "
+                "(a density that jumps inside its support, e.g. a pm.CustomDist on a bounded "
+                "support with no default transform)",
+                stacklevel=2,
+            )
     return attach(
         idata, "sensitivity", result_dataset(results, ctx, mode, attrs), extend_inferencedata
     )

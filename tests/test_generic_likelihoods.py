@@ -592,3 +592,29 @@ def test_observed_rows_picked_by_a_mask_equal_the_model_on_those_rows(rng):
     got = pm_sens.permutation_importance(idata, masked, **kw)["permutation_importance"]
     expected = pm_sens.permutation_importance(idata, direct, **kw)["permutation_importance"]
     np.testing.assert_allclose(got["likelihood_pfi"].values, expected["likelihood_pfi"].values)
+
+
+def test_a_rule_that_misses_mass_is_reported():
+    """A discrete CustomDist with negative values is refused; a continuous one whose
+    density jumps at a support bound it does not declare gets a warning."""
+    x = np.linspace(-1, 1, 5)
+    idata = posterior({"b": np.array([[0.5]])})
+
+    def shifted_poisson(value, mu):
+        return pm.logp(pm.Poisson.dist(mu), value + 2)
+
+    def exponential(value, lam):
+        return pt.switch(value >= 0, pt.log(lam) - lam * value, -np.inf)
+
+    with pm.Model() as discrete:
+        b = pm.Normal("b")
+        rate = pt.exp(b * pm.Data("x", x))
+        pm.CustomDist("y", rate, logp=shifted_poisson, observed=np.ones(5, int), dtype="int64")
+    with pytest.raises(ValueError, match=r"puts mass .* outside 0, 1, 2, .* negative values"):
+        pm_sens.sensitivity(idata, discrete, mode="draw", progressbar=False)
+    with pm.Model() as continuous:
+        b = pm.Normal("b")
+        pm.CustomDist("y", pt.exp(b * pm.Data("x", x)), logp=exponential, observed=np.ones(5))
+    with pytest.warns(UserWarning, match=r"integrates its density to 1 only within"):
+        out = pm_sens.sensitivity(idata, continuous, mode="draw", progressbar=False)
+    assert out["sensitivity"].attrs["rule_mass_error"] > 1e-6

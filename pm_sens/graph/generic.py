@@ -528,8 +528,15 @@ class GenericLikelihood:
             # nodes without mass (or that underflowed onto a boundary) may score nan
             w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
             self.mass_error = max(self.mass_error, float(np.max(np.abs(w.sum(0) - 1))))
+            if self.discrete and self.mass_error > 1e-6:
+                raise ValueError(
+                    f"the {self.name!r} likelihood puts mass {self.mass_error:.3g} outside "
+                    "0, 1, 2, …, the values pm_sens sums over: discrete likelihoods with "
+                    "negative values are not supported"
+                )
             derivatives = [d.reshape(*y.shape, *d.shape[1:]) for d in derivatives]
-            value = integrand(y, logp, *derivatives)
+            with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
+                value = integrand(y, logp, *derivatives)
             w = w.reshape(w.shape + (1,) * (value.ndim - w.ndim))
             with np.errstate(invalid="ignore"):
                 block = np.where(w > 0, w * value, 0.0).sum(0)
