@@ -556,6 +556,11 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
         np.testing.assert_allclose(
             closed[mode]["rsens"].values, summed[mode]["rsens"].values, rtol=1e-7
         )
+    # moment mode: both match the same family in (mean, variance), so R-sens2
+    # agrees too (second derivatives of the mean and variance by the score identity)
+    np.testing.assert_allclose(
+        closed["moment"]["rsens2"].values, summed["moment"]["rsens2"].values, rtol=1e-5
+    )
     if "poisson" in name or name == "censored_normal":
         np.testing.assert_allclose(
             closed["draw"]["rsens2"].values, summed["draw"]["rsens2"].values, rtol=1e-6
