@@ -149,11 +149,15 @@ def likelihood_leaves(rv, model_rvs):
     truncated likelihood) are entered; model random variables are leaves' ancestors.
     """
     leaves = []
-    for param, core in _distribution_inputs(rv.owner):
+    for position, (param, core) in enumerate(_distribution_inputs(rv.owner)):
         if _is_distribution(param) and param not in model_rvs:
             leaves += likelihood_leaves(param, model_rvs)
         elif not _is_constant(param):
-            leaves.append(Leaf(param, core, rv))
+            leaf = Leaf(param, core, rv)
+            # the variable's name, else the distribution's and the position
+            op_name = getattr(rv.owner.op, "name", None) or type(rv.owner.op).__name__
+            leaf.name = param.name or f"{op_name.removesuffix('RV').lower()}_{position}"
+            leaves.append(leaf)
     return leaves
 
 
@@ -354,10 +358,17 @@ class GenericLikelihood:
         self._per_row = None
         #: largest |Σ weights − 1| of the rules used so far (see `expectation`)
         self.mass_error = 0.0
-        labels = []
-        for i, leaf in enumerate(self.leaves):
-            labels += leaf.labels(leaf.var.name or f"param_{i}")
-        self.labels = tuple(labels)
+        names = [leaf.name for leaf in self.leaves]
+        # two components of the same family: normal_0, normal_1, normal_0#2, normal_1#2
+        names = [
+            n if not names[:i].count(n) else f"{n}#{names[:i].count(n) + 1}"
+            for i, n in enumerate(names)
+        ]
+        self.labels = tuple(
+            label
+            for leaf, name in zip(self.leaves, names, strict=True)
+            for label in leaf.labels(name)
+        )
 
     def __getstate__(self):
         # compiled functions stay in the process that built them
