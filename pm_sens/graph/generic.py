@@ -642,10 +642,11 @@ class GenericLikelihood:
 
 
 def _function(inputs, outputs, replacements):
-    """Compile ``outputs`` after ``replacements``; every other graph input is an error.
+    """A function of ``outputs`` after ``replacements``; any other graph input is an error.
 
-    The function runs one call at a time: it keeps inputs and outputs in shared
-    storage, and dask may evaluate blocks in threads.
+    It is compiled at its first call and runs one call at a time (a compiled
+    function keeps inputs and outputs in shared storage, and dask may evaluate
+    blocks in threads).
     """
     outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
@@ -657,12 +658,14 @@ def _function(inputs, outputs, replacements):
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    function = pytensor.function(inputs, outputs, on_unused_input="ignore")
+    compiled = []  # compiled at the first call: a call may need only some functions
     lock = threading.Lock()
 
     def call(*args):
         with lock:
-            return function(*args)
+            if not compiled:
+                compiled.append(pytensor.function(inputs, outputs, on_unused_input="ignore"))
+            return compiled[0](*args)
 
     return call
 
