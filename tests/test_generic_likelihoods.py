@@ -326,13 +326,29 @@ def test_per_draw_rsens_matches_scipy_finite_difference_kl(name):
         assert 0 <= out.attrs["rule_mass_error"] < 1e-6
 
 
-def test_generic_kl_method_agrees_with_rsens():
-    build, _ = CASES["zero_inflated_poisson"]
+@pytest.mark.parametrize("name", ["hurdle_gamma", "zero_inflated_binomial"])
+def test_kl_and_mean_baselines_through_the_generic_route(name):
+    """Central-difference KL → R-sens; EAD/AED from the mean's derivative:
+    E[y] = ψ μ for both (hurdle Gamma: ψ·μ; zero-inflated binomial: ψ·n·p)."""
+    build, _ = CASES[name]
     model, idata = _fit(build)
     out = pm_sens.sensitivity(
-        idata, model, mode="draw", method=["rsens", "kl"], kl_scheme="central", progressbar=False
+        idata,
+        model,
+        mode="draw",
+        method=["rsens", "kl", "ead", "aed", "var"],
+        kl_scheme="central",
+        progressbar=False,
     )["sensitivity"]
     np.testing.assert_allclose(out["kl"].values, out["rsens"].values, rtol=1e-5)
+    if name == "hurdle_gamma":  # 0.7 exp(B x)
+        slope = 0.7 * B * np.exp(B * XS)
+    else:  # 0.8 · 12 · σ(B x)
+        p = _sigmoid(B * XS)
+        slope = 0.8 * 12 * B * p * (1 - p)
+    np.testing.assert_allclose(out["ead"].values[0, 0, :, 0], np.abs(slope), rtol=1e-6)
+    np.testing.assert_allclose(out["aed"].values[0, 0, 0], np.abs(slope.mean()), rtol=1e-6)
+    assert np.all(np.isfinite(out["var"].values))
 
 
 def _special_case_models(build_special, build_plain, interactions):
