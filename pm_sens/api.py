@@ -380,11 +380,6 @@ def sensitivity(
         extend_inferencedata=extend_inferencedata,
     )
     matched = _matched_family(ctx.predictive, mode, family)
-    if "kl" in methods and matched is None:
-        raise ValueError(
-            f"method='kl' needs the KL divergence of the {ctx.predictive.family!r} "
-            "likelihood, which pm_sens does not know"
-        )
 
     generic = ctx.predictive.likelihood.generic
     if generic is not None:
@@ -418,7 +413,7 @@ def sensitivity(
         "method": methods,
         "mode": mode,
         "alpha": alpha,
-        "family": matched.name if matched is not None else ctx.predictive.family,
+        "family": matched.name,
         "likelihood": ctx.predictive.family,
         "var_name": ctx.predictive.var_name or "",
         "parametrization": "mean-variance",

@@ -35,14 +35,8 @@ PDP_KINDS = ("mean", "entropy", "log_likelihood")
 
 
 def _context(idata, model, **kwargs):
-    """The shared context; integer inputs allowed, the family's densities required."""
-    ctx = make_context(idata, model, differentiable=False, lazy_points=False, **kwargs)
-    if ctx.predictive.likelihood.draw_family is None:
-        raise ValueError(
-            f"entropies and log densities of the {ctx.predictive.family!r} likelihood are "
-            "not known to pm_sens; uncertainty attribution needs one of its families"
-        )
-    return ctx
+    """The shared context; integer inputs allowed (they can be permuted)."""
+    return make_context(idata, model, differentiable=False, lazy_points=False, **kwargs)
 
 
 def _observed(idata, ctx, observed):

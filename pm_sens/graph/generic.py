@@ -53,7 +53,7 @@ from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
-from pm_sens.graph.model_queries import replace_rebuilding
+from pm_sens.graph.model_queries import censored_parts, replace_rebuilding
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
 N_NODES = 64
@@ -212,10 +212,7 @@ class _Parts:
         if isinstance(op, _BaseMixtureRV):
             return self._mixture(out, lower, upper)
         if isinstance(op, CensoredRV):
-            base, low, high = op.dist_params(out.owner)
-            # PyMC writes a missing bound as the base variable itself (clips nothing)
-            low = pt.constant(-np.inf) if low is base else low
-            high = pt.constant(np.inf) if high is base else high
+            base, low, high = censored_parts(out)
             low, high = pt.maximum(low, lower), pt.minimum(high, upper)
             low_mass = pt.exp(pm.logcdf(base, low))
             high_mass = -pt.expm1(pm.logcdf(base, high))
@@ -343,7 +340,7 @@ class GenericLikelihood:
         self.route = (
             f"summation over the support (tail mass < {tail:g})"
             if self.discrete
-            else f"Gauss-Legendre quadrature ({n_nodes} nodes per part) of PyMC's logp"
+            else f"Gauss-Legendre quadrature (2x{n_nodes} nodes per part) of PyMC's logp"
         )
         # a parameter expression used twice (mu = sigma = f(x)) is one parameter
         self.leaves = list({leaf.var: leaf for leaf in likelihood_leaves(rv, model_rvs)}.values())

@@ -15,10 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
+from pymc.distributions.censored import CensoredRV
+from pymc.distributions.distribution import DiracDeltaRV
+from pymc.distributions.mixture import MixtureRV, _HurdleRV
+from pymc.distributions.truncated import TruncatedRV
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
 from pm_sens.families import Family
+from pm_sens.graph.model_queries import censored_parts
 
 
 @dataclass(frozen=True)
@@ -302,10 +309,6 @@ def zero_modified_likelihood(observed):
     at 0 and the count law, truncated below at 1 for a hurdle). Returns the
     `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
     """
-    from pymc.distributions.distribution import DiracDeltaRV
-    from pymc.distributions.mixture import MixtureRV, _HurdleRV
-    from pymc.distributions.truncated import TruncatedRV
-
     op = observed.owner.op
     if not isinstance(op, MixtureRV | _HurdleRV):
         return None
@@ -366,19 +369,12 @@ def censored_normal_likelihood(observed):
     instead, where it may be an input). Returns the `Likelihood` and its
     parameters ``[mu, sigma, lower, upper]``, or None.
     """
-    from pymc.distributions.censored import CensoredRV
-    from pytensor.graph.basic import Constant
-    from pytensor.graph.traversal import graph_inputs
-
     op = observed.owner.op
     if not isinstance(op, CensoredRV):
         return None
-    base, lower, upper = op.dist_params(observed.owner)
+    base, lower, upper = censored_parts(observed)
     if not isinstance(base.owner.op, rv.NormalRV):
         return None
-    # PyMC writes a missing bound as the base variable itself (clips nothing)
-    lower = pt.constant(-np.inf) if lower is base else lower
-    upper = pt.constant(np.inf) if upper is base else upper
     if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
         return None
     mu, sigma = base.owner.op.dist_params(base.owner)

@@ -1,6 +1,7 @@
 """Small queries on a PyMC model's graph, and one way to rewrite it."""
 
 import numpy as np
+import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, clone_get_equiv
 from pytensor.graph.traversal import ancestors, apply_ancestors
 from pytensor.tensor.sharedvar import TensorSharedVariable
@@ -107,6 +108,17 @@ def observation_rows(model, outputs):
             rows = np.flatnonzero(data) if data.dtype == bool else data.astype(int)
             reads.append((node.outputs[0], expression, rows))
     return reads
+
+
+def censored_parts(censored):
+    """Base variable and bounds of a ``pm.Censored`` variable, a missing bound as ±inf.
+
+    PyMC writes a missing bound as the base variable itself (it clips nothing).
+    """
+    base, lower, upper = censored.owner.op.dist_params(censored.owner)
+    lower = pt.constant(-np.inf) if lower is base else lower
+    upper = pt.constant(np.inf) if upper is base else upper
+    return base, lower, upper
 
 
 def depends_on(output, variables) -> bool:
