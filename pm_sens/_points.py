@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array
-from pm_sens.graph.model_queries import data_containers, is_float
+from pm_sens.graph.model_queries import data_containers, indexed_lengths, is_float
 
 
 @dataclass
@@ -44,8 +44,13 @@ class PointSet:
         return self.block(0, self.n_points, rows)
 
 
-def feature_matrix(values, inputs):
-    """The differentiated inputs as one (N, D) matrix, columns in feature order."""
+def feature_matrix(values, inputs, n_points=0):
+    """The differentiated inputs as one (N, D) matrix, columns in feature order.
+
+    With no inputs, an (n_points, 0) matrix.
+    """
+    if not inputs:
+        return np.empty((n_points, 0))
     return np.concatenate([np.reshape(values[v], (np.shape(values[v])[0], -1)) for v in inputs], 1)
 
 
@@ -85,6 +90,20 @@ def _current_value(var, predictive):
     return predictive.defaults.get(var)
 
 
+def constant_columns(predictive, inputs):
+    """Whether each feature column is the same in every row of the model's data.
+
+    Such a column (an intercept column of a design matrix) cannot explain any
+    variation between points, whatever its derivative.
+    """
+    flags = []
+    for var in inputs:
+        value = _current_value(var, predictive)
+        value = np.reshape(value, (np.shape(value)[0], -1))
+        flags.extend(np.ptp(value, axis=0) == 0 if len(value) > 1 else [False] * value.shape[1])
+    return np.asarray(flags, dtype=bool)
+
+
 def _default_point_count(predictive, model, variables):
     if predictive.var_name is not None:
         return int(np.shape(model.rvs_to_values[model[predictive.var_name]].eval())[0])
@@ -95,44 +114,67 @@ def _default_point_count(predictive, model, variables):
     return None
 
 
-def resolve_inputs(predictive, model, inputs, differentiable=True):
-    """The input variables, and all data variables of the predictive.
+def _group_indices(predictive):
+    """Integer containers through which per-point copies of group-level values are read."""
+    return [
+        index for _, index in predictive.group_inputs.values() if not isinstance(index, np.ndarray)
+    ]
 
-    Default: the predictive's float inputs with one row per point. With
-    ``differentiable=False`` (permutation and grids, no derivatives), integer
-    per-point containers count as inputs too.
+
+def resolve_inputs(
+    predictive, model, inputs, differentiable=True, levels=False, lazy_points=False
+):
+    """The input variables, the categorical ones, and all data variables of the predictive.
+
+    Default: the predictive's float inputs with one row per point, and with
+    ``levels`` its integer per-point containers (group indices, flags: compared
+    level by level). With ``differentiable=False`` (permutation and grids, no
+    derivatives), integer per-point containers are plain inputs. Categorical
+    inputs are left out by default when the points are dask-backed
+    (``lazy_points``): their levels are weighed over all the points. Returns
+    ``(inputs, level_inputs, variables, n_default)``.
     """
     params = predictive.parameter_list
     containers = data_containers(model, params)
-    variables = list(dict.fromkeys([*predictive.inputs, *containers]))
+    variables = list(dict.fromkeys([*predictive.inputs, *containers, *_group_indices(predictive)]))
     n_default = _default_point_count(predictive, model, variables)
 
     def per_point(var):
         value = _current_value(var, predictive)
         return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
 
+    def categorical(var):
+        value = _current_value(var, predictive)
+        return levels and predictive.data_per_point and not is_float(var) and np.ndim(value) == 1
+
     def eligible(var):
-        return is_float(var) or not differentiable
+        return is_float(var) or not differentiable or categorical(var)
 
     candidates = [v for v in variables if eligible(v)]
     if inputs is None:
         pool = predictive.inputs if differentiable else variables
-        chosen = [v for v in pool if eligible(v) and per_point(v)]
-        if not chosen:
+        chosen = [v for v in pool if (is_float(v) or not differentiable) and per_point(v)]
+        grouped = [
+            v
+            for v in variables
+            if differentiable and categorical(v) and per_point(v) and not lazy_points
+        ]
+        if not chosen and not grouped:
             raise ValueError(
                 f"the predictions of {predictive.var_name or predictive.family!r} depend on "
                 "no float pm.Data container with one row per observation; wrap the inputs "
                 "in pm.Data (or pass inputs= / a Predictive)"
             )
-        return chosen, variables, n_default
+        return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
-    chosen = []
+    chosen, grouped = [], []
     for name in as_name_list("inputs", inputs):
         var = by_name.get(name)
         if var is None or not eligible(var):
             reason = (
                 f"is an integer container (dtype {var.dtype}); integer inputs such as group "
-                "indices are held at their values and cannot be differentiated"
+                "indices have no derivative (sensitivity() compares their levels, "
+                "permutation_importance and partial_dependence take them as they are)"
                 if var is not None
                 else "is not a data container the predictions depend on"
             )
@@ -145,8 +187,90 @@ def resolve_inputs(predictive, model, inputs, differentiable=True):
                 f"one row per point ({n_default} points); only per-point inputs "
                 "(1-D or 2-D, rows = points) are supported"
             )
-        chosen.append(var)
-    return chosen, variables, n_default
+        (grouped if differentiable and not is_float(var) else chosen).append(var)
+    return chosen, grouped, variables, n_default
+
+
+@dataclass
+class Levels:
+    """A categorical input: its levels, how often the points hold each, and their own.
+
+    Sensitivity to it compares the predictive at each point's own level with the
+    predictive at the other levels (a level change, not a rate).
+    """
+
+    variable: object
+    label: str
+    levels: np.ndarray  # (L,) the valid values
+    weights: np.ndarray  # (L,) the levels' frequency among the points
+    own: np.ndarray  # (N,) position in ``levels`` of each point's own level
+
+
+def _valid_levels(predictive, var):
+    """All valid values of an integer input: 0..length−1 if it indexes, else those seen."""
+    if var not in predictive.indexed_lengths:
+        predictive.indexed_lengths[var] = indexed_lengths(predictive.parameter_list, var)
+    lengths = predictive.indexed_lengths[var] + [
+        len(base.get_value()) for base, index in predictive.group_inputs.values() if index is var
+    ]
+    if lengths:
+        return np.arange(min(lengths)), f"0..{min(lengths) - 1}, the length of what it indexes"
+    seen = np.unique(np.asarray(_current_value(var, predictive)))
+    return seen, f"the values it holds in the model, {seen.tolist()}"
+
+
+def check_levels(predictive, points):
+    """Every integer per-point value must be a level its variable has (else an index
+    would read outside what it indexes)."""
+    for var in points.per_point:
+        if is_float(var) or is_lazy(points.values[var]) or np.ndim(points.values[var]) != 1:
+            continue
+        values = np.asarray(points.values[var])
+        levels, valid = _valid_levels(predictive, var)
+        bad = values[~np.isin(values, levels)]
+        if bad.size:
+            raise ValueError(
+                f"points[{var.name!r}] holds the level {bad[0].item()!r}, which {var.name!r} "
+                f"does not have; valid: {valid}"
+            )
+
+
+def resolve_levels(predictive, level_inputs, points):
+    """`Levels` of each categorical input at the points (checked by `check_levels`)."""
+    out = []
+    for var in level_inputs:
+        if is_lazy(points.values[var]):
+            raise ValueError(
+                f"inputs={var.name!r} is categorical and the points are dask-backed; level "
+                "sensitivities need the points in memory (or leave it out of inputs=)"
+            )
+        levels, _ = _valid_levels(predictive, var)
+        own = np.searchsorted(levels, np.asarray(points.values[var]))
+        counts = np.bincount(own, minlength=len(levels)).astype(float)
+        if np.count_nonzero(counts) < 2:
+            counts = np.ones(len(levels))  # one level among the points: weigh all alike
+        out.append(Levels(var, var.name, levels, counts / counts.sum(), own))
+    return out
+
+
+def level_values(points, predictive, level, chosen):
+    """Data values for the points as they are, then one copy of them per level in ``chosen``.
+
+    In each copy every point holds that level; group-level values read through
+    the index (``u[idx]``) follow it.
+    """
+    copies = len(chosen) + 1
+    values = {
+        var: np.concatenate([value] * copies) if var in points.per_point else value
+        for var, value in points.values.items()
+    }
+    own = np.asarray(points.values[level.variable])
+    codes = np.concatenate([own, np.repeat(chosen, points.n_points)])
+    values[level.variable] = codes.astype(level.variable.dtype)
+    for copy, (base, index) in predictive.group_inputs.items():
+        if index is level.variable:
+            values[copy] = base.get_value()[codes]
+    return values
 
 
 def _given_points(points, names):
@@ -295,6 +419,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
                 f"points give {n_points} rows but {stale} still hold(s) {n_default} "
                 "(one per original observation); pass new values for them in points too"
             )
-    dim, coords = _point_labels(model, predictive, inputs, n_points, bool(given), dataarrays)
+    labelled = inputs or per_point  # categorical inputs only: label points by them
+    dim, coords = _point_labels(model, predictive, labelled, n_points, bool(given), dataarrays)
     features = _feature_labels(model, predictive, inputs, values, dataarrays)
     return PointSet(values, per_point, n_points, dim, coords, features)

@@ -8,15 +8,22 @@ and `draw_pass` evaluate one compiled graph over all draws, chunk by chunk.
 import threading
 import weakref
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import xarray as xr
 
 from pm_sens._distributed import RemoteChunks, active_client
-from pm_sens._points import PointSet, resolve_inputs, resolve_points
+from pm_sens._points import (
+    PointSet,
+    check_levels,
+    resolve_inputs,
+    resolve_levels,
+    resolve_points,
+)
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
-from pm_sens._validate import check_bool, check_optional_positive_int, check_positive
+from pm_sens._validate import check_bool, check_optional_positive_int, check_positive, is_lazy
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.predictive import Predictive
@@ -46,6 +53,8 @@ class Context:
     memory_limit: float
     progressbar: bool
     locality_checked: bool = False
+    #: categorical inputs, compared level by level (`pm_sens._points.Levels`)
+    levels: list = field(default_factory=list)
 
 
 def make_context(
@@ -63,13 +72,15 @@ def make_context(
     extend_inferencedata,
     differentiable=True,
     lazy_points=True,
+    levels=False,
 ):
     """Check the request (no compiling) and gather what the measures need.
 
     Validates the arguments every public function shares (``progressbar``,
     ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
     inputs, points and posterior draws). Dask-backed points stay lazy if
-    ``lazy_points``, else they are read into memory.
+    ``lazy_points``, else they are read into memory. With ``levels``, integer
+    per-point inputs are categorical inputs (``ctx.levels``).
     """
     progressbar = check_bool("progressbar", progressbar)
     check_bool("extend_inferencedata", extend_inferencedata)
@@ -82,14 +93,29 @@ def make_context(
             f"predictive={type(predictive).__name__} is not valid; "
             "give a pm_sens.Predictive or None"
         )
-    diff_inputs, variables, n_default = resolve_inputs(predictive, model, inputs, differentiable)
+    diff_inputs, level_inputs, variables, n_default = resolve_inputs(
+        predictive, model, inputs, differentiable, levels, lazy_points=_is_lazy_request(points)
+    )
     pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
     if pts.lazy and not lazy_points:
         pts = pts.computed()
+    check_levels(predictive, pts)
+    level_info = resolve_levels(predictive, level_inputs, pts)
     draws = posterior_draws(
         idata, model, required_free_rvs(predictive, model), num_draws, random_seed
     )
-    return Context(model, predictive, diff_inputs, pts, draws, memory_limit, progressbar)
+    return Context(
+        model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info
+    )
+
+
+def _is_lazy_request(points):
+    """Whether some of the given points are dask-backed."""
+    if isinstance(points, dict):
+        return any(is_lazy(getattr(v, "data", v)) for v in points.values())
+    if isinstance(points, xr.Dataset):
+        return any(is_lazy(v.data) for v in points.data_vars.values())
+    return False
 
 
 def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):

@@ -8,7 +8,7 @@ import xarray as xr
 
 from pm_sens import families
 from pm_sens._blocks import run_local
-from pm_sens._points import feature_matrix, values_at
+from pm_sens._points import constant_columns, feature_matrix, level_values, values_at
 from pm_sens._runner import (
     compiled_for,
     draw_pass,
@@ -26,6 +26,7 @@ from pm_sens._validate import (
 )
 from pm_sens._version import __version__
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
+from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
 from pm_sens.measures.rsens import rsens2_local, rsens_local
 from pm_sens.measures.var import conditional_points, input_gaussian, var_sensitivity
@@ -118,37 +119,46 @@ def _feature_steps(x, delta):
     return delta * np.where(sd > 0, sd, 1.0)
 
 
-def _kl(ctx, *, mode, family, steps, scheme):
-    """Finite-difference KL sensitivity, local values (..., N, D)."""
-    uses_variance = mode == "moment" and family.uses_variance
-    compiled = compiled_for(ctx, mode, 0, uses_variance)
-    x = feature_matrix(ctx.points.values, ctx.inputs)
-    offsets = shift_offsets(steps, scheme)
-    rows = np.concatenate([x, *(x + offset for offset in offsets)])
-    values = values_at(ctx.points, ctx.inputs, rows)
-    blocks, n = len(offsets) + 1, ctx.points.n_points
-    if mode == "moment":
-        moments, fixed = moment_pass(ctx, compiled, values, uses_variance, "KL")
+def _stacked_measure(ctx, compiled, values, blocks, family, measure, width, description):
+    """``measure(phi, phi_copies, **fixed)`` on points evaluated with stacked copies.
+
+    ``values`` hold ``blocks`` copies of the points, the points as they are first.
+    Returns the measure's (N, width) array in moment mode (the moment-matched
+    family), (chain, draw, N, width) in draw mode.
+    """
+    n = ctx.points.n_points
+    if compiled.mode == "moment":
+        uses_variance = compiled.settings["uses_variance"]
+        moments, fixed = moment_pass(ctx, compiled, values, uses_variance, description)
         phi = moments.phi.reshape(blocks, n, -1)
         _check_matched(phi, family)
-        fixed = {k: v[:n] for k, v in fixed.items()}
-        return {
-            "kl": kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
-        }
-
-    out = np.empty((ctx.draws.count, n, len(steps)))
+        return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
+    out = np.empty((ctx.draws.count, n, width))
 
     def consume(draws, chunk):
-        phi = chunk["phi"].reshape(-1, blocks, n, chunk["phi"].shape[-1])
-        phi = np.moveaxis(phi, 1, 0)
+        phi = np.moveaxis(chunk["phi"].reshape(-1, blocks, n, chunk["phi"].shape[-1]), 1, 0)
         fixed = {
             k: np.broadcast_to(v, chunk["phi"].shape[:-1])[..., :n]
             for k, v in chunk["fixed"].items()
         }
-        out[draws] = kl_sensitivity(family.kl_divergence, phi[0], phi[1:], steps, scheme, **fixed)
+        out[draws] = measure(phi[0], phi[1:], **fixed)
 
-    draw_pass(ctx, compiled, values, "KL", consume)
-    return {"kl": per_draw_shape(ctx, out)}
+    draw_pass(ctx, compiled, values, description, consume)
+    return per_draw_shape(ctx, out)
+
+
+def _kl(ctx, *, mode, family, steps, scheme):
+    """Finite-difference KL sensitivity, local values (..., N, D)."""
+    compiled = compiled_for(ctx, mode, 0, mode == "moment" and family.uses_variance)
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    offsets = shift_offsets(steps, scheme)
+    rows = np.concatenate([x, *(x + offset for offset in offsets)])
+    values = values_at(ctx.points, ctx.inputs, rows)
+    measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
+    kl = _stacked_measure(
+        ctx, compiled, values, len(offsets) + 1, family, measure, len(steps), "KL"
+    )
+    return {"kl": kl}
 
 
 def _mean_gradient(ctx, *, mode, order):
@@ -205,6 +215,37 @@ def _var(ctx, *, mode, n_nodes, gaussian):
     return {"var": per_draw_shape(ctx, out)}
 
 
+def _levels(ctx, *, mode, family):
+    """Level divergences of each categorical input, and their per-point summary.
+
+    For input ``g``: ``levels_g`` (..., N, L), the divergence from each point's
+    own level to every level present among the points, and ``level_g`` (..., N),
+    its mean over the other levels weighted by their frequency.
+    """
+    compiled = compiled_for(ctx, mode, 0, mode == "moment" and family.uses_variance)
+    n = ctx.points.n_points
+    measure = partial(level_divergence, family.kl_divergence)
+    out = {}
+    for level in ctx.levels:
+        chosen = np.flatnonzero(level.weights)
+        values = level_values(ctx.points, ctx.predictive, level, level.levels[chosen])
+        divergence = _stacked_measure(
+            ctx,
+            compiled,
+            values,
+            len(chosen) + 1,
+            family,
+            measure,
+            len(chosen),
+            f"levels of {level.label}",
+        )
+        own = np.searchsorted(chosen, level.own)
+        divergence[..., np.arange(n), own] = 0.0  # the own level, exactly
+        out[f"levels_{level.label}"] = divergence
+        out[f"level_{level.label}"] = level_sensitivity(divergence, own, level.weights[chosen])
+    return out
+
+
 def _dims(name, mode, point_dim):
     sample = [] if mode == "moment" else ["chain", "draw"]
     points = [] if name in ("aed", "aeh") else [point_dim]
@@ -212,20 +253,98 @@ def _dims(name, mode, point_dim):
     return [*sample, *points, "feature", *pairs]
 
 
-def result_dataset(results, ctx, mode, attrs):
+#: Methods whose value for a categorical input is its level sensitivity; the
+#: others (derivatives of the mean, VAR, second order) have none for a level change.
+LEVEL_METHODS = ("rsens", "kl")
+
+
+def _feature_kinds(ctx):
+    """What each feature's values are: ``"rate"``, ``"constant"`` or ``"level"``.
+
+    ``"rate"``: per unit of a continuous input; ``"constant"``: a column that is
+    the same in every row of the data; ``"level"``: a categorical input.
+    """
+    constant = constant_columns(ctx.predictive, ctx.inputs)
+    return [*np.where(constant, "constant", "rate"), *(["level"] * len(ctx.levels))]
+
+
+def _empty_local(name, mode, ctx):
+    """A local result with no feature columns (every input is categorical)."""
+    sizes = {"chain": len(ctx.draws.chain), "draw": len(ctx.draws.draw)}
+    sizes.update(point=ctx.points.n_points, feature=0, feature_bis=0)
+    return np.empty([sizes[d] for d in _dims(name, mode, "point")])
+
+
+def _with_levels(results, levels, ctx, mode):
+    """Results with one column per categorical input appended, constant columns NaN.
+
+    A categorical input's column holds its level sensitivity for the methods
+    that have one (`LEVEL_METHODS`), NaN for the others.
+    """
+    constant = np.asarray(_feature_kinds(ctx)[: len(ctx.points.features)]) == "constant"
+    out = {}
+    for name, value in results.items():
+        dims = _dims(name, mode, "point")
+        axes = [dims.index(d) for d in ("feature", "feature_bis") if d in dims]
+        value = np.where(_along(constant, axes, value.ndim), np.nan, value)
+        for level in ctx.levels:
+            column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
+            value = _append_column(value, column, axes)
+        out[name] = value
+    return out
+
+
+def _along(flags, axes, ndim):
+    """``flags`` (D,) broadcast along each of ``axes`` of an ndim array, or-ed."""
+    mask = np.zeros((1,) * ndim, dtype=bool)
+    for axis in axes:
+        shape = [1] * ndim
+        shape[axis] = len(flags)
+        mask = mask | np.reshape(flags, shape)
+    return mask
+
+
+def _append_column(value, column, axes):
+    """One more feature (and feature_bis) column: ``column`` on the feature axis, else NaN."""
+    first = axes[0]
+    shape = list(value.shape)
+    shape[first] = 1
+    new = np.full(shape, np.nan) if column is None else np.expand_dims(column, first)
+    value = np.concatenate([value, new], axis=first)
+    if len(axes) == 2:
+        shape = list(value.shape)
+        shape[axes[1]] = 1
+        value = np.concatenate([value, np.full(shape, np.nan)], axis=axes[1])
+    return value
+
+
+def result_dataset(results, ctx, mode, attrs, levels=None):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
+    n = points.n_points
+    features = [*points.features, *(level.label for level in ctx.levels)]
+    inputs = feature_matrix(points.values, ctx.inputs, n)
+    own_levels = [level.levels[level.own][:, None].astype(float) for level in ctx.levels]
     coords = {
         **point_coordinates(ctx),
-        "feature": points.features,
+        "feature": features,
+        "feature_kind": ("feature", _feature_kinds(ctx)),
         # the inputs at the points, for plotting local values against them
-        "input_value": ((points.point_dim, "feature"), feature_matrix(points.values, ctx.inputs)),
+        "input_value": ((points.point_dim, "feature"), np.concatenate([inputs, *own_levels], 1)),
     }
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     data = {name: (_dims(name, mode, points.point_dim), v) for name, v in results.items()}
+    sample = [] if mode == "moment" else ["chain", "draw"]
+    for level in ctx.levels:
+        dim = f"{level.label}_level"
+        coords[dim] = level.levels[np.flatnonzero(level.weights)]
+        data[f"levels_{level.label}"] = (
+            [*sample, points.point_dim, dim],
+            levels[f"levels_{level.label}"],
+        )
     if any("feature_bis" in dims for dims, _ in data.values()):
-        coords["feature_bis"] = points.features
+        coords["feature_bis"] = features
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
@@ -278,9 +397,14 @@ def sensitivity(
     var_name : str, optional
         Observed variable to explain; default: the model's only observed variable.
     inputs : str or list of str, optional
-        ``pm.Data`` containers to differentiate; default: every float container
-        with one row per observation that the observed variable depends on.
-        Integer containers (group indices, flags) are held at their values.
+        ``pm.Data`` containers to explain; default: every container with one
+        row per observation that the observed variable depends on. Float
+        containers are differentiated (a rate per unit of the input). Integer
+        containers (group indices, treatment arms, flags) are categorical: each
+        point's predictive at its own level is compared with the predictive at
+        every other level (``sqrt(2 KL)``; see Returns). Their valid levels are
+        ``0 .. n − 1`` for an index into a variable of length n, else the values
+        the container holds.
     points : dict or xarray.Dataset, optional
         Where to evaluate, as ``{container_name: array}`` (rows = points);
         containers not given keep their current values. Default: the observed rows.
@@ -342,7 +466,20 @@ def sensitivity(
           symmetric, the diagonal being each input's curvature;
         - ``aed``: ``(*S, "feature")`` and ``aeh``: ``(*S, "feature",
           "feature_bis")`` — they average the derivative over the points
-          before taking its absolute value, so they have no point dimension.
+          before taking its absolute value, so they have no point dimension;
+        - for each categorical input ``g``: ``levels_g``: ``(*S, point_dim,
+          "g_level")``, the divergence ``sqrt(2 KL(p(·|x) ‖ p(·|x, g = l)))``
+          from each point's predictive to the same point at level ``l`` (0 at
+          its own level), for the levels present among the points.
+
+        The coordinate ``feature_kind`` says what each feature's values are:
+        ``"rate"`` (per unit of a continuous input), ``"level"`` (a categorical
+        input: its ``rsens`` and ``kl`` values are the mean of ``levels_g`` over
+        the other levels, weighted by the levels' frequency among the points, so
+        common levels count more; methods with no level version give NaN) or
+        ``"constant"`` (a column that is the same in every row of the data, such
+        as a design matrix's intercept column: NaN, as no variation between
+        points can come from it).
 
         Local values are dask arrays when the points, or in draw mode the
         posterior, are dask-backed. Attrs record the methods, mode, alpha,
@@ -378,7 +515,14 @@ def sensitivity(
         memory_limit=memory_limit,
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
+        levels=True,
     )
+    if ctx.levels and alpha != 1:
+        raise ValueError(
+            f"alpha={alpha!r} is not valid with the categorical inputs "
+            f"{[level.label for level in ctx.levels]}: their level sensitivity is a KL "
+            "divergence (alpha=1); pass alpha=1, or inputs= without them"
+        )
     matched = _matched_family(ctx.predictive, mode, family)
 
     generic = ctx.predictive.likelihood.generic
@@ -390,22 +534,33 @@ def sensitivity(
         dims = {name: _dims(name, mode, "point") for name in names}
         return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
 
-    x = feature_matrix(ctx.points.values, ctx.inputs)  # lazy for lazy points
-    results = {}
-    if "rsens" in methods:
-        names = ["rsens", "rsens2"][:order]
-        results.update(local(_rsens, names, family=matched, alpha=alpha, order=order))
-    if "kl" in methods:
-        steps = _feature_steps(x, delta)
-        results.update(local(_kl, ["kl"], family=matched, steps=steps, scheme=kl_scheme))
-    if {"ead", "aed", "eah", "aeh"} & set(methods):
-        names = ["mean_jac", "mean_hess"][:order]
-        gradient = local(_mean_gradient, names, order=order)
-        results.update(_mean_measures(gradient, methods, 0 if mode == "moment" else 2))
-    if "var" in methods:
-        gaussian = input_gaussian(x)
-        results.update(local(_var, ["var"], n_nodes=var_nodes, gaussian=gaussian))
+    x = feature_matrix(ctx.points.values, ctx.inputs, ctx.points.n_points)  # lazy for lazy points
+    if not ctx.inputs:
+        results = {m: _empty_local(m, mode, ctx) for m in methods}
+    else:
+        results = {}
+        if "rsens" in methods:
+            names = ["rsens", "rsens2"][:order]
+            results.update(local(_rsens, names, family=matched, alpha=alpha, order=order))
+        if "kl" in methods:
+            steps = _feature_steps(x, delta)
+            results.update(local(_kl, ["kl"], family=matched, steps=steps, scheme=kl_scheme))
+        if {"ead", "aed", "eah", "aeh"} & set(methods):
+            names = ["mean_jac", "mean_hess"][:order]
+            gradient = local(_mean_gradient, names, order=order)
+            results.update(_mean_measures(gradient, methods, 0 if mode == "moment" else 2))
+        if "var" in methods:
+            gaussian = input_gaussian(x)
+            results.update(local(_var, ["var"], n_nodes=var_nodes, gaussian=gaussian))
     results = {m: results[m] for m in methods}
+    levels = {}
+    if ctx.levels:
+        dims = {f"level_{level.label}": ["point"] for level in ctx.levels}
+        dims.update({f"levels_{level.label}": ["point", "level"] for level in ctx.levels})
+        if mode == "draw":
+            dims = {name: ["chain", "draw", *d] for name, d in dims.items()}
+        levels = run_local(ctx, partial(_levels, mode=mode, family=matched), dims, mode == "draw")
+    results = _with_levels(results, levels, ctx, mode)
     # the moment-matched families all have closed forms
     fisher_note = "closed form" if mode == "moment" else ctx.predictive.likelihood.route
 
@@ -435,5 +590,8 @@ def sensitivity(
                 stacklevel=2,
             )
     return attach(
-        idata, "sensitivity", result_dataset(results, ctx, mode, attrs), extend_inferencedata
+        idata,
+        "sensitivity",
+        result_dataset(results, ctx, mode, attrs, levels),
+        extend_inferencedata,
     )

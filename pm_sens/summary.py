@@ -14,6 +14,11 @@ KEEP_DIMS = ("feature", "feature_bis", "component")
 #: Signed attributions: their global importance is the mean absolute value.
 SIGNED = ("ig",)
 KINDS = ("global", "local")
+SCALES = ("input", "sd")
+#: Local measures per unit of the input (first order), and per unit² (pairs):
+#: ``scale="sd"`` multiplies them by the inputs' standard deviations.
+PER_UNIT = ("rsens", "kl", "ead", "aed")
+PER_UNIT_PAIR = ("rsens2", "eah", "aeh")
 
 
 def _pairs(da):
@@ -25,7 +30,7 @@ def _pairs(da):
         feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
     )
     return (
-        picked.drop_vars(["feature", "feature_bis"])
+        picked.drop_vars(["feature", "feature_bis", "feature_kind"], errors="ignore")
         .rename(pair="feature")
         .assign_coords(feature=labels)
     )
@@ -74,6 +79,25 @@ def _global_samples(name, da, n_bootstrap, rng):
     return estimate, samples.transpose("sample", "feature")
 
 
+def _per_sd(name, da):
+    """A per-unit measure times the sd of each continuous input over the points.
+
+    Categorical inputs (a level change) and constant columns keep their values.
+    """
+    if name not in PER_UNIT + PER_UNIT_PAIR:
+        return da
+    if "input_value" not in da.coords:
+        raise ValueError(f"scale='sd' needs the inputs' values, which {name!r} does not carry")
+    inputs = da.coords["input_value"]
+    sd = inputs.std([d for d in inputs.dims if d != "feature"])
+    if "feature_kind" in da.coords:
+        sd = sd.where(da.coords["feature_kind"] == "rate", 1.0)
+    sd = sd.drop_vars([c for c in sd.coords if c != "feature"])
+    if name in PER_UNIT_PAIR:
+        return da * sd * sd.rename(feature="feature_bis")
+    return da * sd
+
+
 def _interval(samples, ci_prob, ci_kind):
     if samples.sizes["sample"] < 2:
         nan = np.full(samples.sizes["feature"], np.nan)
@@ -91,7 +115,9 @@ def _global_block(name, da, n_bootstrap, rng, group=None):
     if "feature_bis" in da.dims:
         da = _pairs(da)
     estimate, samples = _global_samples(name, da, n_bootstrap, rng)
-    labels = {"variable": name, "feature": da["feature"].values, "group": group or {}}
+    kinds = da["feature_kind"].values if "feature_kind" in da.coords else None
+    labels = {"variable": name, "feature": da["feature"].values, "kind": kinds}
+    labels["group"] = group or {}
     return labels, estimate, samples
 
 
@@ -110,7 +136,7 @@ def _computed(blocks):
 def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     lower, upper = _interval(samples, ci_prob, ci_kind)
     # rank of each feature within each sample (1 = most important)
-    ranks = (-samples.values).argsort(1).argsort(1) + 1
+    ranks = np.nan_to_num(-samples.values, nan=np.inf).argsort(1).argsort(1) + 1
     frame = pd.DataFrame(
         {
             "variable": labels["variable"],
@@ -121,8 +147,15 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
             f"prob_top_{top_k}": (ranks <= top_k).mean(0),
         }
     )
-    frame = frame.sort_values("importance", ascending=False, kind="stable")
-    frame["rank"] = np.arange(1, len(frame) + 1)
+    if labels["kind"] is not None:
+        frame["kind"] = labels["kind"]
+    # a feature with no value (a constant design column; a method without a level
+    # version) is listed last, unranked
+    missing = frame["importance"].isna().to_numpy()
+    frame.loc[missing, f"prob_top_{top_k}"] = np.nan
+    frame = frame.sort_values("importance", ascending=False, kind="stable", na_position="last")
+    ranks = np.arange(1, len(frame) + 1)
+    frame["rank"] = pd.array(np.where(missing[frame.index], None, ranks), dtype="Int64")
     return frame.assign(**labels["group"])
 
 
@@ -141,13 +174,17 @@ def _variables(dataset, var_names):
     return wanted
 
 
-def _variable_blocks(name, da, by, **options):
+def _variable_blocks(name, da, by, scale, **options):
     """Global samples of one variable: per entropy component, and per group of ``by``."""
+    if scale == "sd":
+        da = _per_sd(name, da)
     if "component" in da.dims:
         return [
             block
             for c in da["component"].values
-            for block in _variable_blocks(f"{name}[{c}]", da.sel(component=c), by, **options)
+            for block in _variable_blocks(
+                f"{name}[{c}]", da.sel(component=c), by, scale, **options
+            )
         ]
     if by is None:
         return [_global_block(name, da, **options)]
@@ -173,6 +210,7 @@ def summary(
     ci_prob=None,
     by=None,
     kind="global",
+    scale="input",
     top_k=1,
     n_bootstrap=1000,
     random_seed=0,
@@ -204,6 +242,13 @@ def summary(
         results for integer per-point containers): one block of rows per group.
     kind : {"global", "local"}
         ``"local"`` returns the local values as a long table instead.
+    scale : {"input", "sd"}
+        ``"input"``: measures per unit of each input, as computed. ``"sd"``:
+        per-unit measures (R-sens, KL, EAD, AED; pairs by the product) times
+        the input's standard deviation over the points, i.e. the change of the
+        predictive over a typical change of the input. This puts continuous
+        inputs on the scale of categorical ones, whose values are for a whole
+        level change (see the user guide, "Reading the numbers").
     top_k : int
         The table gives the probability that each feature ranks in the top k.
     n_bootstrap : int
@@ -219,10 +264,15 @@ def summary(
         curvature — is left out; per component for ``entropy_pfi``), sorted by
         importance within each variable (and group), with columns ``variable``,
         ``feature``, ``importance``, ``ci_lower``, ``ci_upper``,
-        ``prob_top_{k}``, ``rank`` (1 = most important) and the ``by`` column.
+        ``prob_top_{k}``, ``rank`` (1 = most important), ``kind`` (for
+        sensitivities: ``"rate"`` per unit of a continuous input, ``"level"``
+        for a categorical input, ``"constant"`` for a column that is the same
+        in every row of the data, which has no value and no rank) and the ``by``
+        column.
         Local: the variables' values with one column per dim.
     """
     check_choice("kind", kind, KINDS)
+    check_choice("scale", scale, SCALES)
     if not isinstance(idata, xr.DataTree) or group not in idata.children:
         groups = sorted(idata.children) if isinstance(idata, xr.DataTree) else []
         raise ValueError(
@@ -236,7 +286,9 @@ def summary(
     blocks = [
         block
         for name in names
-        for block in _variable_blocks(name, dataset[name], by, n_bootstrap=n_bootstrap, rng=rng)
+        for block in _variable_blocks(
+            name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng
+        )
     ]
     interval = {
         "ci_prob": rcParams["stats.ci_prob"] if ci_prob is None else ci_prob,

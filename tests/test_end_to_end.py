@@ -57,11 +57,13 @@ def test_hierarchical_model_with_integer_group_index_and_two_1d_inputs(rng):
         pm.Normal("y", mu=mu, sigma=sigma, observed=y, dims="obs_id")
         idata = pm.sample(random_seed=2, **SAMPLE)
     out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
-    assert list(out["feature"].values) == ["floor", "age"]
+    assert list(out["feature"].values) == ["floor", "age", "county_idx"]
+    assert list(out["feature_kind"].values) == ["rate", "rate", "level"]
     assert out["rsens"].dims == ("obs_id", "feature")
     # for a Gaussian model with a linear mean R-sens ≈ |β|/predictive sd
-    global_ = out["rsens"].mean("obs_id").values
+    global_ = out["rsens"].mean("obs_id").values[:2]
     assert global_[0] > global_[1] > 0
+    assert out["levels_county_idx"].sizes["county_idx_level"] == groups
     sd = float(idata.posterior["sigma"].mean())
     np.testing.assert_allclose(global_, [0.6 / sd, 0.3 / sd], rtol=0.35)
 

@@ -36,8 +36,7 @@ def _raises(setup, match, **kwargs):
     ("kwargs", "match"),
     [
         ({"var_name": "z"}, r"var_name='z' is not an observed variable.*valid: \['y'\]"),
-        ({"inputs": "nope"}, r"inputs='nope' is not a data container.*valid: \['X'\]"),
-        ({"inputs": ["group"]}, r"inputs='group' is an integer container.*valid: \['X'\]"),
+        ({"inputs": "nope"}, r"inputs='nope' is not a data container.*valid: \['X', 'group'\]"),
         ({"alpha": 0}, r"alpha=0 is not valid; it must be a finite number > 0"),
         ({"alpha": -1.5}, r"alpha=-1.5 is not valid"),
         ({"mode": "mean"}, r"mode='mean' is not valid; valid: \['moment', 'draw'\]"),

@@ -34,7 +34,7 @@ def radon_like(rng):
 def test_group_level_input_is_differentiated_per_point(radon_like):
     model, idata, idx, uranium, floor, draws = radon_like
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert list(out["feature"].values) == ["floor", "uranium"]
+    assert list(out["feature"].values) == ["floor", "uranium", "county_idx"]
     g, b = draws["g"][0][:, None], draws["b"][0][:, None]
     rsens = out["rsens"].values[0]
     np.testing.assert_allclose(rsens[..., 1], np.abs(g * (1 + 0.5 * floor)), rtol=1e-12)

@@ -203,7 +203,7 @@ def test_piecewise_hazard_survival_model_with_an_exposure_offset(rng):
         draws, dims={"lambda0": ["intervals"]}, coords={"intervals": range(intervals)}
     )
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert list(out["feature"].values) == ["metastasized", "log_exposure"]
+    assert list(out["feature"].values) == ["metastasized", "log_exposure", "interval"]
     b = draws["beta"][0][:, None]
     mu = np.exp(b * met + log_exposure) * draws["lambda0"][0][:, interval]
     np.testing.assert_allclose(out["rsens"].values[0, ..., 0], np.abs(b) * np.sqrt(mu), rtol=1e-10)
@@ -261,7 +261,7 @@ def test_observations_picking_rows_of_the_data(rng, selection):
     }
     idata = posterior(draws)
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert list(out["feature"].values) == ["X[0]", "X[1]", "u"]
+    assert list(out["feature"].values) == ["X[0]", "X[1]", "u", "g"]
     rows = np.flatnonzero(keep)
     np.testing.assert_array_equal(out["g"].values, group[rows])
     b, c, a = draws["b"][0], draws["c"][0], draws["a"][0]
@@ -275,9 +275,9 @@ def test_observations_picking_rows_of_the_data(rng, selection):
         ],
         -1,
     )
-    np.testing.assert_allclose(out["rsens"].values[0], expected, rtol=1e-10)
+    np.testing.assert_allclose(out["rsens"].values[0][..., :3], expected, rtol=1e-10)
     # new points: the rows' own values and group index
     new = pm_sens.sensitivity(
         idata, model, mode="draw", points={"X": x[:3], "g": group[:3]}, progressbar=False
     )["sensitivity"]
-    assert new["rsens"].shape == (1, 2, 3, 3)
+    assert new["rsens"].shape == (1, 2, 3, 4)

@@ -42,7 +42,7 @@ def test_plot_local_and_colour_groups(radon_like, tmp_path):  # noqa: F811
     model, draws_idata, *_ = radon_like
     out = pm_sens.sensitivity(draws_idata, model, mode="draw", progressbar=False)
     pc = pm_sens.plot_local(out, backend="matplotlib")
-    assert pc.viz["points"]["rsens"].sizes == {"feature": 2}
+    assert pc.viz["points"]["rsens"].sizes == {"feature": 3}
     grouped = pm_sens.plot_local(out, color_by="county_idx", backend="matplotlib")
     assert sum(name.startswith("points_") for name in grouped.viz.children) == 5
     grouped.savefig(tmp_path / "local.png")

@@ -66,7 +66,8 @@ def test_by_gives_one_block_per_group(radon_like):  # noqa: F811
     for county in np.unique(idx):
         block = table[table.county_idx == county].set_index("feature")
         expected = local.isel(obs_id=idx == county).mean("obs_id")
-        np.testing.assert_allclose(block.loc[["floor", "uranium"], "importance"], expected.values)
+        features = ["floor", "uranium", "county_idx"]
+        np.testing.assert_allclose(block.loc[features, "importance"], expected.values)
     with pytest.raises(ValueError, match=r"by='floor' is not a coordinate along the point"):
         pm_sens.summary(idata, by="floor")
 

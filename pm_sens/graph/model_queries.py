@@ -144,3 +144,19 @@ def replace_rebuilding(outputs, replacements, keep=()):
         strict=False,
     )
     return [memo[output] for output in outputs]
+
+
+def indexed_lengths(outputs, index):
+    """Lengths of the first axes that ``index`` indexes in ``outputs``' graph (``a[index]``).
+
+    The valid values of a group index are ``0 .. length − 1``. Lengths are read by
+    evaluating the indexed variables' shapes (random variables are sampled once).
+    """
+    lengths = set()
+    for node in apply_ancestors(outputs):
+        if isinstance(node.op, AdvancedSubtensor) and len(node.inputs) == 2:
+            base, used = node.inputs
+            if used is index and _indexes_first_axis(node):
+                shape = base.shape[0].eval(on_unused_input="ignore", mode="FAST_COMPILE")
+                lengths.add(int(shape))
+    return sorted(lengths)

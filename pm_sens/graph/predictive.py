@@ -186,6 +186,8 @@ class Predictive:
         #: held data are its training set)
         self.data_per_point = True
         self.compiled = {}
+        #: lengths of what each integer input indexes (its valid levels), once read
+        self.indexed_lengths = {}
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)

@@ -1,0 +1,205 @@
+"""Level sensitivity of categorical inputs (group indices, flags) against closed forms."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import special, stats
+
+import pm_sens
+from tests.conftest import posterior
+
+N_GROUPS = 3
+
+
+def _grouped_model(rng, likelihood, n=24):
+    """``y ~ likelihood(a[group] + b x)`` with a known posterior; returns the pieces."""
+    group = rng.integers(0, N_GROUPS, n)
+    x = rng.normal(size=n)
+    with pm.Model(coords={"obs": range(n)}) as model:
+        xd = pm.Data("x", x, dims="obs")
+        gd = pm.Data("group", group, dims="obs")
+        a = pm.Normal("a", shape=N_GROUPS)
+        b = pm.Normal("b")
+        eta = a[gd] + b * xd
+        if likelihood == "normal":
+            sigma = pm.HalfNormal("sigma")
+            pm.Normal("y", eta, sigma, observed=np.zeros(n), dims="obs")
+        else:
+            pm.Bernoulli("y", logit_p=eta, observed=np.zeros(n), dims="obs")
+    draws = {
+        "a": rng.normal(size=(2, 5, N_GROUPS)),
+        "b": rng.normal(size=(2, 5)),
+        "sigma": np.exp(0.3 * rng.normal(size=(2, 5))),
+    }
+    if likelihood != "normal":
+        del draws["sigma"]
+    return model, posterior(draws), draws, group, x
+
+
+def _draws(draws, name):
+    return draws[name].reshape(-1, *draws[name].shape[2:])
+
+
+def _weighted_others(divergence, group):
+    """Mean over the other levels, weighted by their frequency among the points."""
+    weights = np.bincount(group, minlength=N_GROUPS) / len(group)
+    others = np.tile(weights, (len(group), 1))
+    others[np.arange(len(group)), group] = 0
+    return (divergence * others).sum(-1) / others.sum(-1)
+
+
+def test_normal_level_divergence_per_draw_is_mean_shift_over_sigma(rng):
+    model, idata, draws, group, _ = _grouped_model(rng, "normal")
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    a, sigma = _draws(draws, "a"), _draws(draws, "sigma")
+    # sqrt(2 KL) between two Normals with the same sigma: |Δμ| / σ
+    expected = np.abs(a[:, None, :] - a[:, group][:, :, None]) / sigma[:, None, None]
+    levels = out["levels_group"].values.reshape(expected.shape)
+    np.testing.assert_allclose(levels, expected, rtol=1e-12, atol=1e-12)
+    rsens = out["rsens"].sel(feature="group").values.reshape(expected.shape[:2])
+    np.testing.assert_allclose(rsens, _weighted_others(expected, group), rtol=1e-12)
+    assert out["feature_kind"].sel(feature="group").item() == "level"
+    assert out["feature_kind"].sel(feature="x").item() == "rate"
+    np.testing.assert_array_equal(out["input_value"].sel(feature="group").values, group)
+
+
+def test_bernoulli_level_divergence_per_draw(rng):
+    model, idata, draws, group, x = _grouped_model(rng, "bernoulli")
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    a, b = _draws(draws, "a"), _draws(draws, "b")
+    p_own = special.expit(a[:, group] + b[:, None] * x)[..., None]
+    p_level = special.expit(a[:, None, :] + (b[:, None] * x)[..., None])
+    kl = p_own * np.log(p_own / p_level) + (1 - p_own) * np.log((1 - p_own) / (1 - p_level))
+    levels = out["levels_group"].values.reshape(kl.shape)
+    np.testing.assert_allclose(levels, np.sqrt(2 * kl), rtol=1e-9, atol=1e-12)
+
+
+def test_moment_mode_is_the_moment_matched_kl_by_hand(rng):
+    model, idata, draws, group, x = _grouped_model(rng, "normal")
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    a, b, sigma = _draws(draws, "a"), _draws(draws, "b"), _draws(draws, "sigma")
+
+    def matched(mu):  # mixture of Normal(mu_s, sigma_s) over draws s → (mean, variance)
+        mean = mu.mean(0)
+        return mean, (sigma[:, None] ** 2 + (mu - mean) ** 2).mean(0)
+
+    m0, v0 = matched(a[:, group] + b[:, None] * x)
+    for level in range(N_GROUPS):
+        m1, v1 = matched(a[:, [level]] + b[:, None] * x)
+        kl = 0.5 * (v0 / v1 + (m1 - m0) ** 2 / v1 - 1 + np.log(v1 / v0))
+        expected = np.where(group == level, 0.0, np.sqrt(2 * kl))
+        np.testing.assert_allclose(
+            out["levels_group"].sel(group_level=level).values, expected, rtol=1e-10, atol=1e-13
+        )
+
+
+def test_poisson_flag_that_is_not_an_index(rng):
+    """An integer flag multiplied into the linear predictor: levels are the values it holds."""
+    n = 20
+    flag = rng.integers(0, 2, n)
+    with pm.Model() as model:
+        fd = pm.Data("treated", flag)
+        c = pm.Normal("c")
+        pm.Poisson("y", pm.math.exp(1.0 + c * fd), observed=np.zeros(n))
+    c = rng.normal(size=(1, 6))
+    out = pm_sens.sensitivity(posterior({"c": c}), model, mode="draw", progressbar=False)
+    out = out["sensitivity"]
+    lam_own = np.exp(1.0 + c[0][:, None] * flag)
+    lam_other = np.exp(1.0 + c[0][:, None] * (1 - flag))
+    kl = lam_own * np.log(lam_own / lam_other) - lam_own + lam_other
+    np.testing.assert_allclose(
+        out["rsens"].sel(feature="treated").values[0], np.sqrt(2 * kl), rtol=1e-10
+    )
+    assert list(out["treated_level"].values) == [0, 1]
+
+
+def test_summary_ranks_a_strong_category_above_a_weak_slope(rng):
+    model, _, draws, _, _ = _grouped_model(rng, "normal")
+    draws = {
+        "a": np.array([-3.0, 0.0, 3.0]) + 0.1 * rng.normal(size=(2, 5, N_GROUPS)),
+        "b": 0.05 * rng.normal(size=(2, 5)),
+        "sigma": np.ones((2, 5)),
+    }
+    idata = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+    table = pm_sens.summary(idata)
+    assert list(table["feature"]) == ["group", "x"]
+    assert list(table["kind"]) == ["level", "rate"]
+    assert table["prob_top_1"].iloc[0] == 1.0
+
+
+def test_summary_scale_sd_multiplies_rates_by_the_inputs_sd(rng):
+    model, idata, _, _, x = _grouped_model(rng, "normal")
+    idata = pm_sens.sensitivity(idata, model, progressbar=False)
+    raw = pm_sens.summary(idata).set_index("feature")["importance"]
+    scaled = pm_sens.summary(idata, scale="sd").set_index("feature")["importance"]
+    np.testing.assert_allclose(scaled["x"], raw["x"] * x.std(), rtol=1e-12)
+    assert scaled["group"] == raw["group"]
+
+
+def test_level_outside_the_indexed_length_is_refused(rng):
+    model, idata, *_ = _grouped_model(rng, "normal")
+    points = {"x": np.zeros(3), "group": np.array([0, 1, 3])}
+    with pytest.raises(ValueError, match=r"points\['group'\] holds the level 3.*valid: 0\.\.2"):
+        pm_sens.sensitivity(idata, model, points=points, progressbar=False)
+    points["group"] = np.array([0, -1, 1])
+    with pytest.raises(ValueError, match=r"holds the level -1"):
+        pm_sens.sensitivity(idata, model, points=points, progressbar=False)
+
+
+def test_alpha_other_than_one_with_categorical_inputs_is_refused(rng):
+    model, idata, *_ = _grouped_model(rng, "normal")
+    with pytest.raises(ValueError, match=r"alpha=0.5 is not valid with the categorical"):
+        pm_sens.sensitivity(idata, model, alpha=0.5, progressbar=False)
+    out = pm_sens.sensitivity(idata, model, alpha=0.5, inputs="x", progressbar=False)
+    assert list(out["sensitivity"]["feature"].values) == ["x"]
+
+
+def test_categorical_input_alone(rng):
+    model, idata, draws, group, _ = _grouped_model(rng, "normal")
+    out = pm_sens.sensitivity(idata, model, inputs="group", mode="draw", progressbar=False)
+    out = out["sensitivity"]
+    assert list(out["feature"].values) == ["group"]
+    a, sigma = _draws(draws, "a"), _draws(draws, "sigma")
+    expected = np.abs(a[:, None, :] - a[:, group][:, :, None]) / sigma[:, None, None]
+    np.testing.assert_allclose(
+        out["rsens"].values[..., 0].reshape(expected.shape[:2]),
+        _weighted_others(expected, group),
+        rtol=1e-12,
+    )
+
+
+def test_methods_without_a_level_version_give_nan_for_categories(rng):
+    model, idata, *_ = _grouped_model(rng, "normal")
+    out = pm_sens.sensitivity(
+        idata, model, method=["rsens", "kl", "ead"], interactions=True, progressbar=False
+    )["sensitivity"]
+    np.testing.assert_allclose(out["kl"].sel(feature="group"), out["rsens"].sel(feature="group"))
+    assert np.isnan(out["ead"].sel(feature="group")).all()
+    assert np.isnan(out["rsens2"].sel(feature="group")).all()
+    assert np.isfinite(out["rsens2"].sel(feature="x", feature_bis="x")).all()
+
+
+def test_constant_design_column_is_reported_as_constant(rng):
+    n = 15
+    x = np.column_stack([np.ones(n), rng.normal(size=n)])
+    with pm.Model(coords={"col": ["Intercept", "x"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        pm.Normal("y", xd @ b, 1.0, observed=np.zeros(n), dims="obs")
+    idata = posterior({"b": rng.normal(size=(1, 4, 2))}, dims={"b": ["col"]})
+    idata = pm_sens.sensitivity(idata, model, progressbar=False)
+    out = idata["sensitivity"]
+    assert list(out["feature_kind"].values) == ["constant", "rate"]
+    assert np.isnan(out["rsens"].sel(feature="Intercept")).all()
+    table = pm_sens.summary(idata)
+    assert list(table["feature"]) == ["x", "Intercept"]
+    assert table["rank"].isna().tolist() == [False, True]
+
+
+def test_normal_kl_matches_scipy_for_the_two_levels():
+    """The closed-form Normal KL used above, against numeric integration."""
+    p, q = stats.norm(0.3, 1.2), stats.norm(-0.5, 0.7)
+    grid = np.linspace(-12, 12, 200001)
+    numeric = np.trapezoid(p.pdf(grid) * (p.logpdf(grid) - q.logpdf(grid)), grid)
+    closed = np.log(0.7 / 1.2) + (1.2**2 + 0.8**2) / (2 * 0.7**2) - 0.5
+    np.testing.assert_allclose(numeric, closed, rtol=1e-8)
