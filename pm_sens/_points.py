@@ -1,12 +1,14 @@
 """Which inputs to differentiate, where to evaluate, and how to label the result."""
 
+import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
 from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array
-from pm_sens.graph.model_queries import data_containers, indexed_lengths, is_float
+from pm_sens.graph.model_queries import data_containers, data_value, indexed_lengths, is_float
 
 
 @dataclass
@@ -86,7 +88,7 @@ def _current_value(var, predictive):
         # a container read through an index variable, or the rows picked by a constant
         base, index = predictive.group_inputs[var]
         rows = index if isinstance(index, np.ndarray) else _current_value(index, predictive)
-        return base.get_value()[rows]
+        return data_value(base)[rows]
     return predictive.defaults.get(var)
 
 
@@ -159,6 +161,7 @@ def resolve_inputs(
             for v in variables
             if differentiable and categorical(v) and per_point(v) and not lazy_points
         ]
+        _warn_held_floats(predictive, [c for c in containers if not per_point(c)])
         if not chosen and not grouped:
             raise ValueError(
                 f"the predictions of {predictive.var_name or predictive.family!r} depend on "
@@ -191,6 +194,22 @@ def resolve_inputs(
     return chosen, grouped, variables, n_default
 
 
+def _warn_held_floats(predictive, held):
+    """Name the float containers the predictions depend on that are not inputs."""
+    held = [c for c in held if is_float(c)]
+    if not held or not predictive.data_per_point:
+        return
+    shapes = ", ".join(f"{c.name!r} {np.shape(c.get_value())}" for c in held)
+    warnings.warn(
+        f"the predictions depend on the float data {shapes}, which pm_sens holds at "
+        "its value: it has no row per point and is not read per point through a group "
+        "index (u[idx], or an element-wise expression of it indexed per point). To "
+        "rank it, compute its per-point value in the model (e.g. u[idx]) or pass a "
+        "pm_sens.Predictive",
+        skip_file_prefixes=(os.path.dirname(os.path.dirname(__file__)),),
+    )
+
+
 @dataclass
 class Levels:
     """A categorical input: its levels, how often the points hold each, and their own.
@@ -211,7 +230,7 @@ def _valid_levels(predictive, var):
     if var not in predictive.indexed_lengths:
         predictive.indexed_lengths[var] = indexed_lengths(predictive.parameter_list, var)
     lengths = predictive.indexed_lengths[var] + [
-        len(base.get_value()) for base, index in predictive.group_inputs.values() if index is var
+        len(data_value(base)) for base, index in predictive.group_inputs.values() if index is var
     ]
     if lengths:
         return np.arange(min(lengths)), f"0..{min(lengths) - 1}, the length of what it indexes"
@@ -269,7 +288,7 @@ def level_values(points, predictive, level, chosen):
     values[level.variable] = codes.astype(level.variable.dtype)
     for copy, (base, index) in predictive.group_inputs.items():
         if index is level.variable:
-            values[copy] = base.get_value()[codes]
+            values[copy] = data_value(base)[codes]
     return values
 
 
@@ -401,7 +420,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     for var, (base, index) in predictive.group_inputs.items():
         if var.name not in given and not isinstance(index, np.ndarray) and index in values:
             # the group value each point receives, through the points' own index
-            values[var] = _take_rows(base.get_value(), values[index])
+            values[var] = _take_rows(data_value(base), values[index])
             lengths.pop(var.name, None)
     n_points = {*lengths.values()}
     if len(n_points) > 1:

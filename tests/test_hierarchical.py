@@ -2,6 +2,7 @@
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pm_sens
@@ -93,3 +94,104 @@ def test_lazy_points_take_their_group_value_through_a_lazy_index(radon_like):
         out["rsens"].values[0, :, :, 1], np.abs(g * (1 + 0.5 * floor)), rtol=1e-12
     )
     np.testing.assert_array_equal(out["county_idx"].values, index)
+
+
+def _radon_notebook_model(county, floor, uranium, form):
+    """The radon notebook's hierarchical intercept with county uranium, written as
+    ``alpha[county_idx]`` of a Deterministic (``form="notebook"``) or per point."""
+    coords = {"County": range(len(uranium)), "obs_id": range(len(county))}
+    with pm.Model(coords=coords) as model:
+        floor_idx = pm.Data("floor_idx", floor, dims="obs_id")
+        county_idx = pm.Data("county_idx", county, dims="obs_id")
+        u = pm.Data("uranium", uranium, dims="County")
+        gamma = pm.Normal("gamma", 0.0, 10.0, shape=2)
+        sigma_a = pm.Exponential("sigma_a", 1)
+        epsilon_a = pm.Normal("epsilon_a", mu=0, sigma=1, dims="County")
+        beta = pm.Normal("beta", 0, 10)
+        sigma_y = pm.Exponential("sigma_y", 1)
+        if form == "notebook":
+            mu_a = pm.Deterministic("mu_a", gamma[0] + gamma[1] * u)
+            alpha = pm.Deterministic("alpha", mu_a + sigma_a * epsilon_a, dims="County")
+            theta = alpha[county_idx] + beta * floor_idx
+        else:
+            theta = (
+                gamma[0]
+                + gamma[1] * u[county_idx]
+                + sigma_a * epsilon_a[county_idx]
+                + beta * floor_idx
+            )
+        pm.Normal("y", theta, sigma_y, observed=np.zeros(len(county)), dims="obs_id")
+    return model
+
+
+def test_group_level_predictor_inside_an_indexed_expression(rng):
+    """``(gamma_0 + gamma_1 u)[county]`` through Deterministics is the same model as
+    ``gamma_0 + gamma_1 u[county]``: same features, same values."""
+    n, counties = 30, 5
+    county = rng.integers(0, counties, n)
+    floor = rng.integers(0, 2, n).astype(float)
+    uranium = rng.normal(size=counties)
+    draws = {
+        "gamma": rng.normal(size=(1, 4, 2)),
+        "sigma_a": rng.gamma(2, 0.5, size=(1, 4)),
+        "epsilon_a": rng.normal(size=(1, 4, counties)),
+        "beta": rng.normal(size=(1, 4)),
+        "sigma_y": rng.gamma(5, 0.2, size=(1, 4)),
+    }
+    results = {}
+    for form in ("notebook", "per_point"):
+        model = _radon_notebook_model(county, floor, uranium, form)
+        out = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+        results[form] = out["sensitivity"]
+    notebook, per_point = results["notebook"], results["per_point"]
+    assert list(notebook["feature"].values) == ["floor_idx", "uranium", "county_idx"]
+    np.testing.assert_allclose(notebook["rsens"], per_point["rsens"], rtol=1e-12)
+    # per draw: |gamma_1| / sigma_y for uranium (Normal, sigma not depending on inputs)
+    expected = np.abs(draws["gamma"][0, :, 1]) / draws["sigma_y"][0]
+    np.testing.assert_allclose(
+        notebook["rsens"].sel(feature="uranium").values[0], np.tile(expected, (n, 1)).T
+    )
+
+
+def test_nested_hierarchy_and_group_level_design_matrix(rng):
+    """A state predictor read per county (``u_state[state_of_county]``) and a county
+    design matrix (``U @ b``), both indexed per household."""
+    n, counties = 24, 6
+    county = rng.integers(0, counties, n)
+    state_of_county = np.array([0, 0, 1, 1, 2, 2])
+    with pm.Model() as model:
+        c = pm.Data("county_idx", county)
+        s = pm.Data("state_of_county", state_of_county)
+        u_state = pm.Data("u_state", rng.normal(size=3))
+        design = pm.Data("U", rng.normal(size=(counties, 2)))
+        g = pm.Normal("g")
+        b = pm.Normal("b", shape=2)
+        county_mean = pm.Deterministic("county_mean", g * u_state[s] + design @ b)
+        pm.Poisson("y", pm.math.exp(county_mean[c]), observed=np.zeros(n))
+    draws = {"g": rng.normal(size=(1, 3)), "b": rng.normal(size=(1, 3, 2))}
+    out = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+    out = out["sensitivity"]
+    assert set(out["feature"].values) == {"u_state", "U[0]", "U[1]", "county_idx"}
+    g, b = draws["g"][0], draws["b"][0]
+    eta = (
+        g[:, None] * u_state.get_value()[state_of_county[county]]
+        + (design.get_value()[county] @ b.T).T
+    )
+    root = np.sqrt(np.exp(eta))  # Poisson, log link: R-sens = |∂η| sqrt(μ)
+    rsens = out["rsens"].isel(chain=0)
+    np.testing.assert_allclose(rsens.sel(feature="u_state"), np.abs(g)[:, None] * root)
+    np.testing.assert_allclose(rsens.sel(feature="U[1]"), np.abs(b[:, 1])[:, None] * root)
+
+
+def test_float_data_that_cannot_be_an_input_is_named_in_a_warning(rng):
+    n = 10
+    with pm.Model() as model:
+        c = pm.Data("county_idx", rng.integers(0, 3, n))
+        u = pm.Data("uranium", rng.normal(size=3))
+        x = pm.Data("x", rng.normal(size=n))
+        g = pm.Normal("g")
+        pm.Normal("y", g * pt.cumsum(u)[c] + x, 1.0, observed=np.zeros(n))
+    idata = posterior({"g": rng.normal(size=(1, 2))})
+    with pytest.warns(UserWarning, match=r"depend on the float data 'uranium' \(3,\)"):
+        out = pm_sens.sensitivity(idata, model, progressbar=False)
+    assert list(out["sensitivity"]["feature"].values) == ["x", "county_idx"]

@@ -5,6 +5,11 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, clone_get_equiv
 from pytensor.graph.traversal import ancestors, apply_ancestors
 from pytensor.tensor.sharedvar import TensorSharedVariable
+from pytensor.compile.ops import ViewOp
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
 
@@ -57,12 +62,14 @@ def observed_ancestors(model, outputs):
 
 
 def group_level_reads(model, outputs, indices=()):
-    """Reads ``u[idx]`` of a float container ``u`` through an integer container ``idx``.
+    """Reads ``u[idx]`` of group-level data ``u`` through an integer container ``idx``.
 
-    ``indices`` are further variables that may serve as ``idx`` (per-point copies
-    of integer containers). Returns ``(read, u, idx)`` triples, ``read`` being the
-    indexing expression: a group-level predictor seen from each point (e.g.
-    county uranium per household).
+    ``u`` is a float container, or one re-indexed by integer data (a state
+    predictor seen per county, ``u_state[state_of_county]``). ``indices`` are
+    further variables that may serve as ``idx`` (per-point copies of integer
+    containers). Returns ``(read, u, idx)`` triples, ``read`` being the indexing
+    expression: a group-level predictor seen from each point (e.g. county
+    uranium per household).
     """
     containers = set(model.data_vars)
     index_variables = containers | set(indices)
@@ -73,13 +80,107 @@ def group_level_reads(model, outputs, indices=()):
         base, index = node.inputs
         if (
             _indexes_first_axis(node)
-            and base in containers
             and index in index_variables
             and is_float(base)
             and not is_float(index)
+            and _is_group_data(model, base)
         ):
             reads.append((node.outputs[0], base, index))
     return reads
+
+
+def _is_group_data(model, var):
+    """Whether ``var`` is a float container, or one re-indexed by integer data
+    (``u_state[state_of_county]``: the state predictor of each county)."""
+    if var in model.data_vars:
+        return is_float(var)
+    node = var.owner
+    if node is None or not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
+        return False
+    base, index = node.inputs
+    roots = [v for v in ancestors([index]) if v.owner is None]
+    return (
+        _indexes_first_axis(node)
+        and not is_float(index)
+        and all(v in model.data_vars or isinstance(v, Constant) for v in roots)
+        and _is_group_data(model, base)
+    )
+
+
+def data_name(model, var):
+    """A data expression's name: its own, or that of the first float container in it."""
+    if var.name:
+        return var.name
+    upstream = set(ancestors([var]))
+    return next(c.name for c in model.data_vars if c in upstream and is_float(c))
+
+
+def data_value(var):
+    """The current value of a data container, or of an expression of containers only."""
+    if hasattr(var, "get_value"):
+        return var.get_value()
+    return var.eval(mode="FAST_COMPILE")
+
+
+#: Ops that pass their one input through unchanged (pm.Deterministic is a ViewOp).
+_TRANSPARENT = (ViewOp, SpecifyShape)
+
+
+def push_indexing_down(model, outputs, indices=()):
+    """Rewrite ``f(a, u)[idx]`` as ``f(a[idx], u[idx])`` for element-wise ``f``.
+
+    A group-level expression of data and parameters indexed per point (the
+    county intercept ``(g0 + g1 * u)[county]``, possibly through a
+    ``pm.Deterministic``) becomes an expression of per-point reads ``u[county]``,
+    which `group_level_reads` finds: each point's group-level predictor. The two
+    forms are equal (indexing commutes with element-wise operations).
+    """
+    index_variables = {v for v in model.data_vars if not is_float(v)} | set(indices)
+    replacements = {}
+    for node in apply_ancestors(outputs):
+        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
+            continue
+        base, index = node.inputs
+        if (
+            _indexes_first_axis(node)
+            and index in index_variables
+            and not _is_group_data(model, base)
+            and any(is_float(c) for c in data_containers(model, [base]))
+        ):
+            replacements[node.outputs[0]] = _indexed(base, index)
+    if not replacements:
+        return outputs
+    return replace_rebuilding(outputs, replacements, keep=model.free_RVs)
+
+
+def _is_matrix_product(node):
+    """Whether ``node`` is ``U @ B`` with a matrix ``U`` (Dot, or matmul without batch)."""
+    op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
+    return isinstance(op, Dot) and node.inputs[0].type.ndim == 2
+
+
+def _indexed(expr, index):
+    """``expr[index]`` with the indexing moved through element-wise operations.
+
+    Also through ``pm.Deterministic``, transpositions that keep the first axis,
+    and matrix products ``U @ b`` (whose rows are ``U``'s).
+    """
+    owner = expr.owner
+    if owner is not None and isinstance(owner.op, _TRANSPARENT):
+        return _indexed(owner.inputs[0], index)
+    if owner is not None and isinstance(owner.op, DimShuffle) and owner.op.new_order[:1] == (0,):
+        return owner.op(_indexed(owner.inputs[0], index))  # first axis stays first
+    if owner is not None and _is_matrix_product(owner):
+        return owner.op(_indexed(owner.inputs[0], index), owner.inputs[1])  # rows of U @ b
+    if owner is None or not isinstance(owner.op, Elemwise) or len(owner.outputs) > 1:
+        return expr[index]
+    inputs = [
+        value
+        if value.type.ndim < expr.type.ndim or value.type.broadcastable[0]
+        else _indexed(value, index)  # along the group axis: index it too
+        for value in owner.inputs
+    ]
+    return owner.op(*inputs)
 
 
 def _indexes_first_axis(node):

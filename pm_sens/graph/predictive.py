@@ -17,10 +17,12 @@ from pm_sens.graph.likelihoods import (
 )
 from pm_sens.graph.model_queries import (
     data_containers,
+    data_name,
     group_level_reads,
     is_float,
     observation_rows,
     observed_variable,
+    push_indexing_down,
     replace_rebuilding,
 )
 
@@ -32,10 +34,16 @@ def _per_point_group_inputs(model, params, indices=()):
     its derivative at point i is with respect to the value its group contributes
     to that point. Returns the new parameters and ``{input: (u, idx)}``.
     """
+    params = push_indexing_down(model, params, indices)
     reads = group_level_reads(model, params, indices)
     if not reads:
         return params, {}
-    copies = {read: pt.vector(base.name, dtype=base.dtype) for read, base, _ in reads}
+    copies = {
+        read: pt.tensor(
+            data_name(model, base), dtype=base.dtype, shape=(None, *base.type.shape[1:])
+        )
+        for read, base, _ in reads
+    }
     params = graph_replace(params, copies, strict=False)
     return params, {copies[read]: (base, index) for read, base, index in reads}
 
