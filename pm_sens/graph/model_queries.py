@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.compile.ops import ViewOp
 from pytensor.graph.basic import Constant, clone_get_equiv
 from pytensor.graph.traversal import ancestors, apply_ancestors
-from pytensor.tensor.sharedvar import TensorSharedVariable
-from pytensor.compile.ops import ViewOp
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.shape import SpecifyShape
+from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
 
@@ -90,8 +90,10 @@ def group_level_reads(model, outputs, indices=()):
 
 
 def _is_group_data(model, var):
-    """Whether ``var`` is a float container, or one re-indexed by integer data
-    (``u_state[state_of_county]``: the state predictor of each county)."""
+    """Whether ``var`` is a float container, or one re-indexed by integer data.
+
+    E.g. ``u_state[state_of_county]``: the state predictor of each county.
+    """
     if var in model.data_vars:
         return is_float(var)
     node = var.owner
