@@ -60,13 +60,16 @@ def _expected_shape(model, rv):
     return rv.type.shape
 
 
-def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None):
+def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, names=None):
     """Draws of ``free_rvs`` from ``idata.posterior``, checked against the model.
 
     With ``num_draws``, keeps ``num_draws // n_chains`` (at least one) draw
     positions chosen at random without replacement, the same in every chain.
+    ``names`` maps free variables to posterior variables of another name.
     """
     posterior = _posterior_dataset(idata)
+    if names:
+        posterior = posterior.rename({v: k for k, v in names.items() if v in posterior})
     missing = [rv.name for rv in free_rvs if rv.name not in posterior]
     if missing:
         raise ValueError(

@@ -24,6 +24,7 @@ from pm_sens._points import (
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
 from pm_sens._validate import check_bool, check_optional_positive_int, check_positive, is_lazy
+from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.predictive import Predictive
@@ -31,6 +32,20 @@ from pm_sens.measures.mixture import MixtureMoments
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
 _COMPILING = threading.Lock()  # dask threads may ask for the same graph at once
+
+
+_BAMBI_MODELS = weakref.WeakKeyDictionary()
+
+
+def pymc_model_for(model):
+    """The PyMC model to analyse: ``model`` itself, or a bambi model rebuilt on
+    ``pm.Data`` inputs (`pm_sens.graph.bambi_model`), once per bambi model."""
+    if not is_bambi_model(model):
+        return model, None
+    if model not in _BAMBI_MODELS:
+        _BAMBI_MODELS[model] = rebuild(model)
+    rebuilt = _BAMBI_MODELS[model]
+    return rebuilt.model, rebuilt
 
 
 def predictive_for(model, var_name):
@@ -84,6 +99,9 @@ def make_context(
     """
     progressbar = check_bool("progressbar", progressbar)
     check_bool("extend_inferencedata", extend_inferencedata)
+    model, bambi = pymc_model_for(model)
+    if bambi is not None:
+        points = bambi.points(points)
     num_draws = check_optional_positive_int("num_draws", num_draws)
     memory_limit = check_positive("memory_limit", memory_limit)
     if predictive is None:
@@ -102,7 +120,12 @@ def make_context(
     check_levels(predictive, pts)
     level_info = resolve_levels(predictive, level_inputs, pts)
     draws = posterior_draws(
-        idata, model, required_free_rvs(predictive, model), num_draws, random_seed
+        idata,
+        model,
+        required_free_rvs(predictive, model),
+        num_draws,
+        random_seed,
+        names=bambi.posterior_names if bambi is not None else None,
     )
     return Context(
         model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info

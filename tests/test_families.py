@@ -196,6 +196,18 @@ def test_kl_divergence_matches_numeric_integration(family, make, phi, fixed):
     )
 
 
+@pytest.mark.parametrize("phi_q", [[40.0, 300.0], [0.4, 0.9]], ids=["larger", "smaller"])
+def test_negative_binomial_kl_between_distant_laws(phi_q):
+    """A level change moves the predictive far: q may put its mass beyond p's support."""
+    family = families.MOMENT_FAMILIES["negative_binomial"]
+    phi_p = np.array([2.0, 5.0])
+    p, q = _nb_mean_variance(phi_p), _nb_mean_variance(np.array(phi_q))
+    y = np.arange(20_000)
+    expected = np.sum(p.pmf(y) * (p.logpmf(y) - q.logpmf(y)))
+    got = family.kl_divergence(phi_p[None], np.array(phi_q)[None])[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
 @pytest.mark.parametrize(
     ("family", "make", "phi", "fixed"), ALL_FAMILIES, ids=lambda x: getattr(x, "name", "")
 )

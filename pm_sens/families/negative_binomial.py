@@ -97,6 +97,13 @@ def _log_ratio(y, m1, a1, m2, a2):
     return gamma_part + const[:, None] + y[None, :] * slope[:, None]
 
 
+def _sf(top, m, a):
+    """P(Y > top) under NB(m, α); Poisson(m) where α is infinite."""
+    finite = np.isfinite(a)
+    safe = np.where(finite, a, 1.0)
+    return np.where(finite, nbinom.sf(top, safe, safe / (safe + m)), poisson.sf(top, m))
+
+
 def _kl_block(m1, a1, m2, a2, top):
     y = np.arange(top + 1)
     lp = _logpmf(y[None, :], m1[:, None], a1[:, None])
@@ -106,8 +113,18 @@ def _kl_block(m1, a1, m2, a2, top):
         _log_ratio(y, m1, np.where(finite, a1, 1.0), m2, np.where(finite, a2, 1.0)),
         lp - _logpmf(y[None, :], m2[:, None], a2[:, None]),
     )
-    # E_p[log p/q] = E_p[g(q/p − 1)] since E_p[q/p − 1] = 0: every term ≥ 0 and O(δ²)
-    kl = (np.exp(lp) * log1p_gap(np.expm1(-ratio))).sum(-1)
+    # E_p[log p/q] = E_p[g(q/p − 1)] since E_p[q/p − 1] = 0: every term ≥ 0 and O(δ²);
+    # far apart (a level change), the same term as q − p + p log(p/q) without overflow
+    p = np.exp(lp)
+    near = np.abs(ratio) < 1
+    term = np.where(
+        near,
+        p * log1p_gap(np.expm1(-np.where(near, ratio, 0.0))),
+        np.exp(lp - ratio) - p + p * ratio,
+    )
+    # Σ (q − p) is 0 over the whole support; over 0..top it is P(Y>top) − Q(Y>top)
+    # (q may put mass beyond p's support), which the sum of terms must not include
+    kl = term.sum(-1) + _sf(top, m2, a2) - _sf(top, m1, a1)
     both_poisson = ~np.isfinite(a1) & ~np.isfinite(a2)
     return np.where(both_poisson, m1 * log1p_gap((m2 - m1) / m1), kl)
 

@@ -22,6 +22,7 @@ from pm_sens.graph.model_queries import (
     depends_on,
     free_variables,
     observed_ancestors,
+    symbolic_tensor,
 )
 
 
@@ -81,12 +82,12 @@ def _symbolic_like(var, value):
     """A symbolic tensor standing for ``var``, with the trailing shape of ``value``."""
     value = np.asarray(value)
     shape = (None, *value.shape[1:]) if value.ndim else ()
-    return pt.tensor(dtype=var.dtype, shape=shape, name=var.name)
+    return symbolic_tensor(var.name, var.dtype, shape)
 
 
 def _batched(var):
     """``var``'s type with a leading draw axis."""
-    return pt.tensor(dtype=var.dtype, shape=(None, *var.type.shape), name=var.name)
+    return symbolic_tensor(var.name, var.dtype, (None, *var.type.shape))
 
 
 def _point_gradient(expr, wrts, one_dimensional):
@@ -312,7 +313,7 @@ def compile_predictive(
     data_variables = data_variables_of(predictive, model, inputs)
     symbols = {v: _symbolic_like(v, data_values[v]) for v in data_variables}
     placeholders = {
-        rv: pt.tensor(dtype=rv.dtype, shape=np.shape(values)[1:], name=rv.name)
+        rv: symbolic_tensor(rv.name, rv.dtype, np.shape(values)[1:])
         for rv, values in zip(free_rvs, draw_values, strict=True)
     }
     params = graph_replace(params, {**symbols, **placeholders}, strict=False)

@@ -44,6 +44,11 @@ def data_containers(model, outputs):
     ]
 
 
+def symbolic_tensor(name, dtype, shape):
+    """``pt.tensor`` that takes any name (bambi's ``1|g`` would be read as a dtype)."""
+    return pt.TensorType(dtype=dtype, shape=shape)(name=name)
+
+
 def is_float(var) -> bool:
     """Whether a variable holds floating-point values."""
     return np.dtype(var.dtype).kind == "f"

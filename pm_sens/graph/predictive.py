@@ -24,6 +24,7 @@ from pm_sens.graph.model_queries import (
     observed_variable,
     push_indexing_down,
     replace_rebuilding,
+    symbolic_tensor,
 )
 
 
@@ -39,9 +40,7 @@ def _per_point_group_inputs(model, params, indices=()):
     if not reads:
         return params, {}
     copies = {
-        read: pt.tensor(
-            data_name(model, base), dtype=base.dtype, shape=(None, *base.type.shape[1:])
-        )
+        read: symbolic_tensor(data_name(model, base), base.dtype, (None, *base.type.shape[1:]))
         for read, base, _ in reads
     }
     params = graph_replace(params, copies, strict=False)
@@ -73,7 +72,7 @@ def _per_point_observation_rows(model, params):
                 continue  # group level: read through an index, or held
             if container not in copies:
                 shape = (None, *container.type.shape[1:])
-                copies[container] = pt.tensor(container.name, dtype=container.dtype, shape=shape)
+                copies[container] = symbolic_tensor(container.name, container.dtype, shape)
             inner[container] = copies[container]
         for const in graph_inputs([expression]):
             numeric = isinstance(const, Constant) and getattr(const.type, "ndim", 0)

@@ -1,0 +1,271 @@
+"""A bambi model as a PyMC model whose inputs are ``pm.Data`` containers.
+
+bambi builds its design matrices as constants, and samples with mean-centred
+numeric columns (its posterior then holds the uncentred intercept). pm_sens
+needs inputs it can differentiate, so it rebuilds the linear predictor of every
+distributional parameter from bambi's terms, on the user's raw data columns:
+
+- one ``pm.Data`` container per data column the formula reads, named like it:
+  float for numeric columns, integer level codes for categorical ones (a
+  categorical term, a group factor ``(… | g)``);
+- each term's design evaluated symbolically by formulae's own lazy call (so
+  ``np.log(z)`` and ``scale(x)`` with its stored mean and sd are functions of
+  the raw ``z`` and ``x``), categorical columns through their contrast rows,
+  interactions as row-wise products, and checked against the design bambi
+  sampled with;
+- one free variable per posterior variable the predictor reads (``Intercept``,
+  each term's coefficients, group effects ``1|g``, constant parameters);
+- the response built by bambi's own `ResponseTerm` (links, family transforms,
+  censoring, truncation) on these predictors.
+
+The rebuilt model uses bambi's posterior as it is: raw columns with the
+uncentred intercept give the same predictions as the centred columns bambi
+sampled with.
+"""
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+
+#: How far the rebuilt design may differ from bambi's before it is refused.
+DESIGN_TOLERANCE = 1e-8
+
+
+@dataclass
+class BambiModel:
+    """The rebuilt PyMC model of a bambi model, and how to read points for it."""
+
+    model: pm.Model
+    #: the levels of each categorical data column, in code order
+    categories: dict
+    numeric: list
+    #: posterior variable of each free variable whose name is taken by a data column
+    posterior_names: dict
+
+    def points(self, data):
+        """``{column: values}`` for the rebuilt model from raw data (levels as codes)."""
+        if isinstance(data, pd.DataFrame):
+            data = {column: data[column].to_numpy() for column in data.columns}
+        if not isinstance(data, dict):
+            return data  # validated downstream like any points argument
+        out = {}
+        for name, values in data.items():
+            if name in self.categories:
+                out[name] = _codes(name, np.asarray(values), self.categories[name])
+            else:
+                out[name] = np.asarray(values, dtype=float) if name in self.numeric else values
+        return out
+
+
+def _codes(name, values, levels):
+    """Level codes of ``values``; values that are codes already pass through."""
+    if np.issubdtype(values.dtype, np.integer) and not np.issubdtype(
+        np.asarray(levels).dtype, np.integer
+    ):
+        return values
+    lookup = {str(level): code for code, level in enumerate(levels)}
+    unknown = sorted({str(v) for v in values} - set(lookup))
+    if unknown:
+        raise ValueError(
+            f"points[{name!r}] holds the level(s) {unknown}, which the model does not have; "
+            f"valid: {[str(level) for level in levels]}"
+        )
+    return np.array([lookup[str(v)] for v in values], dtype="int64")
+
+
+def is_bambi_model(model) -> bool:
+    """Whether ``model`` is a ``bambi.Model`` (without importing bambi)."""
+    return any(cls.__module__.startswith("bambi") for cls in type(model).__mro__)
+
+
+def _terms(component):
+    return [*component.common_terms.values(), *component.group_specific_terms.values()]
+
+
+def _categorical_columns(bmb_model):
+    """Data columns read as categories (categorical terms, group factors) and their levels."""
+    names = set()
+    for component in bmb_model.conditional_parameters.values():
+        for term in component.common_terms.values():
+            names |= {
+                next(iter(c.var_names)) for c in term.term.components if c.kind == "categoric"
+            }
+        for term in component.group_specific_terms.values():
+            names |= set(term.term.factor.var_names)
+            names |= {
+                next(iter(c.var_names))
+                for c in getattr(term.term.expr, "components", [])
+                if c.kind == "categoric"
+            }
+    data = bmb_model.data
+    return {name: _levels(data[name]) for name in sorted(names)}
+
+
+def _levels(column):
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return np.asarray(column.cat.categories)
+    return np.unique(column.to_numpy())
+
+
+def _numeric_columns(bmb_model, categorical):
+    names = []
+    for component in bmb_model.conditional_parameters.values():
+        terms = [*_terms(component), *component.offset_terms.values()]
+        for term in terms:
+            for var in sorted(term.term.var_names):
+                if var not in categorical and var not in names and var in bmb_model.data:
+                    names.append(var)
+    return names
+
+
+def _component_design(component, columns, categories):
+    """The design columns (n, k) of one formulae component, symbolically."""
+    name = next(iter(component.var_names))
+    if component.kind == "categoric":
+        matrix = np.asarray(component.contrast_matrix.matrix, dtype=float)
+        rows = [list(map(str, component.levels)).index(str(level)) for level in categories[name]]
+        return pt.constant(matrix[rows])[columns[name]]
+    if component.kind != "numeric":
+        raise ValueError(
+            f"the bambi term component {component.name!r} is of kind {component.kind!r}; "
+            "pm_sens rebuilds numeric and categorical components only"
+        )
+    call = getattr(component, "call", None)
+    value = call.eval(columns, component.env) if call is not None else columns[name]
+    value = pt.as_tensor_variable(value)
+    return value[:, None] if value.ndim == 1 else value
+
+
+def _row_product(left, right):
+    """Row-wise Kronecker product of (n, a) and (n, b): (n, a·b), formulae's order."""
+    return (left[:, :, None] * right[:, None, :]).reshape((left.shape[0], -1))
+
+
+def _term_design(term, columns, categories):
+    design = None
+    for component in term.components:
+        value = _component_design(component, columns, categories)
+        design = value if design is None else _row_product(design, value)
+    return design
+
+
+def _check_design(label, design, expected):
+    """The rebuilt design at bambi's data (the containers' values) must be bambi's design."""
+    got = pytensor.function([], design, mode="FAST_COMPILE")()
+    expected = np.reshape(np.asarray(expected, dtype=float), np.shape(got))
+    if not np.allclose(got, expected, rtol=DESIGN_TOLERANCE, atol=DESIGN_TOLERANCE):
+        raise ValueError(
+            f"pm_sens could not rebuild the design of the bambi term {label!r} from the data "
+            "columns (its columns differ from those bambi sampled with); please report it"
+        )
+
+
+def _posterior_variable(bmb_model, name, shadow, renamed):
+    """A free variable standing for the posterior variable ``name`` (dims as bambi stores them).
+
+    Named like it, unless a data column has that name (a categorical term's
+    coefficients ``cat`` and the column ``cat``): then ``name__coef``.
+    """
+    backend = bmb_model.backend.model
+    label = f"{name}__coef" if name in shadow.named_vars else name
+    if label != name:
+        renamed[label] = name
+    dims = backend.named_vars_to_dims.get(name) or ()
+    # bambi's posterior puts group-factor dims last
+    ordered = [d for d in dims if not d.endswith("__factor_dim")]
+    ordered += [d for d in dims if d.endswith("__factor_dim")]
+    for dim in ordered:
+        if dim not in shadow.coords:
+            shadow.add_coord(dim, backend.coords[dim])
+    if ordered:
+        var = pm.Flat(label, dims=tuple(ordered))
+        order = [ordered.index(d) for d in dims]
+        return var.transpose(*order) if order != list(range(len(order))) else var
+    return pm.Flat(label, shape=backend[name].type.shape or ())
+
+
+def _linear_predictor(bmb_model, component, shadow, columns, categories, renamed):
+    """η of one distributional parameter: intercept, offsets, common and group terms."""
+    eta = 0
+    if component.intercept_term is not None:
+        term = component.intercept_term
+        eta = eta + _posterior_variable(bmb_model, term.alias or term.name, shadow, renamed)
+    for term in component.offset_terms.values():
+        design = _term_design(term.term, columns, categories)[:, 0]
+        _check_design(term.name, design, term.data)
+        eta = eta + design
+    for term in component.common_terms.values():
+        design = _term_design(term.term, columns, categories)
+        _check_design(term.name, design, term.data)
+        coef = _posterior_variable(bmb_model, term.alias or term.name, shadow, renamed)
+        eta = eta + (design @ coef if coef.ndim else design[:, 0] * coef)
+    for term in component.group_specific_terms.values():
+        factor = term.term.factor
+        if len(factor.components) != 1:
+            raise ValueError(
+                f"the bambi group-specific term {term.name!r} groups by an interaction; "
+                "pm_sens supports one grouping column per term (make it one column)"
+            )
+        group = next(iter(factor.var_names))
+        lookup = [list(map(str, term.groups)).index(str(level)) for level in categories[group]]
+        index = pt.constant(np.asarray(lookup))[columns[group]]
+        _check_design(f"{term.name} (groups)", index, term.group_index)
+        expr = term.term.expr
+        if hasattr(expr, "components"):
+            predictor = _term_design(expr, columns, categories)
+        else:  # the intercept: a column of ones
+            predictor = pt.ones((columns[group].shape[0], 1))
+        _check_design(f"{term.name} (predictor)", predictor, term.predictor)
+        coef = _posterior_variable(bmb_model, term.alias or term.name, shadow, renamed)
+        coef = coef[:, None] if coef.ndim == 1 else coef
+        eta = eta + (coef[index] * predictor).sum(axis=1)
+    return eta
+
+
+def rebuild(bmb_model):
+    """`BambiModel` for a built ``bambi.Model`` (its PyMC backend is not touched)."""
+    if getattr(bmb_model, "backend", None) is None or bmb_model.backend.model is None:
+        raise ValueError(
+            "model is a bambi.Model that is not built; call model.build() or model.fit() first"
+        )
+    from bambi.backend.terms import ResponseTerm
+
+    backend = bmb_model.backend
+    categories = _categorical_columns(bmb_model)
+    numeric = _numeric_columns(bmb_model, categories)
+    data = bmb_model.data
+    obs = ("__obs__",)
+    shadow = pm.Model(coords={"__obs__": backend.model.coords["__obs__"]})
+    renamed = {}
+    with shadow:
+        columns = {name: pm.Data(name, data[name].to_numpy(float), dims=obs) for name in numeric}
+        for name, levels in categories.items():
+            codes = _codes(name, data[name].to_numpy(), levels)
+            columns[name] = pm.Data(name, codes, dims=obs)
+        constants = {
+            name: SimpleNamespace(
+                output=_posterior_variable(bmb_model, c.alias or c.name, shadow, renamed)
+                if not isinstance(c.prior, int | float)
+                else c.prior
+            )
+            for name, c in bmb_model.marginal_parameters.items()
+        }
+        predictors = {
+            name: SimpleNamespace(
+                output=_linear_predictor(bmb_model, c, shadow, columns, categories, renamed)
+            )
+            for name, c in bmb_model.conditional_parameters.items()
+        }
+        fake_backend = SimpleNamespace(
+            model=shadow,
+            constant_components=constants,
+            distributional_components=predictors,
+            INVLINKS=type(backend).INVLINKS,
+        )
+        ResponseTerm(bmb_model.response_term, bmb_model.family).build(fake_backend, bmb_model)
+    return BambiModel(shadow, categories, numeric, renamed)

@@ -1,0 +1,204 @@
+"""bambi models: rebuilt on pm.Data inputs, equal to hand-written PyMC models."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor
+import pytest
+
+import pm_sens
+from tests.conftest import posterior
+
+bmb = pytest.importorskip("bambi")
+
+LEVELS = ["a", "b", "c"]
+GROUPS = ["g1", "g2", "g3", "g4"]
+
+
+@pytest.fixture
+def data(rng):
+    n = 30
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "z": rng.uniform(1, 3, n),
+            "cat": rng.choice(LEVELS, n),
+            "g": rng.choice(GROUPS, n),
+        }
+    )
+    frame["y"] = frame.x + rng.normal(size=n)
+    frame["count"] = rng.poisson(2.0, n)
+    return frame
+
+
+def _codes(column, levels):
+    return np.searchsorted(levels, column.to_numpy())
+
+
+def _draws(rng, shape=(2, 4)):
+    return {
+        "Intercept": rng.normal(size=shape),
+        "x": rng.normal(size=shape),
+        "cat": rng.normal(size=(*shape, 2)),
+        "sigma": np.exp(0.3 * rng.normal(size=shape)),
+        "1|g": rng.normal(size=(*shape, len(GROUPS))),
+        "x|g": rng.normal(size=(*shape, len(GROUPS))),
+    }
+
+
+def _bambi_posterior(draws, names):
+    dims = {"cat": ["cat_dim"], "1|g": ["g__factor_dim"], "x|g": ["g__factor_dim"]}
+    coords = {"cat_dim": LEVELS[1:], "g__factor_dim": GROUPS}
+    return posterior({k: draws[k] for k in names}, dims=dims, coords=coords)
+
+
+def _hand_written(data, likelihood, group_terms=False):
+    """The same model in PyMC with pm.Data inputs (treatment coding, 'a' the reference)."""
+    with pm.Model() as model:
+        x = pm.Data("x", data.x.to_numpy())
+        cat = pm.Data("cat", _codes(data.cat, LEVELS))
+        intercept = pm.Flat("Intercept")
+        slope = pm.Flat("slope")
+        effects = pm.Flat("cat_effects", shape=2)
+        eta = intercept + slope * x + pm.math.concatenate([[0.0], effects])[cat]
+        if group_terms:
+            g = pm.Data("g", _codes(data.g, GROUPS))
+            eta = eta + pm.Flat("1|g", shape=4)[g] + pm.Flat("x|g", shape=4)[g] * x
+        if likelihood == "normal":
+            pm.Normal("y", eta, pm.Flat("sigma"), observed=data.y.to_numpy())
+        else:
+            pm.Poisson("count", pm.math.exp(eta), observed=data["count"].to_numpy())
+    return model
+
+
+@pytest.mark.parametrize(
+    ("formula", "family", "likelihood"),
+    [("y ~ x + cat", "gaussian", "normal"), ("count ~ x + cat", "poisson", "poisson")],
+)
+@pytest.mark.parametrize("mode", ["draw", "moment"])
+def test_bambi_equals_the_hand_written_model(rng, data, formula, family, likelihood, mode):
+    model = bmb.Model(formula, data, family=family)
+    model.build()
+    draws = _draws(rng)
+    names = ["Intercept", "x", "cat"] + (["sigma"] if likelihood == "normal" else [])
+    idata = _bambi_posterior(draws, names)
+    hand = _hand_written(data, likelihood)
+    hand_draws = {k: draws[k] for k in names}
+    hand_draws["cat_effects"] = hand_draws.pop("cat")
+    hand_draws["slope"] = hand_draws.pop("x")
+    options = dict(mode=mode, method=["rsens", "kl"], progressbar=False)
+    ours = pm_sens.sensitivity(idata, model, extend_inferencedata=False, **options)
+    expected = pm_sens.sensitivity(posterior(hand_draws), hand, **options)
+    ours, expected = ours["sensitivity"], expected["sensitivity"]
+    assert list(ours["feature"].values) == ["x", "cat"]
+    assert list(ours["feature_kind"].values) == ["rate", "level"]
+    for name in ("rsens", "kl", "levels_cat"):
+        assert np.isfinite(ours[name].values).all()
+        np.testing.assert_allclose(ours[name].values, expected[name].values, rtol=1e-8)
+    assert "sensitivity" not in idata.children  # extend_inferencedata=False
+
+
+def test_group_specific_intercept_and_slope(rng, data):
+    model = bmb.Model("y ~ x + cat + (1 + x | g)", data)
+    model.build()
+    draws = _draws(rng)
+    names = ["Intercept", "x", "cat", "sigma", "1|g", "x|g"]
+    hand = _hand_written(data, "normal", group_terms=True)
+    hand_draws = {k: draws[k] for k in names}
+    hand_draws["cat_effects"] = hand_draws.pop("cat")
+    hand_draws["slope"] = hand_draws.pop("x")
+    ours = pm_sens.sensitivity(
+        _bambi_posterior(draws, names), model, mode="draw", progressbar=False
+    )
+    expected = pm_sens.sensitivity(posterior(hand_draws), hand, mode="draw", progressbar=False)
+    ours, expected = ours["sensitivity"], expected["sensitivity"]
+    assert set(ours["feature"].values) == {"x", "cat", "g"}
+    for feature in ("x", "cat", "g"):
+        np.testing.assert_allclose(
+            ours["rsens"].sel(feature=feature), expected["rsens"].sel(feature=feature), rtol=1e-8
+        )
+    np.testing.assert_allclose(ours["levels_g"], expected["levels_g"], rtol=1e-8)
+
+
+def test_transformed_terms_are_differentiated_in_the_raw_column(rng, data):
+    """``scale(x)`` and ``np.log(z)``: R-sens per draw |∂μ/∂x| / σ with the chain rule
+    through the transform bambi stored (x's mean and sd)."""
+    model = bmb.Model("y ~ scale(x) + np.log(z)", data)
+    model.build()
+    shape = (1, 3)
+    draws = {
+        "Intercept": rng.normal(size=shape),
+        "scale(x)": rng.normal(size=shape),
+        "np.log(z)": rng.normal(size=shape),
+        "sigma": np.exp(0.3 * rng.normal(size=shape)),
+    }
+    out = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+    out = out["sensitivity"]["rsens"].isel(chain=0)
+    sigma = draws["sigma"][0][:, None]
+    expected_x = np.abs(draws["scale(x)"][0][:, None] / data.x.std(ddof=0)) / sigma
+    expected_z = np.abs(draws["np.log(z)"][0][:, None] / data.z.to_numpy()) / sigma
+    np.testing.assert_allclose(out.sel(feature="x"), np.broadcast_to(expected_x, (3, 30)))
+    np.testing.assert_allclose(out.sel(feature="z"), expected_z)
+
+
+def test_rebuilt_predictions_match_bambi_predict(data):
+    """The mean of the rebuilt graph equals bambi's own predictions (which use the
+    uncentred intercept its posterior stores), with an interaction and group terms."""
+    model = bmb.Model("count ~ x + np.log(z) + x:cat + (1 | g)", data, family="poisson")
+    idata = model.fit(draws=30, tune=30, chains=1, random_seed=3, progressbar=False)
+    predicted = model.predict(idata, kind="response_params", inplace=False)
+    rebuilt, info = pm_sens._runner.pymc_model_for(model)
+    mean = pytensor.function(rebuilt.free_RVs, rebuilt["mu"], on_unused_input="ignore")
+    names = [info.posterior_names.get(v.name, v.name) for v in rebuilt.free_RVs]
+    for draw in range(3):
+        values = [idata.posterior[name].values[0, draw] for name in names]
+        np.testing.assert_allclose(
+            mean(*values), predicted.posterior["mu"].values[0, draw], rtol=1e-8
+        )
+    pdp = pm_sens.partial_dependence(idata, model, features=["cat"], progressbar=False)
+    assert list(pdp["partial_dependence"]["grid_value"].values[0]) == [0, 1, 2]
+
+
+def test_points_as_a_data_frame_and_unknown_levels(rng, data):
+    model = bmb.Model("y ~ x + cat", data)
+    model.build()
+    draws = _draws(rng)
+    idata = _bambi_posterior(draws, ["Intercept", "x", "cat", "sigma"])
+    new = pd.DataFrame({"x": [0.0, 1.0], "cat": ["c", "a"]})
+    out = pm_sens.sensitivity(idata, model, points=new, mode="draw", progressbar=False)
+    sigma, effects = draws["sigma"], draws["cat"]
+    # point 0 is at level c: divergence to a is |β_c| / σ
+    np.testing.assert_allclose(
+        out["sensitivity"]["levels_cat"].sel(cat_level=0).values[..., 0],
+        np.abs(effects[..., 1]) / sigma,
+    )
+    with pytest.raises(ValueError, match=r"points\['cat'\] holds the level\(s\) \['d'\].*'a'"):
+        pm_sens.sensitivity(idata, model, points=pd.DataFrame({"x": [0.0], "cat": ["d"]}))
+
+
+def test_unbuilt_bambi_model_is_refused(rng, data):
+    model = bmb.Model("y ~ x", data)
+    with pytest.raises(ValueError, match=r"bambi.Model that is not built"):
+        pm_sens.sensitivity(_bambi_posterior(_draws(rng), ["Intercept", "x", "sigma"]), model)
+
+
+def test_permutation_importance_permutes_a_categorical_term_as_one_feature(rng, data):
+    model = bmb.Model("y ~ x + cat", data)
+    model.build()
+    idata = _bambi_posterior(_draws(rng), ["Intercept", "x", "cat", "sigma"])
+    out = pm_sens.permutation_importance(
+        idata, model, observed=data.y.to_numpy(), n_repeats=2, progressbar=False
+    )
+    assert set(out["permutation_importance"]["feature"].values) == {"x", "cat"}
+
+
+def test_import_pm_sens_does_not_import_the_optional_extras():
+    code = (
+        "import sys, pm_sens\n"
+        "print(sorted(m for m in ('bambi', 'dask', 'arviz_plots') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
