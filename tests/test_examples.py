@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
-QUICK = {"gp_regression.py": ["--quick"], "gp_poisson.py": ["--quick"]}
+QUICK = {
+    "gp_regression.py": ["--quick"],
+    "gp_poisson.py": ["--quick"],
+    "bambi_radon.py": ["--quick"],
+}
 
 
 @pytest.mark.slow

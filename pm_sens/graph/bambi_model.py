@@ -130,12 +130,14 @@ def _component_design(component, columns, categories):
         matrix = np.asarray(component.contrast_matrix.matrix, dtype=float)
         rows = [list(map(str, component.levels)).index(str(level)) for level in categories[name]]
         return pt.constant(matrix[rows])[columns[name]]
-    if component.kind != "numeric":
+    if component.kind not in ("numeric", "offset"):
         raise ValueError(
             f"the bambi term component {component.name!r} is of kind {component.kind!r}; "
-            "pm_sens rebuilds numeric and categorical components only"
+            "pm_sens rebuilds numeric, offset and categorical components only"
         )
     call = getattr(component, "call", None)
+    if component.kind == "offset":
+        call = call.args[0]  # offset(e) wraps the values of e
     value = call.eval(columns, component.env) if call is not None else columns[name]
     value = pt.as_tensor_variable(value)
     return value[:, None] if value.ndim == 1 else value

@@ -22,13 +22,17 @@ def visual_kwargs(visuals, name):
     return False if value is False else dict(value)
 
 
-def importance_dataset(dt, group, var_names, ci_prob):
+def importance_dataset(dt, group, var_names, ci_prob, scale="input"):
     """Global importance per variable, sorted: dims ("rank", "plot_axis").
 
     Each variable holds, per rank position, x (the position), y (importance),
-    y_bottom and y_top (interval), with its feature labels in ``labels`` attrs.
+    y_bottom and y_top (interval); ``labels`` gives its feature labels, a
+    categorical input's marked as a level change.
     """
-    table = summary(dt, group=group, var_names=var_names, ci_prob=ci_prob)
+    table = summary(dt, group=group, var_names=var_names, ci_prob=ci_prob, scale=scale)
+    if "kind" in table:
+        level = table["kind"] == "level"
+        table.loc[level, "feature"] = table.loc[level, "feature"] + " (level)"
     data, labels = {}, {}
     width = table.groupby("variable", sort=False).size().max()
     for name, rows in table.groupby("variable", sort=False):

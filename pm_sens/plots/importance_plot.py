@@ -17,6 +17,7 @@ def plot_importance(
     group="sensitivity",
     var_names=None,
     ci_prob=None,
+    scale="input",
     plot_collection=None,
     backend=None,
     visuals=None,
@@ -39,6 +40,10 @@ def plot_importance(
         Variables to plot; default all with a feature dimension.
     ci_prob : float, optional
         Interval probability; default ArviZ's ``stats.ci_prob``.
+    scale : {"input", "sd"}
+        As in :func:`pm_sens.summary`: ``"sd"`` puts continuous inputs (per
+        unit) on the scale of categorical ones (per level change, marked
+        "(level)") by multiplying by each input's standard deviation.
     plot_collection : arviz_plots.PlotCollection, optional
         Draw into an existing collection.
     backend : str, optional
@@ -54,7 +59,7 @@ def plot_importance(
     arviz_plots.PlotCollection
     """
     backend = resolve_backend(backend, plot_collection)
-    dataset, labels = importance_dataset(dt, group, var_names, ci_prob)
+    dataset, labels = importance_dataset(dt, group, var_names, ci_prob, scale)
     pc = wrap_collection(
         dataset.sel(plot_axis="y"), plot_collection, backend, ["__variable__"], pc_kwargs
     )
