@@ -154,8 +154,9 @@ def permutation_importance(
     ----------
     idata : xarray.DataTree
         Holds the ``posterior`` (and, for the likelihood, ``observed_data``).
-    model : pymc.Model
-        The fitted model. It is not modified.
+    model : pymc.Model or bambi.Model
+        The fitted model (a built bambi model is rebuilt on its data columns;
+        see the user guide). It is not modified.
     var_name : str, optional
         Observed variable; default the only one.
     inputs : str or list of str, optional
