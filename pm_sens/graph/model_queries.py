@@ -76,22 +76,26 @@ def group_level_reads(model, outputs, indices=()):
     expression: a group-level predictor seen from each point (e.g. county
     uranium per household).
     """
-    containers = set(model.data_vars)
-    index_variables = containers | set(indices)
-    reads = []
+    index_variables = set(model.data_vars) | set(indices)
+    return [
+        (read, base, index)
+        for read, base, index in _first_axis_reads(outputs)
+        if index in index_variables
+        and is_float(base)
+        and not is_float(index)
+        and _is_group_data(model, base)
+    ]
+
+
+def _first_axis_reads(outputs):
+    """``(read, base, index)`` for every ``base[index]`` along the first axis upstream."""
     for node in apply_ancestors(outputs):
-        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
-            continue
-        base, index = node.inputs
         if (
-            _indexes_first_axis(node)
-            and index in index_variables
-            and is_float(base)
-            and not is_float(index)
-            and _is_group_data(model, base)
+            isinstance(node.op, AdvancedSubtensor)
+            and len(node.inputs) == 2
+            and _indexes_first_axis(node)
         ):
-            reads.append((node.outputs[0], base, index))
-    return reads
+            yield node.outputs[0], *node.inputs
 
 
 def _is_group_data(model, var):
@@ -143,18 +147,13 @@ def push_indexing_down(model, outputs, indices=()):
     forms are equal (indexing commutes with element-wise operations).
     """
     index_variables = {v for v in model.data_vars if not is_float(v)} | set(indices)
-    replacements = {}
-    for node in apply_ancestors(outputs):
-        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
-            continue
-        base, index = node.inputs
-        if (
-            _indexes_first_axis(node)
-            and index in index_variables
-            and not _is_group_data(model, base)
-            and any(is_float(c) for c in data_containers(model, [base]))
-        ):
-            replacements[node.outputs[0]] = _indexed(base, index)
+    replacements = {
+        read: _indexed(base, index)
+        for read, base, index in _first_axis_reads(outputs)
+        if index in index_variables
+        and not _is_group_data(model, base)
+        and any(is_float(c) for c in data_containers(model, [base]))
+    }
     if not replacements:
         return outputs
     return replace_rebuilding(outputs, replacements, keep=model.free_RVs)
@@ -205,16 +204,13 @@ def observation_rows(model, outputs):
     """
     containers = set(model.data_vars)
     reads = []
-    for node in apply_ancestors(outputs):
-        if not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
-            continue
-        expression, index = node.inputs
-        if not _indexes_first_axis(node) or not isinstance(index, Constant) or index.ndim != 1:
+    for read, expression, index in _first_axis_reads(outputs):
+        if not isinstance(index, Constant) or index.ndim != 1:
             continue
         if any(var in containers for var in ancestors([expression])):
             data = np.asarray(index.data)
             rows = np.flatnonzero(data) if data.dtype == bool else data.astype(int)
-            reads.append((node.outputs[0], expression, rows))
+            reads.append((read, expression, rows))
     return reads
 
 
@@ -260,11 +256,10 @@ def indexed_lengths(outputs, index):
     The valid values of a group index are ``0 .. length − 1``. Lengths are read by
     evaluating the indexed variables' shapes (random variables are sampled once).
     """
-    lengths = set()
-    for node in apply_ancestors(outputs):
-        if isinstance(node.op, AdvancedSubtensor) and len(node.inputs) == 2:
-            base, used = node.inputs
-            if used is index and _indexes_first_axis(node):
-                shape = base.shape[0].eval(on_unused_input="ignore", mode="FAST_COMPILE")
-                lengths.add(int(shape))
-    return sorted(lengths)
+    return sorted(
+        {
+            int(base.shape[0].eval(on_unused_input="ignore", mode="FAST_COMPILE"))
+            for _, base, used in _first_axis_reads(outputs)
+            if used is index
+        }
+    )
