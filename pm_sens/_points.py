@@ -218,11 +218,20 @@ class Levels:
     predictive at the other levels (a level change, not a rate).
     """
 
-    variable: object
+    variable: object  # the integer input, or None for declared one-hot columns
     label: str
-    levels: np.ndarray  # (L,) the valid values
+    levels: np.ndarray  # (L,) the valid values (labels of the one-hot patterns)
     weights: np.ndarray  # (L,) the levels' frequency among the points
     own: np.ndarray  # (N,) position in ``levels`` of each point's own level
+    #: one-hot columns: ``(input, column or None for a 1-D input)`` and the
+    #: values they take at each level, (L, columns)
+    columns: list | None = None
+    patterns: np.ndarray | None = None
+
+    @property
+    def own_values(self):
+        """Each point's level as a number: its value, or its pattern's position."""
+        return (self.levels[self.own] if self.columns is None else self.own).astype(float)
 
 
 def _valid_levels(predictive, var):
@@ -273,23 +282,113 @@ def resolve_levels(predictive, level_inputs, points):
 
 
 def level_values(points, predictive, level, chosen):
-    """Data values for the points as they are, then one copy of them per level in ``chosen``.
+    """Data values for the points as they are, then one copy of them per level.
 
-    In each copy every point holds that level; group-level values read through
-    the index (``u[idx]``) follow it.
+    ``chosen`` are positions in ``level.levels``. In each copy every point holds
+    that level; group-level values read through the index (``u[idx]``) follow it.
     """
     copies = len(chosen) + 1
     values = {
         var: np.concatenate([value] * copies) if var in points.per_point else value
         for var, value in points.values.items()
     }
+    if level.columns is not None:
+        for j, (var, column) in enumerate(level.columns):
+            at_levels = np.repeat(level.patterns[chosen, j], points.n_points)
+            target = values[var] if column is None else values[var][:, column]
+            target[points.n_points :] = at_levels
+        return values
     own = np.asarray(points.values[level.variable])
+    chosen = level.levels[chosen]
     codes = np.concatenate([own, np.repeat(chosen, points.n_points)])
     values[level.variable] = codes.astype(level.variable.dtype)
     for copy, (base, index) in predictive.group_inputs.items():
         if index is level.variable:
             values[copy] = data_value(base)[codes]
     return values
+
+
+def feature_columns(points, inputs):
+    """``(input, column)`` of each feature column, column None for a 1-D input."""
+    owners = []
+    for var in inputs:
+        value = points.values[var]
+        owners += (
+            [(var, None)] if np.ndim(value) == 1 else [(var, c) for c in range(value.shape[1])]
+        )
+    return owners
+
+
+def one_hot_levels(points, predictive, inputs, categorical):
+    """`Levels` of feature columns declared as one categorical input each.
+
+    ``categorical`` maps a name to the labels of its columns (e.g. one-hot
+    columns of a design matrix). Its levels are the distinct rows those
+    columns take in the model's data.
+    """
+    if categorical is None:
+        return []
+    if not isinstance(categorical, dict):
+        raise TypeError(
+            f"categorical={categorical!r} is not valid; give a dict {{name: [feature labels]}}"
+        )
+    owners = feature_columns(points, inputs)
+    taken = set()
+    out = []
+    for name, labels in categorical.items():
+        labels = as_name_list(f"categorical[{name!r}]", labels)
+        unknown = [label for label in labels if label not in points.features]
+        repeated = [label for label in labels if label in taken]
+        if unknown or repeated or name in points.features:
+            problem = (
+                f"names the unknown feature(s) {unknown}"
+                if unknown
+                else f"repeats {repeated}, already in another group"
+                if repeated
+                else "is the name of a feature"
+            )
+            raise ValueError(
+                f"categorical[{name!r}] {problem}; valid: columns among {points.features}, "
+                "each in one group, under a new name"
+            )
+        taken |= set(labels)
+        columns = [owners[points.features.index(label)] for label in labels]
+
+        def table(values, columns=columns):
+            return np.column_stack(
+                [values[v] if c is None else values[v][:, c] for v, c in columns]
+            )
+
+        data = table({v: np.asarray(_current_value(v, predictive)) for v, _ in columns})
+        patterns = np.unique(data, axis=0)
+        at_points = table(points.values)
+        own = np.array([_row_position(patterns, row) for row in at_points])
+        if np.any(own < 0):
+            row = at_points[np.flatnonzero(own < 0)[0]]
+            raise ValueError(
+                f"points hold {dict(zip(labels, row.tolist(), strict=True))} in the columns "
+                f"of categorical[{name!r}], a combination the model's data does not have; "
+                f"valid: {patterns.tolist()}"
+            )
+        counts = np.bincount(own, minlength=len(patterns)).astype(float)
+        if np.count_nonzero(counts) < 2:
+            counts = np.ones(len(patterns))
+        names = np.array([_pattern_label(row, labels) for row in patterns])
+        out.append(Levels(None, name, names, counts / counts.sum(), own, columns, patterns))
+    return out
+
+
+def _row_position(rows, row):
+    """Position of ``row`` among ``rows``, or −1."""
+    hits = np.flatnonzero(np.all(rows == row, axis=1))
+    return int(hits[0]) if hits.size else -1
+
+
+def _pattern_label(row, labels):
+    """A one-hot row by the column that is 1 (``"reference"`` if none), else its values."""
+    if set(np.unique(row)) <= {0, 1} and row.sum() <= 1:
+        return labels[int(np.argmax(row))] if row.sum() else "reference"
+    return ", ".join(f"{label}={value:g}" for label, value in zip(labels, row, strict=True))
 
 
 def _given_points(points, names):

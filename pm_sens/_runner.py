@@ -17,6 +17,7 @@ from pm_sens._distributed import RemoteChunks, active_client
 from pm_sens._points import (
     PointSet,
     check_levels,
+    one_hot_levels,
     resolve_inputs,
     resolve_levels,
     resolve_points,
@@ -88,6 +89,7 @@ def make_context(
     differentiable=True,
     lazy_points=True,
     levels=False,
+    categorical=None,
 ):
     """Check the request (no compiling) and gather what the measures need.
 
@@ -95,7 +97,8 @@ def make_context(
     ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
     inputs, points and posterior draws). Dask-backed points stay lazy if
     ``lazy_points``, else they are read into memory. With ``levels``, integer
-    per-point inputs are categorical inputs (``ctx.levels``).
+    per-point inputs are categorical inputs (``ctx.levels``), and so is each
+    group of feature columns in ``categorical``.
     """
     progressbar = check_bool("progressbar", progressbar)
     check_bool("extend_inferencedata", extend_inferencedata)
@@ -119,6 +122,7 @@ def make_context(
         pts = pts.computed()
     check_levels(predictive, pts)
     level_info = resolve_levels(predictive, level_inputs, pts)
+    level_info += one_hot_levels(pts, predictive, diff_inputs, categorical)
     draws = posterior_draws(
         idata,
         model,

@@ -8,7 +8,13 @@ import xarray as xr
 
 from pm_sens import families
 from pm_sens._blocks import run_local
-from pm_sens._points import constant_columns, feature_matrix, level_values, values_at
+from pm_sens._points import (
+    constant_columns,
+    feature_columns,
+    feature_matrix,
+    level_values,
+    values_at,
+)
 from pm_sens._runner import (
     compiled_for,
     draw_pass,
@@ -228,7 +234,7 @@ def _levels(ctx, *, mode, family):
     out = {}
     for level in ctx.levels:
         chosen = np.flatnonzero(level.weights)
-        values = level_values(ctx.points, ctx.predictive, level, level.levels[chosen])
+        values = level_values(ctx.points, ctx.predictive, level, chosen)
         divergence = _stacked_measure(
             ctx,
             compiled,
@@ -258,13 +264,33 @@ def _dims(name, mode, point_dim):
 LEVEL_METHODS = ("rsens", "kl")
 
 
+def _shown(ctx):
+    """Which derivative columns are features of the result.
+
+    One-hot columns declared as a categorical input are not: the input is.
+    """
+    grouped = {
+        label
+        for level in ctx.levels
+        if level.columns is not None
+        for label in _column_labels(ctx, level)
+    }
+    return np.array([f not in grouped for f in ctx.points.features], dtype=bool)
+
+
+def _column_labels(ctx, level):
+    """Feature labels of a one-hot group's columns."""
+    owners = feature_columns(ctx.points, ctx.inputs)
+    return [ctx.points.features[owners.index(column)] for column in level.columns]
+
+
 def _feature_kinds(ctx):
     """What each feature's values are: ``"rate"``, ``"constant"`` or ``"level"``.
 
     ``"rate"``: per unit of a continuous input; ``"constant"``: a column that is
     the same in every row of the data; ``"level"``: a categorical input.
     """
-    constant = constant_columns(ctx.predictive, ctx.inputs)
+    constant = constant_columns(ctx.predictive, ctx.inputs)[_shown(ctx)]
     return [*np.where(constant, "constant", "rate"), *(["level"] * len(ctx.levels))]
 
 
@@ -281,11 +307,14 @@ def _with_levels(results, levels, ctx, mode):
     A categorical input's column holds its level sensitivity for the methods
     that have one (`LEVEL_METHODS`), NaN for the others.
     """
-    constant = np.asarray(_feature_kinds(ctx)[: len(ctx.points.features)]) == "constant"
+    shown = _shown(ctx)
+    constant = np.asarray(_feature_kinds(ctx)[: shown.sum()]) == "constant"
     out = {}
     for name, value in results.items():
         dims = _dims(name, mode, "point")
         axes = [dims.index(d) for d in ("feature", "feature_bis") if d in dims]
+        for axis in axes:
+            value = np.compress(shown, value, axis=axis)
         value = np.where(_along(constant, axes, value.ndim), np.nan, value)
         for level in ctx.levels:
             column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
@@ -322,9 +351,13 @@ def result_dataset(results, ctx, mode, attrs, levels=None):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
     n = points.n_points
-    features = [*points.features, *(level.label for level in ctx.levels)]
-    inputs = feature_matrix(points.values, ctx.inputs, n)
-    own_levels = [level.levels[level.own][:, None].astype(float) for level in ctx.levels]
+    shown = _shown(ctx)
+    features = [
+        *np.asarray(points.features, dtype=object)[shown],
+        *(level.label for level in ctx.levels),
+    ]
+    inputs = feature_matrix(points.values, ctx.inputs, n)[:, shown]
+    own_levels = [level.own_values[:, None] for level in ctx.levels]
     coords = {
         **point_coordinates(ctx),
         "feature": features,
@@ -362,6 +395,7 @@ def sensitivity(
     *,
     var_name=None,
     inputs=None,
+    categorical=None,
     points=None,
     predictive=None,
     method="rsens",
@@ -406,6 +440,12 @@ def sensitivity(
         every other level (``sqrt(2 KL)``; see Returns). Their valid levels are
         ``0 .. n − 1`` for an index into a variable of length n, else the values
         the container holds.
+    categorical : dict, optional
+        Feature columns that together are one categorical input, as
+        ``{name: [feature labels]}``, e.g. the one-hot columns of a design
+        matrix, ``{"species": ["X[b]", "X[c]"]}``. Its levels are the distinct
+        rows those columns take in the model's data; it gets level sensitivity
+        under ``name`` in place of a rate per column.
     points : dict or xarray.Dataset, optional
         Where to evaluate, as ``{container_name: array}`` (rows = points);
         containers not given keep their current values. Default: the observed rows.
@@ -517,6 +557,7 @@ def sensitivity(
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
         levels=True,
+        categorical=categorical,
     )
     if ctx.levels and alpha != 1:
         raise ValueError(

@@ -203,3 +203,41 @@ def test_normal_kl_matches_scipy_for_the_two_levels():
     numeric = np.trapezoid(p.pdf(grid) * (p.logpdf(grid) - q.logpdf(grid)), grid)
     closed = np.log(0.7 / 1.2) + (1.2**2 + 0.8**2) / (2 * 0.7**2) - 0.5
     np.testing.assert_allclose(numeric, closed, rtol=1e-8)
+
+
+def test_one_hot_columns_declared_as_one_categorical_input(rng):
+    """Species as two one-hot columns of X (reference level: both 0)."""
+    n = 30
+    species = rng.integers(0, 3, n)
+    x = np.column_stack([rng.normal(size=n), np.eye(3)[species][:, 1:]])
+    with pm.Model(coords={"col": ["x", "sp_b", "sp_c"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        sigma = pm.HalfNormal("sigma")
+        pm.Normal("y", xd @ b, sigma, observed=np.zeros(n), dims="obs")
+    draws = {"b": rng.normal(size=(1, 5, 3)), "sigma": np.exp(0.2 * rng.normal(size=(1, 5)))}
+    idata = posterior(draws, dims={"b": ["col"]})
+    out = pm_sens.sensitivity(
+        idata,
+        model,
+        mode="draw",
+        categorical={"species": ["sp_b", "sp_c"]},
+        progressbar=False,
+    )["sensitivity"]
+    assert list(out["feature"].values) == ["x", "species"]
+    assert list(out["species_level"].values) == ["reference", "sp_c", "sp_b"]
+    b, sigma = draws["b"][0], draws["sigma"][0]
+    effect = np.column_stack([np.zeros(5), b[:, 2], b[:, 1]])  # reference, c, b
+    own = np.array([0, 2, 1])[species]
+    expected = np.abs(effect[:, None, :] - effect[:, own][:, :, None]) / sigma[:, None, None]
+    np.testing.assert_allclose(out["levels_species"].values[0], expected, atol=1e-12)
+    np.testing.assert_allclose(
+        out["rsens"].sel(feature="x").values[0], np.abs(b[:, [0]]) / sigma[:, None] + 0 * own
+    )
+    with pytest.raises(ValueError, match=r"categorical\['species'\] names the unknown feature"):
+        pm_sens.sensitivity(idata, model, categorical={"species": ["sp_d"]}, progressbar=False)
+    bad = {"X": np.array([[0.0, 1.0, 1.0]])}
+    with pytest.raises(ValueError, match=r"a combination the model's data does not have"):
+        pm_sens.sensitivity(
+            idata, model, points=bad, categorical={"species": ["sp_b", "sp_c"]}, progressbar=False
+        )
