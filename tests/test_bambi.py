@@ -144,22 +144,42 @@ def test_transformed_terms_are_differentiated_in_the_raw_column(rng, data):
     np.testing.assert_allclose(out.sel(feature="z"), expected_z)
 
 
-def test_rebuilt_predictions_match_bambi_predict(data):
-    """The mean of the rebuilt graph equals bambi's own predictions (which use the
-    uncentred intercept its posterior stores), with an interaction and group terms."""
-    model = bmb.Model("count ~ x + np.log(z) + x:cat + (1 | g)", data, family="poisson")
-    idata = model.fit(draws=30, tune=30, chains=1, random_seed=3, progressbar=False)
-    predicted = model.predict(idata, kind="response_params", inplace=False)
+PREDICT_CASES = {
+    "poisson": ("count ~ x + np.log(z) + x:cat + (1 | g)", "poisson", ["mu"]),
+    "distributional": (("y ~ x + cat + (1 | g)", "sigma ~ x"), "gaussian", ["mu", "sigma"]),
+    "ordinal": ("rank ~ x + cat", "cumulative", ["p"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(PREDICT_CASES))
+def test_rebuilt_parameters_match_bambi_predict(data, rng, case):
+    """The rebuilt graph's likelihood parameters equal bambi's own predictions (which
+    use the uncentred intercept its posterior stores): interactions, transforms,
+    group terms, a distributional sigma, an ordinal response."""
+    formula, family, names = PREDICT_CASES[case]
+    data = data.assign(
+        rank=pd.Categorical(rng.choice(["lo", "mid", "hi"], len(data)), ["lo", "mid", "hi"])
+    )
+    formula = bmb.Formula(*formula) if isinstance(formula, tuple) else formula
+    model = bmb.Model(formula, data, family=family)
+    idata = model.fit(draws=20, tune=20, chains=1, random_seed=3, progressbar=False)
+    predicted = model.predict(idata, kind="response_params", inplace=False).posterior
     rebuilt, info = pm_sens._runner.pymc_model_for(model)
-    mean = pytensor.function(rebuilt.free_RVs, rebuilt["mu"], on_unused_input="ignore")
-    names = [info.posterior_names.get(v.name, v.name) for v in rebuilt.free_RVs]
+    observed = rebuilt.observed_RVs[0]
+    targets = [
+        observed.owner.op.dist_params(observed.owner)[0] if name == "p" else rebuilt[name]
+        for name in names
+    ]
+    function = pytensor.function(rebuilt.free_RVs, targets, on_unused_input="ignore")
+    posterior = [info.posterior_names.get(v.name, v.name) for v in rebuilt.free_RVs]
     for draw in range(3):
-        values = [idata.posterior[name].values[0, draw] for name in names]
-        np.testing.assert_allclose(
-            mean(*values), predicted.posterior["mu"].values[0, draw], rtol=1e-8
-        )
-    pdp = pm_sens.partial_dependence(idata, model, features=["cat"], progressbar=False)
-    assert list(pdp["partial_dependence"]["grid_value"].values[0]) == [0, 1, 2]
+        got = function(*[idata.posterior[name].values[0, draw] for name in posterior])
+        for name, value in zip(names, got, strict=True):
+            np.testing.assert_allclose(value, predicted[name].values[0, draw], rtol=1e-8)
+    if case == "poisson":
+        pdp = pm_sens.partial_dependence(idata, model, features=["cat"], progressbar=False)
+        assert list(pdp["partial_dependence"]["grid_value"].values[0]) == [0, 1, 2]
 
 
 def test_points_as_a_data_frame_and_unknown_levels(rng, data):
@@ -177,6 +197,14 @@ def test_points_as_a_data_frame_and_unknown_levels(rng, data):
     )
     with pytest.raises(ValueError, match=r"points\['cat'\] holds the level\(s\) \['d'\].*'a'"):
         pm_sens.sensitivity(idata, model, points=pd.DataFrame({"x": [0.0], "cat": ["d"]}))
+
+
+def test_families_with_per_observation_constants_are_refused(data):
+    data = data.assign(trials=data["count"] + 3)
+    model = bmb.Model("p(count, trials) ~ x", data, family="binomial")
+    model.build()
+    with pytest.raises(ValueError, match=r"does not rebuild bambi models of the 'binomial'"):
+        pm_sens.sensitivity(posterior({"Intercept": np.zeros((1, 2))}), model)
 
 
 def test_unbuilt_bambi_model_is_refused(rng, data):

@@ -32,6 +32,8 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 
+#: bambi families whose parameters bambi builds from the observed data itself.
+UNSUPPORTED_FAMILIES = ("Binomial", "BetaBinomial")
 #: How far the rebuilt design may differ from bambi's before it is refused.
 DESIGN_TOLERANCE = 1e-8
 
@@ -178,9 +180,9 @@ def _posterior_variable(bmb_model, name, shadow, renamed):
     if label != name:
         renamed[label] = name
     dims = backend.named_vars_to_dims.get(name) or ()
-    # bambi's posterior puts group-factor dims last
-    ordered = [d for d in dims if not d.endswith("__factor_dim")]
-    ordered += [d for d in dims if d.endswith("__factor_dim")]
+    # bambi's posterior orders dims as the model's coords, group-factor dims last
+    model_order = list(backend.coords)
+    ordered = sorted(dims, key=lambda d: (d.endswith("__factor_dim"), model_order.index(d)))
     for dim in ordered:
         if dim not in shadow.coords:
             shadow.add_coord(dim, backend.coords[dim])
@@ -189,6 +191,14 @@ def _posterior_variable(bmb_model, name, shadow, renamed):
         order = [ordered.index(d) for d in dims]
         return var.transpose(*order) if order != list(range(len(order))) else var
     return pm.Flat(label, shape=backend[name].type.shape or ())
+
+
+def _has_response_dims(bmb_model):
+    """Whether coefficients carry a response dim (categorical, multivariate families)."""
+    from bambi.families.multivariate import MultivariateFamily
+    from bambi.families.univariate import Categorical
+
+    return isinstance(bmb_model.family, MultivariateFamily | Categorical)
 
 
 def _linear_predictor(bmb_model, component, shadow, columns, categories, renamed):
@@ -237,6 +247,14 @@ def rebuild(bmb_model):
         )
     from bambi.backend.terms import ResponseTerm
 
+    family = type(bmb_model.family).__name__
+    if family in UNSUPPORTED_FAMILIES or _has_response_dims(bmb_model):
+        raise ValueError(
+            f"pm_sens does not rebuild bambi models of the {bmb_model.family.name!r} family: "
+            "bambi builds its parameters with one fixed value per observation (binomial "
+            "trials, the reference column of a categorical response), so they cannot be "
+            "evaluated at other points; write the model in PyMC with pm.Data inputs"
+        )
     backend = bmb_model.backend
     categories = _categorical_columns(bmb_model)
     numeric = _numeric_columns(bmb_model, categories)
