@@ -234,32 +234,40 @@ class Levels:
         return (self.levels[self.own] if self.columns is None else self.own).astype(float)
 
 
-def _valid_levels(predictive, var):
-    """All valid values of an integer input: 0..length−1 if it indexes, else those seen."""
+def _index_length(predictive, var):
+    """The length of what an integer input indexes (its levels 0..n−1), or None."""
     if var not in predictive.indexed_lengths:
         predictive.indexed_lengths[var] = indexed_lengths(predictive.parameter_list, var)
     lengths = predictive.indexed_lengths[var] + [
         len(data_value(base)) for base, index in predictive.group_inputs.values() if index is var
     ]
-    if lengths:
-        return np.arange(min(lengths)), f"0..{min(lengths) - 1}, the length of what it indexes"
-    seen = np.unique(np.asarray(_current_value(var, predictive)))
-    return seen, f"the values it holds in the model, {seen.tolist()}"
+    return min(lengths) if lengths else None
+
+
+def _valid_levels(predictive, var, values):
+    """Levels of an integer input: 0..n−1 if it indexes, else the values it holds in
+    the model's data and at the points."""
+    length = _index_length(predictive, var)
+    if length is not None:
+        return np.arange(length)
+    return np.unique(np.concatenate([np.asarray(_current_value(var, predictive)), values]))
 
 
 def check_levels(predictive, points):
-    """Every integer per-point value must be a level its variable has (else an index
-    would read outside what it indexes)."""
+    """An integer index at the points must be within what it indexes.
+
+    (Out of range, a compiled graph would read other memory, or wrap around.)
+    """
     for var in points.per_point:
         if is_float(var) or is_lazy(points.values[var]) or np.ndim(points.values[var]) != 1:
             continue
+        length = _index_length(predictive, var)
         values = np.asarray(points.values[var])
-        levels, valid = _valid_levels(predictive, var)
-        bad = values[~np.isin(values, levels)]
-        if bad.size:
+        bad = values[(values < 0) | (values >= length)] if length is not None else []
+        if len(bad):
             raise ValueError(
                 f"points[{var.name!r}] holds the level {bad[0].item()!r}, which {var.name!r} "
-                f"does not have; valid: {valid}"
+                f"does not have; valid: 0..{length - 1}, the length of what it indexes"
             )
 
 
@@ -272,8 +280,9 @@ def resolve_levels(predictive, level_inputs, points):
                 f"inputs={var.name!r} is categorical and the points are dask-backed; level "
                 "sensitivities need the points in memory (or leave it out of inputs=)"
             )
-        levels, _ = _valid_levels(predictive, var)
-        own = np.searchsorted(levels, np.asarray(points.values[var]))
+        values = np.asarray(points.values[var])
+        levels = _valid_levels(predictive, var, values)
+        own = np.searchsorted(levels, values)
         counts = np.bincount(own, minlength=len(levels)).astype(float)
         if np.count_nonzero(counts) < 2:
             counts = np.ones(len(levels))  # one level among the points: weigh all alike

@@ -111,6 +111,10 @@ def test_poisson_flag_that_is_not_an_index(rng):
         out["rsens"].sel(feature="treated").values[0], np.sqrt(2 * kl), rtol=1e-10
     )
     assert list(out["treated_level"].values) == [0, 1]
+    # not an index: a value the data do not hold is a valid new level
+    points = {"treated": np.array([0, 2])}
+    new = pm_sens.sensitivity(posterior({"c": c}), model, points=points, progressbar=False)
+    assert list(new["sensitivity"]["treated_level"].values) == [0, 2]
 
 
 def test_summary_ranks_a_strong_category_above_a_weak_slope(rng):
@@ -240,4 +244,17 @@ def test_one_hot_columns_declared_as_one_categorical_input(rng):
     with pytest.raises(ValueError, match=r"a combination the model's data does not have"):
         pm_sens.sensitivity(
             idata, model, points=bad, categorical={"species": ["sp_b", "sp_c"]}, progressbar=False
+        )
+
+
+@pytest.mark.parametrize("level", [3, -1, 10**12])
+def test_every_function_refuses_an_index_outside_what_it_indexes(rng, level):
+    model, idata, *_ = _grouped_model(rng, "normal")
+    points = {"x": np.zeros(3), "group": np.array([0, 1, level])}
+    message = rf"points\['group'\] holds the level {level}.*valid: 0\.\.2"
+    with pytest.raises(ValueError, match=message):
+        pm_sens.integrated_gradients(idata, model, points=points, progressbar=False)
+    with pytest.raises(ValueError, match=message):
+        pm_sens.permutation_importance(
+            idata, model, points=points, observed=np.zeros(3), progressbar=False
         )
