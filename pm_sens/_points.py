@@ -519,6 +519,13 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
                         f"points[{var.name!r}] has non-integer values for an integer container"
                     )
             values[var] = value.astype(var.dtype)
+            if not (is_float(var) or is_lazy(value)):
+                changed = values[var] != value  # beyond the container's integer type
+                if np.any(changed):
+                    raise ValueError(
+                        f"points[{var.name!r}] holds the level {value[changed][0].item()!r}, "
+                        f"which does not fit the container's dtype {var.dtype}"
+                    )
             if value.ndim:
                 lengths[var.name] = value.shape[0]
         elif current is None:

@@ -251,7 +251,7 @@ def test_one_hot_columns_declared_as_one_categorical_input(rng):
 def test_every_function_refuses_an_index_outside_what_it_indexes(rng, level):
     model, idata, *_ = _grouped_model(rng, "normal")
     points = {"x": np.zeros(3), "group": np.array([0, 1, level])}
-    message = rf"points\['group'\] holds the level {level}.*valid: 0\.\.2"
+    message = rf"points\[.group.\] holds the level {level}, which"
     with pytest.raises(ValueError, match=message):
         pm_sens.integrated_gradients(idata, model, points=points, progressbar=False)
     with pytest.raises(ValueError, match=message):
