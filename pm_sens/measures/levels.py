@@ -51,4 +51,5 @@ def level_sensitivity(divergence, own, weights):
     """
     others = np.broadcast_to(weights, (len(own), len(weights))).copy()
     others[np.arange(len(own)), own] = 0.0
-    return (divergence * others).sum(-1) / others.sum(-1)
+    others /= others.sum(-1, keepdims=True)
+    return np.einsum("...nl,nl->...n", divergence, others)
