@@ -100,3 +100,12 @@ def test_plot_permutation_importance(uncertainty, tmp_path):
     assert set(pc.viz["point"].data_vars) == expected | {"likelihood_pfi"}
     pc.savefig(tmp_path / "pfi.png")
     assert (tmp_path / "pfi.png").stat().st_size > 1000
+
+
+def test_plot_interactions_leaves_out_categorical_inputs(radon_like, tmp_path):  # noqa: F811
+    model, draws_idata, *_ = radon_like
+    out = pm_sens.sensitivity(draws_idata, model, interactions=True, progressbar=False)
+    assert "county_idx" in out["sensitivity"]["feature"].values
+    pc = pm_sens.plot_interactions(out, backend="matplotlib")
+    assert list(pc.data["feature"].values) == ["floor", "uranium"]
+    pc.savefig(tmp_path / "interactions.png")

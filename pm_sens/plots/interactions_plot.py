@@ -3,7 +3,7 @@
 import numpy as np
 import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
-from arviz_plots.visuals import set_xticks
+from arviz_plots.visuals import set_xlim, set_xticks, set_ylim
 
 from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
 
@@ -69,7 +69,11 @@ def plot_interactions(
         raise ValueError(f"var_name={var_name!r} is not a pairwise measure; valid: {valid}")
     da = dataset[var_name]
     average = [d for d in da.dims if d not in ("feature", "feature_bis")]
-    matrix = xr.Dataset({var_name: da.mean(average).transpose("feature", "feature_bis")})
+    mean = da.mean(average).transpose("feature", "feature_bis")
+    # features with no pairwise values (categorical inputs, constant columns) are left out
+    kept = mean.notnull().any("feature_bis").values
+    mean = mean.isel(feature=kept, feature_bis=kept)
+    matrix = xr.Dataset({var_name: mean})
     pc = wrap_collection(matrix, plot_collection, backend, [], pc_kwargs)
     kwargs = visual_kwargs(visuals, "cells")
     if kwargs is not False:
@@ -81,4 +85,8 @@ def plot_interactions(
         positions = list(range(len(labels)))
         pc.map(set_xticks, "xticks", values=positions, labels=labels, store_artist=False, **kwargs)
         pc.map(_yticks, "yticks", labels=labels, store_artist=False)
+    # half a cell of margin around the matrix, so edge cells are not cut
+    limits = (-0.5, matrix.sizes["feature"] - 0.5)
+    pc.map(set_xlim, "xlim", limits=limits, store_artist=False)
+    pc.map(set_ylim, "ylim", limits=limits, store_artist=False)
     return pc
