@@ -161,7 +161,8 @@ def resolve_inputs(
             for v in variables
             if differentiable and categorical(v) and per_point(v) and not lazy_points
         ]
-        _warn_held_floats(predictive, [c for c in containers if not per_point(c)])
+        given_draws = data_containers(model, params, given_draws=True)
+        _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
         if not chosen and not grouped:
             raise ValueError(
                 f"the predictions of {predictive.var_name or predictive.family!r} depend on "

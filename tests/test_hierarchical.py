@@ -195,3 +195,18 @@ def test_float_data_that_cannot_be_an_input_is_named_in_a_warning(rng):
     with pytest.warns(UserWarning, match=r"depend on the float data 'uranium' \(3,\)"):
         out = pm_sens.sensitivity(idata, model, progressbar=False)
     assert list(out["sensitivity"]["feature"].values) == ["x", "county_idx"]
+
+
+def test_data_in_a_prior_only_is_not_an_input(rng):
+    """A measurement-error model: x_obs informs the prior of the true x, which the
+    predictions read; given the posterior draws of x_true, x_obs changes nothing."""
+    n = 12
+    with pm.Model() as model:
+        x_obs = pm.Data("x_obs", rng.normal(size=n))
+        z = pm.Data("z", rng.normal(size=n))
+        x_true = pm.Normal("x_true", x_obs, 0.1)
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", b[0] * x_true + b[1] * z, 1.0, observed=np.zeros(n))
+    draws = {"x_true": rng.normal(size=(1, 2, n)), "b": rng.normal(size=(1, 2, 2))}
+    out = pm_sens.sensitivity(posterior(draws), model, progressbar=False)
+    assert list(out["sensitivity"]["feature"].values) == ["z"]

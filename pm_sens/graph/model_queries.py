@@ -36,9 +36,13 @@ def observed_variable(model, var_name):
     return observed[var_name]
 
 
-def data_containers(model, outputs):
-    """The model's ``pm.Data`` containers that ``outputs`` depend on, in model order."""
-    upstream = set(ancestors(outputs))
+def data_containers(model, outputs, given_draws=False):
+    """The model's ``pm.Data`` containers that ``outputs`` depend on, in model order.
+
+    With ``given_draws``, only those they depend on given the free random
+    variables (not through a prior: those are replaced by posterior draws).
+    """
+    upstream = set(ancestors(outputs, blockers=model.free_RVs if given_draws else None))
     return [
         var for var in model.data_vars if isinstance(var, TensorSharedVariable) and var in upstream
     ]

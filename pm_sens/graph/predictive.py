@@ -258,7 +258,7 @@ class Predictive:
         params, row_inputs = _per_point_observation_rows(model, params)
         params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
         group_inputs = {**row_inputs, **group_inputs}
-        inputs = [c for c in data_containers(model, params) if is_float(c)]
+        inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
         self = cls.__new__(cls)
         self._init(likelihood, params, [*inputs, *group_inputs], rv.name)
         self.group_inputs = group_inputs
