@@ -60,6 +60,20 @@ def _expected_shape(model, rv):
     return rv.type.shape
 
 
+def _check_finite_draws(name, array, chain, draw):
+    """Posterior draws must be finite; name the variable and the first bad draw."""
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    bad = ~finite.reshape(*array.shape[:2], -1).all(-1)
+    c, d = np.argwhere(bad)[0]
+    raise ValueError(
+        f"idata.posterior[{name!r}] has {int(bad.sum())} draw(s) with non-finite values "
+        f"(nan or inf), the first at chain={chain[c]!r}, draw={draw[d]!r}; every draw must "
+        "be finite (a diverging or failed sampler? drop those draws from the posterior)"
+    )
+
+
 def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, names=None):
     """Draws of ``free_rvs`` from ``idata.posterior``, checked against the model.
 
@@ -105,6 +119,8 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
     for rv in free_rvs:
         # NumPy, or dask for a lazily opened posterior: read chunk by chunk later
         array = posterior[rv.name].data[:, keep].astype(rv.dtype, copy=False)
+        if not is_lazy(array):
+            _check_finite_draws(rv.name, array, chain, draw)
         if is_lazy(array) and draw_chunks is None:
             draw_chunks = array.chunks[1]
         values.append(array.reshape(-1, *array.shape[2:]))

@@ -197,17 +197,26 @@ def data_for_chunk(compiled, values, n_draws):
 
 
 def check_locality(compiled, points, draws):
-    """Perturb one row of the (float) inputs; no other point's parameters may move."""
-    n = points.n_points
+    """Perturb one row of the (float) inputs; no other point's parameters may move.
+
+    With one point, a second row (a copy of it) stands in for the others.
+    """
     moving = [var for var in compiled.inputs if is_float(var)]
-    if n < 2 or not moving:
+    if not moving or points.n_points == 0:
         return
+    values, n = points.values, points.n_points
+    if n == 1:
+        values = {
+            var: np.concatenate([value, value]) if var in points.per_point else value
+            for var, value in values.items()
+        }
+        n = 2
     first = draws.chunk(0, 1)
-    base = compiled(data_for_chunk(compiled, points.values, 1), first)["phi"]
+    base = compiled(data_for_chunk(compiled, values, 1), first)["phi"]
     for row in sorted({0, n // 2}):
-        moved_values = dict(points.values)
+        moved_values = dict(values)
         for var in moving:
-            value = np.array(points.values[var], dtype=float)
+            value = np.array(values[var], dtype=float)
             value[row] += 1e-3 * (np.abs(value[row]) + 1)
             moved_values[var] = value
         moved = compiled(data_for_chunk(compiled, moved_values, 1), first)["phi"]

@@ -156,3 +156,26 @@ def test_nothing_of_the_user_is_mutated(setup):
         assert idata[k].to_dataset().identical(ds)
     new = pm_sens.sensitivity(idata, model, progressbar=False, extend_inferencedata=False)
     assert set(new.children) == {"sensitivity"}
+
+
+def test_locality_is_checked_at_a_single_point(rng):
+    """With one point there is no other row to watch: a copy of it stands in."""
+    x = rng.normal(size=(10, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", (xd - xd.mean(0)) @ b, 1, observed=x[:, 0])
+    idata = posterior({"b": np.ones((1, 3, 2))})
+    with pytest.raises(ValueError, match=r"depend on the inputs \['X'\] of other points"):
+        pm_sens.sensitivity(idata, model, points={"X": x[:1]}, progressbar=False)
+
+
+def test_non_finite_posterior_draws_are_named(setup):
+    model, idata, _ = setup
+    b = idata.posterior["b"].values.copy()
+    b[0, 2, 1] = np.nan
+    bad = posterior({"b": b, "a": idata.posterior["a"].values})
+    with pytest.raises(
+        ValueError, match=r"posterior\['b'\] has 1 draw\(s\) with non-finite.*chain=0, draw=2"
+    ):
+        pm_sens.sensitivity(bad, model, progressbar=False)
