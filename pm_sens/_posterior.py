@@ -69,8 +69,8 @@ def _check_finite_draws(name, array, chain, draw):
     c, d = np.argwhere(bad)[0]
     raise ValueError(
         f"idata.posterior[{name!r}] has {int(bad.sum())} draw(s) with non-finite values "
-        f"(nan or inf), the first at chain={chain[c]!r}, draw={draw[d]!r}; every draw must "
-        "be finite (a diverging or failed sampler? drop those draws from the posterior)"
+        f"(nan or inf), the first at chain={chain[c].item()!r}, draw={draw[d].item()!r}; every "
+        "draw must be finite (a diverging or failed sampler? drop those draws)"
     )
 
 
