@@ -1,5 +1,7 @@
 """`summary`: global importance per feature (and pair), with intervals and ranks."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -56,24 +58,40 @@ def _bootstrap_weights(rng, n_bootstrap, stacked):
     return xr.DataArray(weights, dims=("sample", "point"))
 
 
-def _global_samples(name, da, n_bootstrap, rng):
+def _global_samples(name, da, n_bootstrap, rng, skipna):
     """Samples of the global importance, dims ("sample", "feature"), and its point estimate.
 
     Draw mode: one sample per posterior draw (mean over points). Moment mode:
     Bayesian bootstrap over points (Dirichlet(1, …, 1) weights). Permutation
     importance: one sample per repeat. Without either, a single sample.
+    Non-finite local values make the feature's importance NaN, unless
+    ``skipna`` (then means over the finite ones). The estimate is a Dataset:
+    ``importance`` and ``nonfinite``, the count of non-finite local values out
+    of ``attrs["values"]``.
     """
     da = abs(da) if name in SIGNED else da
+    nonfinite = ~np.isfinite(da)
+    da = da.where(~nonfinite)
     points = _point_dims(da)
-    estimate = da.mean(points + [d for d in ("chain", "draw", "repeat") if d in da.dims])
+    over = points + [d for d in ("chain", "draw", "repeat") if d in da.dims]
+    estimate = xr.Dataset(
+        {"importance": da.mean(over, skipna=skipna), "nonfinite": nonfinite.sum(over)},
+        attrs={"values": int(np.prod([da.sizes[d] for d in over]))},
+    )
     if "chain" in da.dims:
-        samples = da.mean(points).stack(sample=SAMPLE_DIMS)
+        samples = da.mean(points, skipna=skipna).stack(sample=SAMPLE_DIMS)
     elif "repeat" in da.dims:
-        samples = da.mean(points).rename(repeat="sample")
+        samples = da.mean(points, skipna=skipna).rename(repeat="sample")
     elif points:
         stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
         weights = _bootstrap_weights(rng, n_bootstrap, stacked)
-        samples = xr.dot(weights, stacked, dim="point") / weights.sum("point")
+        if skipna:  # the weights of the finite values only
+            present = stacked.notnull().astype(float)
+            samples = xr.dot(weights, stacked.fillna(0.0), dim="point") / xr.dot(
+                weights, present, dim="point"
+            )
+        else:
+            samples = xr.dot(weights, stacked, dim="point") / weights.sum("point")
     else:
         samples = da.expand_dims(sample=1)
     return estimate, samples.transpose("sample", "feature")
@@ -107,14 +125,14 @@ def _interval(samples, ci_prob, ci_kind):
     return bounds.sel(ci_bound="lower").values, bounds.sel(ci_bound="upper").values
 
 
-def _global_block(name, da, n_bootstrap, rng, group=None):
+def _global_block(name, da, n_bootstrap, rng, skipna, group=None):
     """Labels and global samples of one variable or ``by`` group (``{by: value}``).
 
     The samples are lazy if the local values are.
     """
     if "feature_bis" in da.dims:
         da = _pairs(da)
-    estimate, samples = _global_samples(name, da, n_bootstrap, rng)
+    estimate, samples = _global_samples(name, da, n_bootstrap, rng, skipna)
     kinds = da["feature_kind"].values if "feature_kind" in da.coords else None
     labels = {"variable": name, "feature": da["feature"].values, "kind": kinds}
     labels["group"] = group or {}
@@ -124,13 +142,28 @@ def _global_block(name, da, n_bootstrap, rng, group=None):
 def _computed(blocks):
     """Blocks with their estimates and samples computed, all in one pass over lazy values."""
     pairs = [(estimate, samples) for _, estimate, samples in blocks]
-    if any(
-        estimate.chunks is not None or samples.chunks is not None for estimate, samples in pairs
-    ):
+    if any(bool(estimate.chunks) or bool(samples.chunks) for estimate, samples in pairs):
         import dask
 
         pairs = dask.compute(*pairs)
     return [(labels, *pair) for (labels, _, _), pair in zip(blocks, pairs, strict=True)]
+
+
+def _warn_nonfinite(blocks):
+    """Name the features with some (not all) local values non-finite."""
+    partly = []
+    for labels, estimate, _ in blocks:
+        total = estimate.attrs["values"]
+        for feature, count in zip(labels["feature"], estimate["nonfinite"].values, strict=True):
+            if 0 < count < total:
+                partly.append(f"{labels['variable']}[{feature}]: {int(count)} of {total}")
+    if partly:
+        warnings.warn(
+            "some local values are not finite (nan or inf), so these features get no "
+            f"importance and no rank: {', '.join(partly)} non-finite value(s). Find them with "
+            "summary(kind='local'); pass skipna=True to rank on the finite values",
+            stacklevel=3,
+        )
 
 
 def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
@@ -141,7 +174,7 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
         {
             "variable": labels["variable"],
             "feature": labels["feature"],
-            "importance": estimate.values,
+            "importance": estimate["importance"].values,
             "ci_lower": lower,
             "ci_upper": upper,
             f"prob_top_{top_k}": (ranks <= top_k).mean(0),
@@ -149,6 +182,7 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     )
     if labels["kind"] is not None:
         frame["kind"] = labels["kind"]
+    frame["nonfinite"] = estimate["nonfinite"].values
     # a feature with no value (a constant design column; a method without a level
     # version) is listed last, unranked
     missing = frame["importance"].isna().to_numpy()
@@ -214,6 +248,7 @@ def summary(
     top_k=1,
     n_bootstrap=1000,
     random_seed=0,
+    skipna=False,
 ):
     """Rank the features (and feature pairs) by global importance, with intervals.
 
@@ -255,6 +290,12 @@ def summary(
         Bayesian bootstrap replicates (moment mode).
     random_seed : int
         Seed of the bootstrap.
+    skipna : bool
+        False: a feature with non-finite local values (nan, inf) gets no
+        importance and no rank, and a warning names it. True: its importance
+        is the mean of its finite values. Either way the column ``nonfinite``
+        counts them. (Features with no value at all — a method without a level
+        version, a constant column — are NaN and unranked, without a warning.)
 
     Returns
     -------
@@ -287,7 +328,7 @@ def summary(
         block
         for name in names
         for block in _variable_blocks(
-            name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng
+            name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng, skipna=skipna
         )
     ]
     interval = {
@@ -295,5 +336,8 @@ def summary(
         "ci_kind": rcParams["stats.ci_kind"],
         "top_k": top_k,
     }
-    frames = [_frame(*block, **interval) for block in _computed(blocks)]
+    computed = _computed(blocks)
+    if not skipna:
+        _warn_nonfinite(computed)
+    frames = [_frame(*block, **interval) for block in computed]
     return pd.concat(frames, ignore_index=True)

@@ -84,3 +84,20 @@ def test_var_names_and_local_kind(fitted):
         pm_sens.summary(idata, kind="pairs")
     with pytest.raises(ValueError, match=r"group='attribution' is not in idata"):
         pm_sens.summary(idata, group="attribution")
+
+
+def test_non_finite_local_values_are_counted_and_not_ranked():
+    import xarray as xr
+
+    local = xr.Dataset(
+        {"rsens": (("point", "feature"), np.array([[1.0, 0.5], [np.nan, 0.7], [2.0, 0.6]]))},
+        coords={"feature": ["a", "b"]},
+    )
+    idata = xr.DataTree.from_dict({"sensitivity": local})
+    with pytest.warns(UserWarning, match=r"rsens\[a\]: 1 of 3 non-finite"):
+        table = pm_sens.summary(idata).set_index("feature")
+    assert np.isnan(table.loc["a", "importance"]) and table.loc["a", "nonfinite"] == 1
+    assert table["rank"].isna().tolist() == [False, True]  # b ranked, a not
+    table = pm_sens.summary(idata, skipna=True).set_index("feature")
+    assert table.loc["a", "importance"] == pytest.approx(1.5)
+    assert table.loc["a", "rank"] == 1
