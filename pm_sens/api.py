@@ -79,12 +79,39 @@ def _check_methods(method, interactions):
 
 
 def _check_matched(phi, family):
-    if family.uses_variance and not np.all(np.isfinite(phi[..., 1]) & (phi[..., 1] > 0)):
-        raise ValueError(
-            "the predictive variance is not finite and positive at some points, so the "
-            "moment-matched family is undefined (a Student-t likelihood with nu <= 2?); "
-            "use mode='draw'"
-        )
+    """The moment-matched family needs a finite mean and a finite, positive variance.
+
+    The message says which failed, where, and what usually causes it.
+    """
+    mean = phi[..., 0]
+    variance = phi[..., 1] if family.uses_variance else np.ones_like(mean)
+    checks = [
+        (
+            ~np.isfinite(mean),
+            "mean is not finite",
+            "the likelihood's parameters overflow at these inputs (e.g. exp of a large "
+            "linear predictor, or inputs moved far by a large delta=)",
+        ),
+        (
+            np.isinf(variance),
+            "variance is infinite",
+            "a likelihood without a finite variance (Student-t with nu <= 2, Cauchy) or a "
+            "scale parameter that overflows; use mode='draw'",
+        ),
+        (
+            ~(np.isfinite(variance) & (variance > 0)),
+            "variance is not finite and positive",
+            "a scale that underflows to 0 (or is nan) at these inputs; use mode='draw'",
+        ),
+    ]
+    for bad, what, cause in checks:
+        if np.any(bad):
+            n_points = phi.shape[-2]
+            first = int(np.flatnonzero(bad)[0] % n_points)
+            raise ValueError(
+                f"the predictive {what} at {int(bad.sum())} evaluation(s) (first at point "
+                f"{first}), so the moment-matched {family.name} family is undefined: {cause}"
+            )
 
 
 def _rsens(ctx, *, mode, family, alpha, order):

@@ -124,7 +124,7 @@ def test_moment_mode_needs_finite_variance(rng):
         xd = pm.Data("x", x)
         b = pm.Normal("b")
         pm.StudentT("y", nu=1.5, mu=b * xd, sigma=1, observed=x)
-    with pytest.raises(ValueError, match="variance is not finite and positive"):
+    with pytest.raises(ValueError, match=r"variance is infinite at .*nu <= 2"):
         pm_sens.sensitivity(posterior({"b": np.ones((1, 3))}), model, progressbar=False)
 
 

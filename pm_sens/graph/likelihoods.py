@@ -64,7 +64,8 @@ def _studentt_draw(nu, mu, sigma):
 
 
 def _studentt_moments(nu, mu, sigma):
-    return mu, sigma**2 * nu / (nu - 2)
+    # the variance is infinite for nu <= 2 (the formula would turn negative)
+    return mu, pt.switch(nu > 2, sigma**2 * nu / (nu - 2), np.inf)
 
 
 def _laplace(mu, b):
