@@ -497,13 +497,18 @@ def sensitivity(
         Rényi order, > 0; R-sens scales as ``sqrt(alpha)`` (1: KL).
     interactions : bool
         Also compute the second-order measures: R-sens2 with ``"rsens"``, EAH
-        with ``"ead"``, AEH with ``"aed"``.
+        with ``"ead"``, AEH with ``"aed"``. (The interaction paper's KL-diff²
+        is √2 × R-sens2 with ``alpha=1``: its definition keeps a factor 2 in
+        the square root.)
     family : str, optional
         Override the moment-matched family (e.g. ``"poisson"`` for a Poisson
         likelihood instead of the negative binomial); must fit the likelihood's support.
     delta : float
         ``"kl"`` step, relative to each input's standard deviation over the points.
-        Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3 (see the user guide).
+        Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3; the forward
+        scheme's error depends on the model's curvature (up to ~3e-3 on a GP
+        at the default), so prefer ``kl_scheme="central"`` for cross-checks
+        (see the user guide).
     kl_scheme : {"forward", "central"}
         ``"kl"`` differences: forward (the paper's, error O(delta)) or central
         (error O(delta²), twice the evaluations).
