@@ -542,6 +542,8 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     if len(n_points) > 1:
         raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
     n_points = n_points.pop() if n_points else n_default
+    if n_points == 0:
+        raise ValueError(f"points have 0 rows ({sorted(given)}); give at least one point")
     if n_points != n_default:
         derived = {
             v

@@ -24,7 +24,13 @@ from pm_sens._points import (
 )
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
-from pm_sens._validate import check_bool, check_optional_positive_int, check_positive, is_lazy
+from pm_sens._validate import (
+    check_bool,
+    check_optional_positive_int,
+    check_positive,
+    check_seed,
+    is_lazy,
+)
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.model_queries import is_float
@@ -106,6 +112,7 @@ def make_context(
     if bambi is not None:
         points = bambi.points(points)
     num_draws = check_optional_positive_int("num_draws", num_draws)
+    random_seed = check_seed("random_seed", random_seed)
     memory_limit = check_positive("memory_limit", memory_limit)
     if predictive is None:
         predictive = predictive_for(model, var_name)

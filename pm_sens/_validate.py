@@ -44,11 +44,45 @@ def check_bool(name, value):
 
 
 def as_name_list(name, value):
-    """A string or a list of strings, as a list."""
-    values = [value] if isinstance(value, str) else list(value)
+    """A string or a non-empty list of distinct strings, as a list."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        values = list(value)
+    except TypeError:
+        values = None
     if not values or not all(isinstance(v, str) for v in values):
         raise TypeError(f"{name}={value!r} is not valid; give a name or a list of names")
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{name}={value!r} names {repeated} more than once; give each once")
     return values
+
+
+def check_positive_int(name, value):
+    """``value`` must be an integer >= 1."""
+    if check_optional_positive_int(name, value) is None:
+        raise ValueError(f"{name}=None is not valid; it must be an integer >= 1")
+    return int(value)
+
+
+def check_probability(name, value):
+    """``value`` must be a number strictly between 0 and 1 (an interval's probability)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < 1:
+        raise ValueError(f"{name}={value!r} is not valid; it must be a number in (0, 1)")
+    return float(value)
+
+
+def check_seed(name, value):
+    """``value`` must be None, an integer >= 0 or a numpy.random.Generator."""
+    if value is None or isinstance(value, np.random.Generator):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(
+            f"{name}={value!r} is not valid; give None, an integer >= 0 or a "
+            "numpy.random.Generator"
+        )
+    return int(value)
 
 
 def is_lazy(value):
@@ -84,3 +118,24 @@ def check_finite_array(name, value):
         bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise ValueError(f"{name} has {bad} non-finite value(s) (nan or inf); all must be finite")
     return array
+
+
+def group_dataset(idata, group):
+    """``idata[group]`` as a Dataset; a missing group names what is there."""
+    import xarray as xr
+
+    if not isinstance(idata, xr.DataTree) or group not in idata.children:
+        groups = sorted(idata.children) if isinstance(idata, xr.DataTree) else []
+        raise ValueError(
+            f"group={group!r} is not in idata (groups: {groups}); run the pm_sens function first"
+        )
+    return idata[group].to_dataset()
+
+
+def check_names_in(name, value, valid):
+    """``value`` (a name or list of names) must all be among ``valid``; as a list."""
+    names = as_name_list(name, value)
+    unknown = [v for v in names if v not in valid]
+    if unknown:
+        raise ValueError(f"{name}={value!r}: {unknown} not valid; valid: {list(valid)}")
+    return names

@@ -52,7 +52,7 @@ def _matched_family(predictive, mode, family):
                 f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
             )
         return likelihood.draw_family
-    name = family or families.DEFAULT_MOMENT_FAMILY[likelihood.support]
+    name = families.DEFAULT_MOMENT_FAMILY[likelihood.support] if family is None else family
     matched = families.get_moment_family(name)
     if matched.support != likelihood.support:
         valid = sorted(

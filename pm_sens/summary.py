@@ -8,7 +8,15 @@ import xarray as xr
 from arviz_base import rcParams
 from arviz_stats import eti, hdi
 
-from pm_sens._validate import check_choice
+from pm_sens._validate import (
+    as_name_list,
+    check_bool,
+    check_choice,
+    check_positive_int,
+    check_probability,
+    check_seed,
+    group_dataset,
+)
 
 SAMPLE_DIMS = ("chain", "draw")
 #: Dims that label what is ranked (not averaged over).
@@ -201,7 +209,7 @@ def _variables(dataset, var_names):
     ]
     if var_names is None:
         return names
-    wanted = [var_names] if isinstance(var_names, str) else list(var_names)
+    wanted = as_name_list("var_names", var_names)
     unknown = [v for v in wanted if v not in names]
     if unknown:
         raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
@@ -313,13 +321,13 @@ def summary(
         Local: the variables' values with one column per dim.
     """
     check_choice("kind", kind, KINDS)
+    ci_prob = None if ci_prob is None else check_probability("ci_prob", ci_prob)
+    top_k = check_positive_int("top_k", top_k)
+    n_bootstrap = check_positive_int("n_bootstrap", n_bootstrap)
+    skipna = check_bool("skipna", skipna)
+    random_seed = check_seed("random_seed", random_seed)
     check_choice("scale", scale, SCALES)
-    if not isinstance(idata, xr.DataTree) or group not in idata.children:
-        groups = sorted(idata.children) if isinstance(idata, xr.DataTree) else []
-        raise ValueError(
-            f"group={group!r} is not in idata (groups: {groups}); run the pm_sens function first"
-        )
-    dataset = idata[group].to_dataset()
+    dataset = group_dataset(idata, group)
     names = _variables(dataset, var_names)
     if kind == "local":
         return dataset[names].to_dataframe().reset_index()

@@ -1,5 +1,7 @@
 """Uncertainty attribution: entropy/likelihood permutation importance, PDP and ICE (004)."""
 
+import numbers
+
 import numpy as np
 import xarray as xr
 
@@ -66,11 +68,29 @@ def _observed(idata, ctx, observed):
     return observed
 
 
+def _check_percentiles(percentiles):
+    """Two numbers 0 <= low < high <= 1, as a tuple."""
+    valid = (
+        isinstance(percentiles, tuple | list)
+        and len(percentiles) == 2
+        and all(isinstance(p, numbers.Real) and not isinstance(p, bool) for p in percentiles)
+        and 0 <= percentiles[0] < percentiles[1] <= 1
+    )
+    if not valid:
+        raise ValueError(
+            f"percentiles={percentiles!r} is not valid; give two numbers (low, high) with "
+            "0 <= low < high <= 1"
+        )
+    return tuple(float(p) for p in percentiles)
+
+
 def _feature_groups(features, labels):
     """Feature groups as (label, column indices); names or lists of names."""
     if features is None:
         return [(label, [i]) for i, label in enumerate(labels)]
     items = [features] if isinstance(features, str) else list(features)
+    if not items:
+        raise ValueError(f"features={features!r} is empty; give feature names, or None for all")
     groups = []
     for item in items:
         names = [item] if isinstance(item, str) else list(item)
@@ -333,9 +353,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
     ice = check_bool("ice", ice)
-    low, high = percentiles
-    if not 0 <= low < high <= 1:
-        raise ValueError(f"percentiles={percentiles!r} is not valid; need 0 <= low < high <= 1")
+    percentiles = _check_percentiles(percentiles)
     ctx = _context(
         idata,
         model,

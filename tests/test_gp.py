@@ -174,6 +174,8 @@ def test_gp_predictive_errors(rng, data):
         pm_sens.Predictive.from_gp(gp, likelihood="poisson", link="cauchit")
     with pytest.raises(TypeError, match=r"gp=str is not supported"):
         pm_sens.Predictive.from_gp("gp")
+    with pytest.raises(ValueError, match=r"parameter\(s\) \['bogus'\].*valid: \[\]"):
+        pm_sens.Predictive.from_gp(gp, likelihood="poisson", bogus=1.0)
 
 
 def test_sparse_gp_with_all_points_inducing_matches_the_exact_gp(rng, data):

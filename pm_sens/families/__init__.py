@@ -71,7 +71,7 @@ def get_moment_family(name: str) -> Family:
     """Look up a moment-matching family by name, listing the valid ones on error."""
     try:
         return MOMENT_FAMILIES[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(
             f"family={name!r} is not a known family; valid: {sorted(MOMENT_FAMILIES)}"
         ) from None

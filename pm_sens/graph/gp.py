@@ -82,8 +82,19 @@ def link_mean(link, mean, var):
     raise ValueError(f"link={link!r} is not valid; valid: {list(LINKS)} or a callable")
 
 
+#: Likelihood parameters a latent GP's predictive takes besides f (``from_gp(**parameters)``).
+EXTRA_PARAMETERS = {"normal": {"sigma"}, "binomial": {"n"}, "negative_binomial": {"alpha"}}
+
+
 def gp_parameters(gp, x_new, likelihood, link, extra):
     """The likelihood parameters of one draw's predictive at ``x_new``."""
+    allowed = set() if isinstance(gp, Marginal) else EXTRA_PARAMETERS.get(likelihood, set())
+    unknown = sorted(set(extra) - allowed)
+    if unknown:
+        raise ValueError(
+            f"from_gp got the parameter(s) {unknown}, which a {type(gp).__name__} GP with "
+            f"likelihood={likelihood!r} does not take; valid: {sorted(allowed)}"
+        )
     if isinstance(gp, Marginal):
         if likelihood not in (None, "normal"):
             raise ValueError(

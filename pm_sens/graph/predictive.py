@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
@@ -99,6 +99,37 @@ def _generic_likelihood(rv, model):
     return likelihood, generic.per_point_parameters()
 
 
+def _checked_parameters(parameters):
+    """``{name: expression}`` with every expression a tensor (numbers allowed)."""
+    if not isinstance(parameters, dict) or not all(isinstance(k, str) for k in parameters):
+        raise TypeError(
+            f"parameters={parameters!r} is not valid; give a dict {{name: PyTensor expression}}"
+        )
+    checked = {}
+    for name, value in parameters.items():
+        try:
+            checked[name] = pt.as_tensor_variable(value)
+        except (TypeError, ValueError, NotImplementedError):
+            raise TypeError(
+                f"parameters[{name!r}]={value!r} is not valid; give a PyTensor expression "
+                "of the model's variables and inputs, or a number"
+            ) from None
+    return checked
+
+
+def _checked_inputs(inputs):
+    """A list of PyTensor variables (pm.Data containers or symbolic tensors)."""
+    valid = isinstance(inputs, list | tuple) and all(
+        isinstance(x, Variable) and hasattr(x, "dtype") for x in inputs
+    )
+    if not valid or not inputs:
+        raise TypeError(
+            f"inputs={inputs!r} is not valid; give a non-empty list of pm.Data containers or "
+            "symbolic PyTensor tensors (the variables, not their names)"
+        )
+    return list(inputs)
+
+
 def _parameters_in_op_order(likelihood, parameters):
     given = dict(parameters)
     out = {}
@@ -162,12 +193,14 @@ class Predictive:
     def __init__(
         self, family, parameters, inputs, *, var_name=None, defaults=None, feature_names=None
     ):
-        if family not in LIKELIHOODS_BY_NAME:
+        if not isinstance(family, str) or family not in LIKELIHOODS_BY_NAME:
             raise ValueError(
                 f"family={family!r} is not a known likelihood family; "
                 f"valid: {sorted(LIKELIHOODS_BY_NAME)}"
             )
         likelihood = LIKELIHOODS_BY_NAME[family]
+        parameters = _checked_parameters(parameters)
+        inputs = _checked_inputs(inputs)
         self._init(
             likelihood,
             _parameters_in_op_order(likelihood, parameters),

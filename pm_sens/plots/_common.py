@@ -5,13 +5,17 @@ import xarray as xr
 from arviz_base import rcParams
 from arviz_plots import PlotCollection
 
+from pm_sens._validate import check_choice
 from pm_sens.summary import summary
+
+#: arviz-plots backends.
+BACKENDS = ("matplotlib", "bokeh", "plotly", "none")
 
 
 def resolve_backend(backend, plot_collection):
     """The plotting backend: given, the collection's, or ArviZ's default."""
     if backend is not None:
-        return backend
+        return check_choice("backend", backend, BACKENDS)
     return plot_collection.backend if plot_collection is not None else rcParams["plot.backend"]
 
 

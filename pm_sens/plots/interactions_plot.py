@@ -5,6 +5,7 @@ import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import set_xlim, set_xticks, set_ylim
 
+from pm_sens._validate import group_dataset
 from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
 
 
@@ -63,7 +64,7 @@ def plot_interactions(
     arviz_plots.PlotCollection
     """
     backend = resolve_backend(backend, plot_collection)
-    dataset = dt[group].to_dataset()
+    dataset = group_dataset(dt, group)
     if var_name not in dataset or "feature_bis" not in dataset[var_name].dims:
         valid = [n for n in dataset.data_vars if "feature_bis" in dataset[n].dims]
         raise ValueError(f"var_name={var_name!r} is not a pairwise measure; valid: {valid}")

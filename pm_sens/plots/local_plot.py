@@ -5,6 +5,7 @@ import xarray as xr
 from arviz_base.labels import BaseLabeller
 from arviz_plots.visuals import labelled_title, scatter_xy
 
+from pm_sens._validate import group_dataset
 from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
 
 _MAX_GROUPS = 10
@@ -84,7 +85,7 @@ def plot_local(
     arviz_plots.PlotCollection
     """
     backend = resolve_backend(backend, plot_collection)
-    dataset = dt[group].to_dataset()
+    dataset = group_dataset(dt, group)
     local = _local_values(dataset, var_name)
     if features is not None:
         local = local.sel(feature=[features] if isinstance(features, str) else list(features))

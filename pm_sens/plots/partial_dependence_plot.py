@@ -6,7 +6,7 @@ from arviz_base.labels import BaseLabeller
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import labelled_title, line_xy, multiple_lines
 
-from pm_sens._validate import check_choice
+from pm_sens._validate import check_choice, check_names_in, check_probability, group_dataset
 from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
 
 KINDS = ("mean", "entropy", "log_likelihood")
@@ -71,11 +71,12 @@ def plot_partial_dependence(
     """
     check_choice("kind", kind, KINDS)
     backend = resolve_backend(backend, plot_collection)
-    dataset = dt["partial_dependence"].to_dataset()
+    dataset = group_dataset(dt, "partial_dependence")
     if f"{kind}_pdp" not in dataset:
         raise ValueError(f"kind={kind!r} was not computed; run partial_dependence(kind=...)")
     if features is not None:
-        dataset = dataset.sel(feature=[features] if isinstance(features, str) else list(features))
+        features = check_names_in("features", features, list(dataset["feature"].values))
+        dataset = dataset.sel(feature=features)
     grid_value = dataset["grid_value"]
     pdp = dataset[f"{kind}_pdp"]
     base = xr.Dataset({kind: pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])})
@@ -100,7 +101,9 @@ def plot_partial_dependence(
         )
     kwargs = visual_kwargs(visuals, "band")
     if "chain" in pdp.dims and kwargs is not False:
-        prob = rcParams["stats.ci_prob"] if ci_prob is None else ci_prob
+        prob = (
+            rcParams["stats.ci_prob"] if ci_prob is None else check_probability("ci_prob", ci_prob)
+        )
         bounds = pdp.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=("chain", "draw"))
         band = xr.concat(
             [grid_value, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
