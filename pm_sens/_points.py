@@ -437,6 +437,12 @@ def _check_point_shape(name, value, current):
 
 def _feature_labels(model, predictive, inputs, values, dataarrays):
     if predictive.feature_names is not None and len(inputs) == 1:
+        width = 1 if np.ndim(values[inputs[0]]) == 1 else np.shape(values[inputs[0]])[1]
+        if len(predictive.feature_names) != width:
+            raise ValueError(
+                f"feature_names={predictive.feature_names!r} has {len(predictive.feature_names)} "
+                f"name(s) but the input {inputs[0].name!r} has {width} column(s)"
+            )
         return list(predictive.feature_names)
     labels = []
     for var in inputs:

@@ -121,6 +121,17 @@ def make_context(
             f"predictive={type(predictive).__name__} is not valid; "
             "give a pm_sens.Predictive or None"
         )
+    else:
+        foreign = [
+            v.name
+            for v in predictive.inputs
+            if hasattr(v, "get_value") and v not in set(model.data_vars)
+        ]
+        if foreign:
+            raise ValueError(
+                f"predictive= reads the data container(s) {foreign}, which are not in this "
+                "model; build the Predictive from this model's variables"
+            )
     diff_inputs, level_inputs, variables, n_default = resolve_inputs(
         predictive, model, inputs, differentiable, levels, lazy_points=_is_lazy_request(points)
     )

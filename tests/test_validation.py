@@ -146,3 +146,20 @@ def test_partial_dependence_plot_arguments(fitted):
 )
 def test_predictive_arguments(args, kwargs, argument):
     _check(lambda: pm_sens.Predictive(*args, **kwargs), argument)
+
+
+def test_predictive_of_another_model_and_wrong_feature_names(fitted):
+    model, idata, x = fitted
+    with pm.Model():
+        other = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        foreign = pm_sens.Predictive("normal", {"mu": other @ b, "sigma": 1.0}, [other])
+    _check(lambda: pm_sens.sensitivity(idata, model, predictive=foreign), "predictive")
+    xd = model["X"]
+    named = pm_sens.Predictive(
+        "normal", {"mu": xd @ model["b"], "sigma": 1.0}, [xd], feature_names=["a"]
+    )
+    _check(
+        lambda: pm_sens.sensitivity(idata, model, predictive=named, progressbar=False),
+        "feature_names",
+    )
