@@ -75,10 +75,12 @@ def _hand_written(data, likelihood, group_terms=False):
 
 
 @pytest.mark.parametrize(
-    ("formula", "family", "likelihood"),
-    [("y ~ x + cat", "gaussian", "normal"), ("count ~ x + cat", "poisson", "poisson")],
+    ("formula", "family", "likelihood", "mode"),
+    [
+        ("y ~ x + cat", "gaussian", "normal", "draw"),
+        ("count ~ x + cat", "poisson", "poisson", "moment"),
+    ],
 )
-@pytest.mark.parametrize("mode", ["draw", "moment"])
 def test_bambi_equals_the_hand_written_model(rng, data, formula, family, likelihood, mode):
     model = bmb.Model(formula, data, family=family)
     model.build()
@@ -145,8 +147,11 @@ def test_transformed_terms_are_differentiated_in_the_raw_column(rng, data):
 
 
 PREDICT_CASES = {
-    "poisson": ("count ~ x + np.log(z) + x:cat + (1 | g)", "poisson", ["mu"]),
-    "distributional": (("y ~ x + cat + (1 | g)", "sigma ~ x"), "gaussian", ["mu", "sigma"]),
+    "distributional": (
+        ("y ~ x + np.log(z) + x:cat + (1 | g)", "sigma ~ x"),
+        "gaussian",
+        ["mu", "sigma"],
+    ),
     "ordinal": ("rank ~ x + cat", "cumulative", ["p"]),
 }
 
@@ -156,7 +161,9 @@ PREDICT_CASES = {
 def test_rebuilt_parameters_match_bambi_predict(data, rng, case):
     """The rebuilt graph's likelihood parameters equal bambi's own predictions (which
     use the uncentred intercept its posterior stores): interactions, transforms,
-    group terms, a distributional sigma, an ordinal response."""
+    group terms, a distributional sigma, an ordinal response; and permutation
+    importance and partial dependence run on it (a categorical term permuted as
+    one feature, its PDP over its levels)."""
     formula, family, names = PREDICT_CASES[case]
     data = data.assign(
         rank=pd.Categorical(rng.choice(["lo", "mid", "hi"], len(data)), ["lo", "mid", "hi"])
@@ -177,9 +184,11 @@ def test_rebuilt_parameters_match_bambi_predict(data, rng, case):
         got = function(*[idata.posterior[name].values[0, draw] for name in posterior])
         for name, value in zip(names, got, strict=True):
             np.testing.assert_allclose(value, predicted[name].values[0, draw], rtol=1e-8)
-    if case == "poisson":
+    if case == "distributional":
         pdp = pm_sens.partial_dependence(idata, model, features=["cat"], progressbar=False)
         assert list(pdp["partial_dependence"]["grid_value"].values[0]) == [0, 1, 2]
+        pfi = pm_sens.permutation_importance(idata, model, n_repeats=2, progressbar=False)
+        assert set(pfi["permutation_importance"]["feature"].values) == {"x", "z", "cat", "g"}
 
 
 def test_points_as_a_data_frame_and_unknown_levels(rng, data):
@@ -211,16 +220,6 @@ def test_unbuilt_bambi_model_is_refused(rng, data):
     model = bmb.Model("y ~ x", data)
     with pytest.raises(ValueError, match=r"bambi.Model that is not built"):
         pm_sens.sensitivity(_bambi_posterior(_draws(rng), ["Intercept", "x", "sigma"]), model)
-
-
-def test_permutation_importance_permutes_a_categorical_term_as_one_feature(rng, data):
-    model = bmb.Model("y ~ x + cat", data)
-    model.build()
-    idata = _bambi_posterior(_draws(rng), ["Intercept", "x", "cat", "sigma"])
-    out = pm_sens.permutation_importance(
-        idata, model, observed=data.y.to_numpy(), n_repeats=2, progressbar=False
-    )
-    assert set(out["permutation_importance"]["feature"].values) == {"x", "cat"}
 
 
 def test_import_pm_sens_does_not_import_the_optional_extras():

@@ -183,23 +183,6 @@ def test_methods_without_a_level_version_give_nan_for_categories(rng):
     assert np.isfinite(out["rsens2"].sel(feature="x", feature_bis="x")).all()
 
 
-def test_constant_design_column_is_reported_as_constant(rng):
-    n = 15
-    x = np.column_stack([np.ones(n), rng.normal(size=n)])
-    with pm.Model(coords={"col": ["Intercept", "x"]}) as model:
-        xd = pm.Data("X", x, dims=("obs", "col"))
-        b = pm.Normal("b", dims="col")
-        pm.Normal("y", xd @ b, 1.0, observed=np.zeros(n), dims="obs")
-    idata = posterior({"b": rng.normal(size=(1, 4, 2))}, dims={"b": ["col"]})
-    idata = pm_sens.sensitivity(idata, model, progressbar=False)
-    out = idata["sensitivity"]
-    assert list(out["feature_kind"].values) == ["constant", "rate"]
-    assert np.isnan(out["rsens"].sel(feature="Intercept")).all()
-    table = pm_sens.summary(idata)
-    assert list(table["feature"]) == ["x", "Intercept"]
-    assert table["rank"].isna().tolist() == [False, True]
-
-
 def test_normal_kl_matches_scipy_for_the_two_levels():
     """The closed-form Normal KL used above, against numeric integration."""
     p, q = stats.norm(0.3, 1.2), stats.norm(-0.5, 0.7)
@@ -209,38 +192,46 @@ def test_normal_kl_matches_scipy_for_the_two_levels():
     np.testing.assert_allclose(numeric, closed, rtol=1e-8)
 
 
-def test_one_hot_columns_declared_as_one_categorical_input(rng):
-    """Species as two one-hot columns of X (reference level: both 0)."""
+def test_one_hot_columns_and_a_constant_column_of_a_design_matrix(rng):
+    """A patsy-like design: an intercept column (constant: reported as such, not
+    ranked) and species as two one-hot columns declared as one categorical input
+    (reference level: both 0)."""
     n = 30
     species = rng.integers(0, 3, n)
-    x = np.column_stack([rng.normal(size=n), np.eye(3)[species][:, 1:]])
-    with pm.Model(coords={"col": ["x", "sp_b", "sp_c"]}) as model:
+    x = np.column_stack([np.ones(n), rng.normal(size=n), np.eye(3)[species][:, 1:]])
+    with pm.Model(coords={"col": ["Intercept", "x", "sp_b", "sp_c"]}) as model:
         xd = pm.Data("X", x, dims=("obs", "col"))
         b = pm.Normal("b", dims="col")
         sigma = pm.HalfNormal("sigma")
         pm.Normal("y", xd @ b, sigma, observed=np.zeros(n), dims="obs")
-    draws = {"b": rng.normal(size=(1, 5, 3)), "sigma": np.exp(0.2 * rng.normal(size=(1, 5)))}
+    draws = {"b": rng.normal(size=(1, 5, 4)), "sigma": np.exp(0.2 * rng.normal(size=(1, 5)))}
     idata = posterior(draws, dims={"b": ["col"]})
-    out = pm_sens.sensitivity(
+    result = pm_sens.sensitivity(
         idata,
         model,
         mode="draw",
         categorical={"species": ["sp_b", "sp_c"]},
         progressbar=False,
-    )["sensitivity"]
-    assert list(out["feature"].values) == ["x", "species"]
+    )
+    out = result["sensitivity"]
+    assert list(out["feature"].values) == ["Intercept", "x", "species"]
+    assert list(out["feature_kind"].values) == ["constant", "rate", "level"]
     assert list(out["species_level"].values) == ["reference", "sp_c", "sp_b"]
+    assert np.isnan(out["rsens"].sel(feature="Intercept")).all()
     b, sigma = draws["b"][0], draws["sigma"][0]
-    effect = np.column_stack([np.zeros(5), b[:, 2], b[:, 1]])  # reference, c, b
+    effect = np.column_stack([np.zeros(5), b[:, 3], b[:, 2]])  # reference, c, b
     own = np.array([0, 2, 1])[species]
     expected = np.abs(effect[:, None, :] - effect[:, own][:, :, None]) / sigma[:, None, None]
     np.testing.assert_allclose(out["levels_species"].values[0], expected, atol=1e-12)
     np.testing.assert_allclose(
-        out["rsens"].sel(feature="x").values[0], np.abs(b[:, [0]]) / sigma[:, None] + 0 * own
+        out["rsens"].sel(feature="x").values[0],
+        np.broadcast_to(np.abs(b[:, [1]]) / sigma[:, None], (5, n)),
     )
+    table = pm_sens.summary(result)
+    assert table["feature"].iloc[-1] == "Intercept" and table["rank"].isna().tolist()[-1]
     with pytest.raises(ValueError, match=r"categorical\['species'\] names the unknown feature"):
         pm_sens.sensitivity(idata, model, categorical={"species": ["sp_d"]}, progressbar=False)
-    bad = {"X": np.array([[0.0, 1.0, 1.0]])}
+    bad = {"X": np.array([[1.0, 0.0, 1.0, 1.0]])}
     with pytest.raises(ValueError, match=r"a combination the model's data does not have"):
         pm_sens.sensitivity(
             idata, model, points=bad, categorical={"species": ["sp_b", "sp_c"]}, progressbar=False

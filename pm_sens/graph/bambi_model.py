@@ -70,14 +70,15 @@ def _codes(name, values, levels):
         np.asarray(levels).dtype, np.integer
     ):
         return values
-    lookup = {str(level): code for code, level in enumerate(levels)}
-    unknown = sorted({str(v) for v in values} - set(lookup))
-    if unknown:
+    names = [str(level) for level in levels]
+    codes = pd.Categorical(values.astype(str), categories=names).codes.astype("int64")
+    if np.any(codes < 0):
+        unknown = sorted({str(v) for v in values[codes < 0]})
         raise ValueError(
             f"points[{name!r}] holds the level(s) {unknown}, which the model does not have; "
-            f"valid: {[str(level) for level in levels]}"
+            f"valid: {names}"
         )
-    return np.array([lookup[str(v)] for v in values], dtype="int64")
+    return codes
 
 
 def is_bambi_model(model) -> bool:
