@@ -7,4 +7,4 @@ bash scripts/venv.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
-.venv/bin/python -m pytest -n 2 --durations=15 "$@"
+.venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
