@@ -284,10 +284,7 @@ def resolve_levels(predictive, level_inputs, points):
         values = np.asarray(points.values[var])
         levels = _valid_levels(predictive, var, values)
         own = np.searchsorted(levels, values)
-        counts = np.bincount(own, minlength=len(levels)).astype(float)
-        if np.count_nonzero(counts) < 2:
-            counts = np.ones(len(levels))  # one level among the points: weigh all alike
-        out.append(Levels(var, var.name, levels, counts / counts.sum(), own))
+        out.append(Levels(var, var.name, levels, _level_weights(own, len(levels)), own))
     return out
 
 
@@ -380,12 +377,18 @@ def one_hot_levels(points, predictive, inputs, categorical):
                 f"of categorical[{name!r}], a combination the model's data does not have; "
                 f"valid: {patterns.tolist()}"
             )
-        counts = np.bincount(own, minlength=len(patterns)).astype(float)
-        if np.count_nonzero(counts) < 2:
-            counts = np.ones(len(patterns))
         names = np.array([_pattern_label(row, labels) for row in patterns])
-        out.append(Levels(None, name, names, counts / counts.sum(), own, columns, patterns))
+        weights = _level_weights(own, len(patterns))
+        out.append(Levels(None, name, names, weights, own, columns, patterns))
     return out
+
+
+def _level_weights(own, n_levels):
+    """Each level's frequency among the points; all alike when the points share one."""
+    counts = np.bincount(own, minlength=n_levels).astype(float)
+    if np.count_nonzero(counts) < 2:
+        counts = np.ones(n_levels)
+    return counts / counts.sum()
 
 
 def _row_position(rows, row):
