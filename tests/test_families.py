@@ -56,6 +56,12 @@ CONTINUOUS = [
     (families.MOMENT_FAMILIES["beta"], _beta, [0.3, 0.02]),
     (families.MOMENT_FAMILIES["exponential"], lambda phi: stats.expon(scale=phi[0]), [1.7]),
     (families.STUDENTT, _studentt, [0.5, 1.4, 4.5]),
+    (families.NORMAL_MEAN_SD, lambda phi: stats.norm(phi[0], phi[1]), [1.3, 0.8]),
+    (
+        families.GAMMA_MEAN_SHAPE,
+        lambda phi: stats.gamma(phi[1], scale=phi[0] / phi[1]),
+        [3.0, 4.5],
+    ),
 ]
 DISCRETE = [
     (families.MOMENT_FAMILIES["bernoulli"], lambda phi: stats.bernoulli(phi[0]), [0.3], {}),
@@ -68,6 +74,12 @@ DISCRETE = [
     (families.MOMENT_FAMILIES["poisson"], lambda phi: stats.poisson(phi[0]), [3.2], {}),
     (families.MOMENT_FAMILIES["negative_binomial"], _nb_mean_variance, [3.0, 7.5], {}),
     (families.NEGATIVE_BINOMIAL_MEAN_ALPHA, _nb_mean_alpha, [4.0, 2.5], {}),
+    (
+        families.BERNOULLI_LOGIT,
+        lambda phi: stats.bernoulli(1 / (1 + np.exp(-phi[0]))),
+        [0.7],
+        {},
+    ),
 ]
 
 
@@ -363,3 +375,94 @@ def test_censored_normal_against_scipy():
         np.diag([1 / 1.44, 2 / 1.44]),
         rtol=1e-12,
     )
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"),
+    [f for f in ALL_FAMILIES if f[0].fisher_factors is not None],
+    ids=lambda x: getattr(x, "name", ""),
+)
+def test_fisher_factors_rebuild_the_information(family, make, phi, fixed):
+    """``diag(s) corr diag(s)`` is the information, and whitened derivatives give Jᵀ I J."""
+    phi_a = np.array([phi, np.array(phi) * 1.3], float)
+    scales, corr = family.fisher_factors(phi_a, list(range(len(phi))), **fixed)
+    corr = np.eye(len(phi)) if corr is None else corr
+    info = family.fisher_information(phi_a, **fixed)
+    np.testing.assert_allclose(scales[..., :, None] * corr * scales[..., None, :], info, rtol=1e-9)
+    jac = np.random.default_rng(0).normal(size=(len(phi), 2, 3))
+    u, c = family.whitened(phi_a, list(jac), 1, **fixed)
+    c = np.broadcast_to(np.eye(len(phi)), info.shape) if c is None else c
+    form = np.einsum("ind,nij,jnd->nd", np.array(u), c, np.array(u))
+    np.testing.assert_allclose(form, np.einsum("ind,nij,jnd->nd", jac, info, jac), rtol=1e-9)
+
+
+def _mean_variance_hessian(to_mean_variance, phi, jac, hess):
+    """Chain rule by finite differences of the map ψ -> (mean, variance)."""
+    h = 1e-4
+    k = len(phi)
+    grad = np.empty((len(to_mean_variance(phi)), k))
+    second = np.empty((len(grad), k, k))
+    for a in range(k):
+        e = np.eye(k)[a] * h
+        grad[:, a] = (to_mean_variance(phi + e) - to_mean_variance(phi - e)) / (2 * h)
+        for b in range(k):
+            f = np.eye(k)[b] * h
+            second[:, a, b] = (
+                to_mean_variance(phi + e + f)
+                - to_mean_variance(phi + e - f)
+                - to_mean_variance(phi - e + f)
+                + to_mean_variance(phi - e - f)
+            ) / (4 * h**2)
+    return np.einsum("ma,a...->m...", grad, hess) + np.einsum("mab,ad,be->mde", second, jac, jac)
+
+
+@pytest.mark.parametrize(
+    ("family", "moment_family", "to_mean_variance", "phi"),
+    [
+        (
+            families.NORMAL_MEAN_SD,
+            families.MOMENT_FAMILIES["normal"],
+            lambda p: np.array([p[0], p[1] ** 2]),
+            [0.4, 1.7],
+        ),
+        (
+            families.GAMMA_MEAN_SHAPE,
+            families.MOMENT_FAMILIES["gamma"],
+            lambda p: np.array([p[0], p[0] ** 2 / p[1]]),
+            [2.5, 3.5],
+        ),
+        (
+            families.BERNOULLI_LOGIT,
+            families.MOMENT_FAMILIES["bernoulli"],
+            lambda p: np.array([1 / (1 + np.exp(-p[0]))]),
+            [0.8],
+        ),
+    ],
+    ids=lambda x: getattr(x, "name", ""),
+)
+@pytest.mark.parametrize("varying", ["all", "first"])
+def test_second_order_is_in_the_mean_variance_parametrization(
+    family, moment_family, to_mean_variance, phi, varying
+):
+    """R-sens2 of a family kept in a stable parametrization equals R-sens2 of the
+    same law in (mean, variance), the parametrization SPEC §3 pins."""
+    rng = np.random.default_rng(1)
+    phi = np.array(phi)
+    d = 3
+    jac = rng.normal(size=(len(phi), d))
+    hess = rng.normal(size=(len(phi), d, d))
+    hess = hess + np.swapaxes(hess, -1, -2)
+    if varying == "first":
+        jac[1:], hess[1:] = 0, 0
+    given = [jac[m] if varying == "all" or m == 0 else None for m in range(len(phi))]
+    given_hess = [hess[m] if varying == "all" or m == 0 else None for m in range(len(phi))]
+    u, corr = family.whitened_second_order(
+        phi[None],
+        [g[None] if g is not None else None for g in given],
+        [g[None] if g is not None else None for g in given_hess],
+    )
+    corr = np.eye(len(u)) if corr is None else corr[0]
+    got = np.einsum("ide,ij,jde->de", np.array(u)[:, 0], corr, np.array(u)[:, 0])
+    h_mv = _mean_variance_hessian(to_mean_variance, phi, jac, hess)
+    info = moment_family.fisher_information(to_mean_variance(phi)[None])[0]
+    np.testing.assert_allclose(got, np.einsum("ide,ij,jde->de", h_mv, info, h_mv), rtol=1e-6)

@@ -209,16 +209,20 @@ def test_alpha_scales_by_its_square_root(rng, mode):
     assert two["sensitivity"].attrs["alpha"] == 2.5
 
 
-def test_saturated_probabilities_give_zero_not_nan(rng):
-    """A logit of 40 rounds p to 1.0: sensitivity is 0 there, not 0·∞ = nan."""
+def test_saturated_probabilities_stay_exact_in_draw_mode(rng):
+    """A logit of 40 rounds p to 1.0 and -800 to 0: per draw, R-sens is still
+    |b| sqrt(σ(η)σ(−η)) = |b| e^{-|η|/2}/(1 + e^{-|η|}), computed on the logit."""
     x = np.array([0.0, 40.0, -800.0])
     with pm.Model() as model:
         xd = pm.Data("x", x)
         b = pm.Normal("b")
         pm.Bernoulli("y", logit_p=b * xd, observed=[0, 1, 0])
     idata = posterior({"b": np.ones((1, 3))})
-    for mode in ("moment", "draw"):
-        out = pm_sens.sensitivity(idata, model, mode=mode, progressbar=False)["sensitivity"]
-        values = out["rsens"].values.reshape(-1, 3)
-        np.testing.assert_allclose(values[:, 0], 0.5)  # |b| sqrt(p(1-p)) at p = 1/2
-        np.testing.assert_array_equal(values[:, 1:], 0.0)
+    expected = np.exp(-np.abs(x) / 2) / (1 + np.exp(-np.abs(x)))
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    np.testing.assert_allclose(out["rsens"].values.reshape(-1, 3), np.tile(expected, (3, 1)))
+    assert expected[2] > 0
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    values = out["rsens"].values.reshape(3)
+    np.testing.assert_allclose(values[0], 0.5)  # |b| sqrt(p(1-p)) at p = 1/2
+    assert np.isfinite(values).all()

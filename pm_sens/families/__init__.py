@@ -55,6 +55,9 @@ DEFAULT_MOMENT_FAMILY = {
 STUDENTT = studentt.FAMILY
 CENSORED_NORMAL = censored_normal.FAMILY
 NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
+NORMAL_MEAN_SD = normal.FAMILY_MEAN_SD
+GAMMA_MEAN_SHAPE = gamma.FAMILY_MEAN_SHAPE
+BERNOULLI_LOGIT = bernoulli.FAMILY_LOGIT
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
 )
@@ -78,10 +81,13 @@ def get_moment_family(name: str) -> Family:
 
 
 __all__ = [
+    "BERNOULLI_LOGIT",
     "CENSORED_NORMAL",
     "DEFAULT_MOMENT_FAMILY",
+    "GAMMA_MEAN_SHAPE",
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",
+    "NORMAL_MEAN_SD",
     "HURDLE_NEGATIVE_BINOMIAL",
     "HURDLE_POISSON",
     "STUDENTT",

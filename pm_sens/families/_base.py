@@ -35,6 +35,21 @@ class Family:
     support_upper : callable, optional
         Discrete families: ``support_upper(phi, tail, **fixed)``, the smallest
         count above which the mass is below ``tail``.
+    fisher_factors : callable, optional
+        ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
+        or None)`` for the K parameters listed in ``given``, with ``I =
+        diag(scales) corr diag(scales)`` on them (None: corr is the identity),
+        computed without forming I, so that R-sens stays finite wherever it is
+        representable (a Poisson rate of 1e300, whose squared derivative
+        overflows). `diagonal_factors` builds it for a diagonal I. Without it,
+        both come from ``fisher_information``.
+    whitened_hessian : callable, optional
+        Families held in another parametrization than mean–variance (for range):
+        ``whitened_hessian(phi, jac, hess, **fixed) -> (u, corr)``, the second
+        derivatives mapped to the mean–variance parametrization by the chain
+        rule and whitened there (R-sens2 is not invariant to the
+        parametrization; SPEC §3 pins mean–variance). Without it, `whitened`
+        of ``hess``.
     """
 
     name: str
@@ -45,6 +60,8 @@ class Family:
     log_density: Callable[..., np.ndarray]
     entropy: Callable[..., np.ndarray] | None = None
     support_upper: Callable[..., np.ndarray] | None = None
+    fisher_factors: Callable[..., tuple] | None = None
+    whitened_hessian: Callable[..., tuple] | None = None
 
     @property
     def discrete(self) -> bool:
@@ -55,6 +72,50 @@ class Family:
     def uses_variance(self) -> bool:
         """Whether moment matching needs the mixture variance, not only the mean."""
         return self.parameters == ("mean", "variance")
+
+    def whitened(self, phi, derivatives, trailing, **fixed):
+        """Derivatives scaled by the information's square-root diagonal.
+
+        Parameters
+        ----------
+        phi : ndarray, shape (..., M)
+        derivatives : list of M arrays of shape (..., *T), or None where a
+            parameter does not vary (taken as 0)
+        trailing : int
+            ``len(T)``: derivative axes after those of ``phi[..., 0]``.
+
+        Returns
+        -------
+        u : list of arrays (..., *T)
+            ``u_m = s_m ∂φ_m`` for the parameters that vary, ``s_m = sqrt(I_mm)``.
+        corr : ndarray (..., K, K) or None
+            ``I_mk / (s_m s_k)`` over those parameters; None when I is diagonal.
+            ``Jᵀ I J = Σ_mk u_m corr_mk u_k``.
+        """
+        given = [m for m, d in enumerate(derivatives) if d is not None]
+        corr = None
+        if self.fisher_factors is not None:
+            scales, corr = self.fisher_factors(phi, given, **fixed)
+        else:
+            info = self.fisher_information(phi, **fixed)[..., given, :][..., :, given]
+            scales = np.sqrt(np.maximum(np.diagonal(info, axis1=-2, axis2=-1), 0))
+            if len(given) > 1:
+                outer = scales[..., :, None] * scales[..., None, :]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    corr = np.where(outer > 0, info / outer, 0.0)
+        expand = (Ellipsis,) + (None,) * trailing
+        u = [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)]
+        return u, corr
+
+    def whitened_second_order(self, phi, jac, hess, **fixed):
+        """`whitened` second derivatives (..., D, D) in the mean–variance parametrization.
+
+        ``jac`` and ``hess`` are lists over the parameters as in `whitened`
+        (None where a parameter does not vary).
+        """
+        if self.whitened_hessian is None:
+            return self.whitened(phi, hess, 2, **fixed)
+        return self.whitened_hessian(phi, jac, hess, **fixed)
 
 
 _TINY = np.finfo(float).tiny
@@ -110,3 +171,22 @@ def reparametrize(info, jacobian):
     in which ``info`` is expressed.
     """
     return np.einsum("...ab,...ac,...cd->...bd", jacobian, info, jacobian)
+
+
+def diagonal_factors(*scales):
+    """`Family.fisher_factors` of a diagonal information.
+
+    Takes one function per parameter, ``scale_m(phi) = sqrt(I_mm)``; only the
+    parameters asked for are computed (a negative binomial's α information is a
+    sum over the support).
+    """
+
+    def fisher_factors(phi, given):
+        return np.stack([scales[m](phi) for m in given], -1), None
+
+    return fisher_factors
+
+
+def outer(d):
+    """``∂_d ∂_e`` from first derivatives (..., D): (..., D, D)."""
+    return d[..., :, None] * d[..., None, :]

@@ -2,7 +2,13 @@
 
 import numpy as np
 
-from pm_sens.families._base import Family, clip_probability, log1p_gap
+from pm_sens.families._base import (
+    Family,
+    clip_probability,
+    diagonal_factors,
+    log1p_gap,
+    outer,
+)
 
 
 def fisher_information(phi):
@@ -38,4 +44,69 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+)
+
+
+# Per-draw Bernoulli on the logit η: p = σ(η) rounds to 1 from η ≈ 37 on, while
+# the information σ(η)σ(−η) and every quantity below stay exact to |η| ≈ 700.
+
+
+def _sigmoid(eta):
+    """``σ(η)`` from ``exp(−|η|)``, exact in relative terms on both tails."""
+    small = np.exp(-np.abs(eta))
+    return np.where(eta >= 0, 1 / (1 + small), small / (1 + small))
+
+
+def fisher_information_logit(phi):
+    """Fisher information of the logit: ``σ(η)σ(−η)``."""
+    eta = phi[..., :1]
+    return (_sigmoid(eta) * _sigmoid(-eta))[..., None]
+
+
+def _logit_scale(phi):
+    """``sqrt(σ(η)σ(−η)) = exp(−|η|/2)/(1 + exp(−|η|))``."""
+    eta = phi[..., 0]
+    return np.exp(-np.abs(eta) / 2) / (1 + np.exp(-np.abs(eta)))
+
+
+def whitened_hessian_logit(phi, jac, hess):
+    """``∂²p/sqrt(pq) = sqrt(pq) (∂²η + (q − p) ∂η ∂ηᵀ)`` with ``p = σ(η)``."""
+    eta = phi[..., 0]
+    scale = _logit_scale(phi)[..., None, None]
+    return [scale * (hess[0] + np.tanh(-eta / 2)[..., None, None] * outer(jac[0]))], None
+
+
+def kl_divergence_logit(phi_p, phi_q):
+    """KL between Bernoulli laws given by logits.
+
+    As `kl_divergence`, with ``p₂ − p₁ = expm1(η₂ − η₁) σ(η₁) σ(−η₂)`` and both
+    tails' masses exact.
+    """
+    eta1, eta2 = phi_p[..., 0], phi_q[..., 0]
+    p1, q1 = _sigmoid(eta1), _sigmoid(-eta1)
+    d = np.expm1(eta2 - eta1) * p1 * _sigmoid(-eta2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p1 > 0, p1 * log1p_gap(d / p1), 0.0) + np.where(
+            q1 > 0, q1 * log1p_gap(-d / q1), 0.0
+        )
+
+
+def log_density_logit(phi, y):
+    """Log pmf at y ∈ {0, 1}: ``−softplus(∓η)`` (−inf elsewhere)."""
+    eta = phi[..., 0]
+    return np.where(
+        y == 1, -np.logaddexp(0, -eta), np.where(y == 0, -np.logaddexp(0, eta), -np.inf)
+    )
+
+
+FAMILY_LOGIT = Family(
+    "bernoulli",
+    "binary",
+    ("logit_p",),
+    fisher_information_logit,
+    kl_divergence_logit,
+    log_density_logit,
+    support_upper=support_upper,
+    fisher_factors=diagonal_factors(_logit_scale),
+    whitened_hessian=whitened_hessian_logit,
 )

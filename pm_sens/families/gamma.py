@@ -4,7 +4,15 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln, polygamma, psi
 
-from pm_sens.families._base import Family, reparametrize, stack_matrix
+from pm_sens.families._base import (
+    Family,
+    diagonal_factors,
+    diagonal_matrix,
+    log1p_gap,
+    outer,
+    reparametrize,
+    stack_matrix,
+)
 
 
 def fisher_information(phi):
@@ -14,6 +22,45 @@ def fisher_information(phi):
     info = stack_matrix([[polygamma(1, a), -1 / b], [-1 / b, a / b**2]])
     jac = stack_matrix([[2 * m / v, -(m**2) / v**2], [1 / v, -m / v**2]])
     return reparametrize(info, jac)
+
+
+def shape_information(k):
+    """``ψ′(k) − 1/k``, the shape's information given the mean.
+
+    A series for large k, where the difference would lose ~2·eps·k of its digits.
+    """
+    k = np.asarray(k, dtype=float)
+    large = k > 100
+    z = 1 / np.where(large, k, 1.0)
+    series = z**2 * (1 / 2 + z * (1 / 6 - z**2 * (1 / 30 - z**2 / 42)))
+    return np.where(large, series, polygamma(1, np.where(large, 1.0, k)) - 1 / k)
+
+
+def _mean_variance_factors(k):
+    """Scales (relative to 1/m and to k/v) and correlation of the (m, v) information."""
+    b = shape_information(k)
+    return (
+        np.sqrt(k * (1 + 4 * k * b)),
+        np.sqrt(b) * k,
+        -2 * np.sqrt(k * b) / np.sqrt(1 + 4 * k * b),
+    )
+
+
+def fisher_factors(phi, given):
+    """Scales and correlation of the (m, v) information, via the orthogonal (m, k).
+
+    With ``k = m²/v`` the information in (m, k) is ``diag(k/m², B)``, ``B`` the
+    shape information; mapping back, ``I_mm = k(1 + 4kB)/m²``, ``I_vv = Bk²/v²``,
+    ``I_mv = −2k²B/(mv)``.
+    """
+    m, v = phi[..., 0], phi[..., 1]
+    k = m * (m / v)
+    mean_scale, variance_scale, cross = _mean_variance_factors(k)
+    scales = np.stack([mean_scale / m, variance_scale / v], -1)[..., given]
+    if len(given) < 2:
+        return scales, None
+    ones = np.ones_like(cross)
+    return scales, stack_matrix([[ones, cross], [cross, ones]])
 
 
 def kl_divergence(phi_p, phi_q):
@@ -48,4 +95,85 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    fisher_factors=fisher_factors,
+)
+
+
+# Per-draw Gamma in (mean, shape): orthogonal, and finite for means e^±700
+# whose variance m²/k would overflow.
+
+
+def fisher_information_mean_shape(phi):
+    """``diag(k/m², ψ′(k) − 1/k)``."""
+    m, k = phi[..., 0], phi[..., 1]
+    return diagonal_matrix(k / m**2, shape_information(k))
+
+
+#: square roots of the diagonal information in (m, k): ``√k/m``, ``sqrt(ψ′(k) − 1/k)``
+_FACTORS_MEAN_SHAPE = diagonal_factors(
+    lambda phi: np.sqrt(phi[..., 1]) / phi[..., 0],
+    lambda phi: np.sqrt(shape_information(phi[..., 1])),
+)
+
+
+def whitened_hessian_mean_shape(phi, jac, hess):
+    """Hessians of (m, v = m²/k), whitened with the (m, v) information.
+
+    With relative derivatives ``a = ∂m/m``, ``c = ∂k/k``, ``A = ∂²m/m``,
+    ``C = ∂²k/k``: ``∂²v/v = 2(aaᵀ + A) − 2(acᵀ + caᵀ) − C + 2ccᵀ``.
+    """
+    m, k = (phi[..., i, None, None] for i in (0, 1))
+    mean_scale, variance_scale, cross = _mean_variance_factors(k)
+    relative_hessian = 0.0
+    if jac[0] is not None:
+        a, big_a = jac[0] / m[..., 0], hess[0] / m
+        relative_hessian = 2 * (outer(a) + big_a)
+    if jac[1] is not None:
+        c, big_c = jac[1] / k[..., 0], hess[1] / k
+        relative_hessian = relative_hessian - big_c + 2 * outer(c)
+        if jac[0] is not None:
+            mixed = a[..., :, None] * c[..., None, :]
+            relative_hessian = relative_hessian - 2 * (mixed + np.swapaxes(mixed, -1, -2))
+    u_variance = variance_scale * relative_hessian
+    if jac[0] is None:
+        return [u_variance], None
+    ones = np.ones_like(cross[..., 0, 0])
+    corr = stack_matrix([[ones, cross[..., 0, 0]], [cross[..., 0, 0], ones]])
+    return [mean_scale * big_a, u_variance], corr
+
+
+def kl_divergence_mean_shape(phi_p, phi_q):
+    """KL between Gamma laws given as (mean, shape).
+
+    With rates ``r = k/m`` and ``u = r₂/r₁ − 1``, the rate terms
+    ``k₂ log(r₁/r₂) + k₁ u`` are written ``k₂ g(u) + (k₁ − k₂) u`` (g as in
+    `log1p_gap`), exact when the laws are close.
+    """
+    (m1, k1), (m2, k2) = (phi_p[..., 0], phi_p[..., 1]), (phi_q[..., 0], phi_q[..., 1])
+    u = (k2 / k1) * (m1 / m2) - 1
+    shape_terms = (k1 - k2) * psi(k1) - gammaln(k1) + gammaln(k2)
+    return shape_terms + k2 * log1p_gap(u) + (k1 - k2) * u
+
+
+def log_density_mean_shape(phi, y):
+    """Log density at y > 0."""
+    return stats.gamma.logpdf(y, phi[..., 1], scale=phi[..., 0] / phi[..., 1])
+
+
+def entropy_mean_shape(phi):
+    """``k − log(k/m) + log Γ(k) + (1 − k) ψ(k)``."""
+    m, k = phi[..., 0], phi[..., 1]
+    return k - np.log(k) + np.log(m) + gammaln(k) + (1 - k) * psi(k)
+
+
+FAMILY_MEAN_SHAPE = Family(
+    "gamma",
+    "positive",
+    ("mean", "shape"),
+    fisher_information_mean_shape,
+    kl_divergence_mean_shape,
+    log_density_mean_shape,
+    entropy_mean_shape,
+    fisher_factors=_FACTORS_MEAN_SHAPE,
+    whitened_hessian=whitened_hessian_mean_shape,
 )

@@ -9,6 +9,7 @@ from scipy.stats import nbinom, poisson
 
 from pm_sens.families._base import (
     Family,
+    diagonal_factors,
     diagonal_matrix,
     log1p_gap,
     reparametrize,
@@ -42,15 +43,29 @@ def alpha_information(m, a, tail=1e-12):
     return out.reshape(m.shape)
 
 
+def _mean_information(m, a):
+    """``α/(μ(μ+α))``, written to stay finite for α up to the float limit."""
+    return 1 / (m * (1 + m / a))
+
+
 def fisher_information_mean_alpha(phi):
     """Fisher information in (μ, α): ``diag(α/(μ(μ+α)), I_αα)``."""
     m, a = phi[..., 0], phi[..., 1]
-    return diagonal_matrix(a / (m * (m + a)), alpha_information(m, a))
+    return diagonal_matrix(_mean_information(m, a), alpha_information(m, a))
 
 
-# Beyond this α/(m+1) the α score drowns in round-off; NB(m, v) is then Poisson up
-# to O(1/α) and its (m, v) information takes the limit form below.
-_POISSON_LIMIT = 1e10
+def _mean_scale(phi):
+    return np.sqrt(_mean_information(phi[..., 0], phi[..., 1]))
+
+
+def _alpha_scale(phi):
+    return np.sqrt(alpha_information(phi[..., 0], phi[..., 1]))
+
+
+# Beyond this α/(m+1), v − m has lost ~eps·α/m of its digits to round-off while
+# NB(m, v) is Poisson up to O(m/α): the (m, v) information takes the limit form
+# below (both errors ~1e-8 at the switch).
+_POISSON_LIMIT = 1e8
 
 
 def fisher_information(phi):
@@ -61,7 +76,8 @@ def fisher_information(phi):
     m, v = np.broadcast_arrays(phi[..., 0], phi[..., 1])
     excess = v - m
     overdispersed = excess > 0
-    a = np.where(overdispersed, m**2 / np.where(overdispersed, excess, 1), np.inf)
+    with np.errstate(over="ignore"):  # a huge α is the Poisson limit below
+        a = np.where(overdispersed, m * (m / np.where(overdispersed, excess, 1)), np.inf)
     near_poisson = a > _POISSON_LIMIT * (m + 1)
     regular = overdispersed & ~near_poisson
     info = np.zeros((*m.shape, 2, 2))
@@ -206,4 +222,5 @@ FAMILY_MEAN_ALPHA = Family(
     kl_divergence_mean_alpha,
     log_density_mean_alpha,
     support_upper=support_upper_mean_alpha,
+    fisher_factors=diagonal_factors(_mean_scale, _alpha_scale),
 )

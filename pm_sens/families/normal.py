@@ -3,13 +3,19 @@
 import numpy as np
 from scipy import stats
 
-from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
+from pm_sens.families._base import Family, diagonal_factors, diagonal_matrix, log1p_gap, outer
 
 
 def fisher_information(phi):
     """Fisher information of Normal(m, v) in (m, v): ``diag(1/v, 1/(2v²))``."""
     v = phi[..., 1]
     return diagonal_matrix(1 / v, 1 / (2 * v**2))
+
+
+#: square roots of the diagonal information in (m, v): ``1/√v``, ``1/(√2 v)``
+_FACTORS = diagonal_factors(
+    lambda phi: 1 / np.sqrt(phi[..., 1]), lambda phi: 1 / (np.sqrt(2) * phi[..., 1])
+)
 
 
 def kl_divergence(phi_p, phi_q):
@@ -36,4 +42,66 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    fisher_factors=_FACTORS,
+)
+
+
+# Per-draw Normal in (mean, sd): the sd, not its square, so that a likelihood
+# sd anywhere in float64's range (1e-300 .. 1e300) keeps finite information.
+
+
+def fisher_information_mean_sd(phi):
+    """Fisher information of Normal(m, s) in (m, s): ``diag(1/s², 2/s²)``."""
+    s = phi[..., 1]
+    return diagonal_matrix(1 / s**2, 2 / s**2)
+
+
+#: in (m, s): ``1/s``, ``√2/s``
+_FACTORS_MEAN_SD = diagonal_factors(
+    lambda phi: 1 / phi[..., 1], lambda phi: np.sqrt(2) / phi[..., 1]
+)
+
+
+def whitened_hessian_mean_sd(phi, jac, hess):
+    """Hessians of (m, v = s²) whitened by ``diag(1/√v, 1/(√2 v))``.
+
+    ``u_m = ∂²m/s``, ``u_v = √2 (∂²s/s + (∂s/s)(∂s/s)ᵀ)``.
+    """
+    inverse = (1 / phi[..., 1])[..., None, None]
+    u = []
+    if hess[0] is not None:
+        u.append(hess[0] * inverse)
+    if hess[1] is not None:
+        relative = jac[1] * inverse[..., 0]
+        u.append(np.sqrt(2) * (hess[1] * inverse + outer(relative)))
+    return u, None
+
+
+def kl_divergence_mean_sd(phi_p, phi_q):
+    """KL between Normal laws given as (mean, sd), ratios formed before squaring."""
+    (m1, s1), (m2, s2) = (phi_p[..., 0], phi_p[..., 1]), (phi_q[..., 0], phi_q[..., 1])
+    ratio = s1 / s2
+    return 0.5 * (log1p_gap((ratio - 1) * (ratio + 1)) + ((m1 - m2) / s2) ** 2)
+
+
+def log_density_mean_sd(phi, y):
+    """Log density at y."""
+    return stats.norm.logpdf(y, phi[..., 0], phi[..., 1])
+
+
+def entropy_mean_sd(phi):
+    """``½ log(2πe) + log s``."""
+    return 0.5 * np.log(2 * np.pi * np.e) + np.log(phi[..., 1])
+
+
+FAMILY_MEAN_SD = Family(
+    "normal",
+    "real",
+    ("mean", "sd"),
+    fisher_information_mean_sd,
+    kl_divergence_mean_sd,
+    log_density_mean_sd,
+    entropy_mean_sd,
+    fisher_factors=_FACTORS_MEAN_SD,
+    whitened_hessian=whitened_hessian_mean_sd,
 )

@@ -3,13 +3,18 @@
 import numpy as np
 from scipy import special, stats
 
-from pm_sens.families._base import Family, clip_positive, log1p_gap
+from pm_sens.families._base import Family, clip_positive, diagonal_factors, log1p_gap
 
 
 def fisher_information(phi):
     """Fisher information of the rate m: ``1/m``."""
     m = clip_positive(phi[..., :1])
     return (1 / m)[..., None]
+
+
+def _rate_scale(phi):
+    """``sqrt(1/m)``."""
+    return 1 / np.sqrt(clip_positive(phi[..., 0]))
 
 
 def kl_divergence(phi_p, phi_q):
@@ -37,4 +42,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    fisher_factors=diagonal_factors(_rate_scale),
 )

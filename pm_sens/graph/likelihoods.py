@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytensor.scalar as ps
+import pytensor.scalar.math as ps_math
 import pytensor.tensor as pt
 from pymc.distributions.censored import CensoredRV
 from pymc.distributions.distribution import DiracDeltaRV
@@ -21,6 +23,7 @@ from pymc.distributions.mixture import MixtureRV, _HurdleRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
@@ -55,6 +58,44 @@ class Likelihood:
     generic: object = None
 
 
+def _sigmoid_argument(p):
+    """``t`` where ``p`` is ``sigmoid(t)`` in the graph (perhaps broadcast), else None.
+
+    PyMC writes ``Bernoulli(logit_p=t)`` and ``NegativeBinomial(mu, alpha)`` with
+    ``p = sigmoid(t)``; working with t keeps what p rounds away (p = 1 from t ≈ 37).
+    """
+    broadcast_with = []
+    while p.owner is not None and _is_elemwise(p.owner, ps.Second):
+        broadcast_with.append(p.owner.inputs[0])
+        p = p.owner.inputs[1]
+    if p.owner is None or not _is_elemwise(p.owner, ps_math.Sigmoid):
+        return None
+    t = p.owner.inputs[0]
+    for other in reversed(broadcast_with):
+        t = pt.second(other, t)
+    return t
+
+
+def _is_elemwise(node, scalar_op):
+    return isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, scalar_op)
+
+
+def _logit(p):
+    """``log(p/(1−p))``, read off the graph where p is a sigmoid."""
+    t = _sigmoid_argument(p)
+    if t is not None:
+        return t
+    # a probability that rounds to 0 or 1 has zero derivative: clipping keeps it finite
+    p = pt.clip(p, np.finfo(float).tiny, 1 - np.finfo(float).epsneg)
+    return pt.log(p) - pt.log1p(-p)
+
+
+def _odds_against(p):
+    """``(1−p)/p``, as ``exp(−t)`` where p is ``sigmoid(t)``."""
+    t = _sigmoid_argument(p)
+    return (1 - p) / p if t is None else pt.exp(-t)
+
+
 def _normal(mu, sigma):
     return [mu, sigma**2]
 
@@ -81,18 +122,23 @@ def _gamma(alpha, scale):
     return [alpha * scale, alpha * scale**2]
 
 
+def _gamma_draw(alpha, scale):
+    return [alpha * scale, alpha]
+
+
 def _beta(a, b):
     total = a + b
     return [a / total, a * b / (total**2 * (total + 1))]
 
 
 def _negative_binomial_draw(n, p):
-    return [n * (1 - p) / p, n]
+    return [n * _odds_against(p), n]
 
 
 def _negative_binomial_moments(n, p):
-    mean = n * (1 - p) / p
-    return mean, mean / p
+    odds = _odds_against(p)
+    mean = n * odds
+    return mean, mean * (1 + odds)
 
 
 def _category_mean(p):
@@ -118,8 +164,8 @@ LIKELIHOODS: dict[type, Likelihood] = {
         "normal",
         "real",
         ("mu", "sigma"),
-        families.MOMENT_FAMILIES["normal"],
-        _normal,
+        families.NORMAL_MEAN_SD,
+        lambda mu, sigma: [mu, sigma],
         _mean_and_variance(_normal),
     ),
     rv.StudentTRV: Likelihood(
@@ -150,8 +196,8 @@ LIKELIHOODS: dict[type, Likelihood] = {
         "gamma",
         "positive",
         ("alpha", "scale"),
-        families.MOMENT_FAMILIES["gamma"],
-        _gamma,
+        families.GAMMA_MEAN_SHAPE,
+        _gamma_draw,
         _mean_and_variance(_gamma),
         aliases={"beta": ("scale", lambda p: 1 / p["beta"])},
     ),
@@ -176,8 +222,8 @@ LIKELIHOODS: dict[type, Likelihood] = {
         "bernoulli",
         "binary",
         ("p",),
-        families.MOMENT_FAMILIES["bernoulli"],
-        lambda p: [p],
+        families.BERNOULLI_LOGIT,
+        lambda p: [_logit(p)],
         _mean_only(0),
         aliases={"logit_p": ("p", lambda p: pt.sigmoid(p["logit_p"]))},
     ),

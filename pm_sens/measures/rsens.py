@@ -2,45 +2,68 @@
 
 ``R-sens(x, d; α) = sqrt(α J_dᵀ I J_d)`` with ``J_d = ∂φ/∂x_d`` and
 ``R-sens2(x, (d, e); α) = sqrt(α H_deᵀ I H_de)`` with ``H_de = ∂²φ/∂x_d∂x_e``,
-φ the family's mean–variance parameters and I their Fisher information.
+φ the family's parameters and I their Fisher information.
+
+The form is evaluated on whitened derivatives ``u_m = sqrt(I_mm) ∂φ_m`` (see
+`Family.whitened`), so neither ``∂φ²`` nor ``I`` is formed: a Poisson rate of
+1e300 (``∂φ ≈ 1e300``, ``I = 1e-300``) gives R-sens 1e150, not inf·0.
 """
 
 import numpy as np
 
+# below this, Σ u² may have lost digits to underflow: recomputed after scaling
+_SMALLEST_SAFE = 1e-280
 
-def _quadratic_form(derivatives, info, trailing):
-    """``Σ_mk D_m I_mk D_k`` for derivatives (M, ..., *trailing) and info (..., M, M).
 
-    M is small (1–3, or the number of classes): summing the M(M+1)/2 terms of
-    the symmetric form elementwise beats a batched matrix product.
-    """
-    expand = (Ellipsis,) + (None,) * trailing
-    total = np.zeros(derivatives.shape[1:])
+def _form(u, corr, expand):
+    """``Σ_mk u_m corr_mk u_k`` (corr None: the identity), elementwise."""
+    total = np.zeros(u[0].shape)
     term = np.empty_like(total)
-    for m in range(info.shape[-1]):
-        for k in range(m, info.shape[-1]):
-            np.multiply(derivatives[m], derivatives[k], out=term)
-            term *= info[..., m, k][expand] * (1 if k == m else 2)
+    for m in range(len(u)):
+        np.multiply(u[m], u[m], out=term)
+        total += term
+        if corr is None:
+            continue
+        for k in range(m + 1, len(u)):
+            np.multiply(u[m], u[k], out=term)
+            term *= 2 * corr[..., m, k][expand]
             total += term
     return total
 
 
-def _scaled_sqrt(quadratic, alpha):
+def _norm(u, corr, trailing, alpha):
+    """``sqrt(α Σ u corr u)``, without overflow or underflow of the squares."""
+    expand = (Ellipsis,) + (None,) * trailing
+    total = _form(u, corr, expand)
+    rescale = np.nonzero(~np.isfinite(total) | (total < _SMALLEST_SAFE))
     # round-off can leave tiny negatives where the form is 0
-    np.maximum(quadratic, 0, out=quadratic)
-    quadratic *= alpha
-    return np.sqrt(quadratic, out=quadratic)
+    np.maximum(total, 0, out=total)
+    total *= alpha
+    out = np.sqrt(total, out=total)
+    if rescale[0].size:
+        # divide by the largest |u_m| first: the form then lies in [0, M]
+        parts = [x[rescale] for x in u]
+        largest = np.max(np.abs(parts), axis=0)
+        safe = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)
+        if corr is not None:
+            corr = corr.reshape(corr.shape[:-2] + (1,) * trailing + corr.shape[-2:])
+            corr = np.broadcast_to(corr, (*out.shape, *corr.shape[-2:]))[rescale]
+        scaled = _form([p / safe for p in parts], corr, Ellipsis)
+        root = largest * np.sqrt(np.maximum(scaled, 0) * alpha)
+        out[rescale] = np.where(np.isinf(largest), np.inf, root)
+    return out
 
 
-def rsens_local(jac, info, alpha=1.0):
+def rsens_local(jac, whiten, alpha=1.0):
     """Local R-sens per feature.
 
     Parameters
     ----------
-    jac : ndarray, shape (M, ..., D)
+    jac : list of M arrays (..., D), or None for a parameter that does not vary
         Derivatives of the M parameters with respect to the D features.
-    info : ndarray, shape (..., M, M)
-        Fisher information of the parameters (symmetric).
+    whiten : callable
+        ``whiten(jac, trailing=1) -> (u, corr)``: `Family.whitened` with the
+        parameters (and fixed values) bound.
     alpha : float
         Rényi order; the measure scales as ``sqrt(alpha)``.
 
@@ -48,18 +71,19 @@ def rsens_local(jac, info, alpha=1.0):
     -------
     ndarray, shape (..., D)
     """
-    return _scaled_sqrt(_quadratic_form(jac, info, trailing=1), alpha)
+    return _norm(*whiten(jac, trailing=1), trailing=1, alpha=alpha)
 
 
-def rsens2_local(hess, info, alpha=1.0):
+def rsens2_local(hess, whiten, alpha=1.0):
     """Local R-sens2 per feature pair (diagonal: curvature, not interaction).
 
     Parameters
     ----------
-    hess : ndarray, shape (M, ..., D, D)
+    hess : list of M arrays (..., D, D), or None for a parameter that does not vary
         Second derivatives of the M parameters.
-    info : ndarray, shape (..., M, M)
-        Fisher information of the parameters (symmetric).
+    whiten : callable
+        ``whiten(hess) -> (u, corr)``: `Family.whitened_second_order` with the
+        parameters and first derivatives bound.
     alpha : float
         Rényi order.
 
@@ -67,4 +91,4 @@ def rsens2_local(hess, info, alpha=1.0):
     -------
     ndarray, shape (..., D, D), symmetric
     """
-    return _scaled_sqrt(_quadratic_form(hess, info, trailing=2), alpha)
+    return _norm(*whiten(hess), trailing=2, alpha=alpha)

@@ -1,0 +1,117 @@
+"""R-sens to the limits of float64 (issue 13): closed forms at parameters whose
+squares, or whose Fisher information, over- or underflow.
+
+One input x, linear predictor ``b·x`` with b = 1 (two identical draws), so that
+the points themselves sweep the parameter across its range.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pm_sens
+from tests.conftest import posterior
+
+
+def _logistic_factor(eta):
+    """``sqrt(σ(η)σ(−η))`` without rounding."""
+    return np.exp(-np.abs(eta) / 2) / (1 + np.exp(-np.abs(eta)))
+
+
+def _model(kind, x):
+    """The model and the closed-form R-sens at the points x."""
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        eta = b * xd
+        zeros = np.zeros(len(x), dtype=int)
+        if kind == "poisson":  # rate e^x: R-sens = sqrt(rate)
+            pm.Poisson("y", mu=pm.math.exp(eta), observed=zeros)
+            truth = np.exp(x / 2)
+        elif kind == "gamma":  # mean e^x, shape 4: R-sens = sqrt(4)
+            pm.Gamma("y", alpha=4.0, beta=4.0 / pm.math.exp(eta), observed=np.ones(len(x)))
+            truth = np.full(len(x), 2.0)
+        elif kind == "negative_binomial":  # mean e^x, alpha up to 1e300: the Poisson limit
+            alpha = 10.0 ** np.array([0, 8, 13, 16, 100, 300])
+            pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=alpha, observed=zeros)
+            truth = np.sqrt(np.exp(x) / (1 + np.exp(x) / alpha))
+        elif kind == "normal_mean":  # mean s·x, sd s: R-sens = 1 for s = 1e±300
+            scale = pm.Data("s", 10.0 ** np.array([-300, -200, 0, 200, 300]))
+            pm.Normal("y", mu=scale * eta, sigma=scale, observed=np.zeros(len(x)))
+            truth = np.ones(len(x))
+        elif kind == "normal_sd":  # sd e^x: R-sens = √2
+            pm.Normal("y", mu=0.0, sigma=pm.math.exp(eta), observed=np.zeros(len(x)))
+            truth = np.full(len(x), np.sqrt(2))
+        else:  # logistic, logit x
+            pm.Bernoulli("y", logit_p=eta, observed=zeros)
+            truth = _logistic_factor(x)
+    return model, truth
+
+
+POINTS = {
+    "poisson": [-690.0, -300.0, 0.0, 300.0, 690.0],
+    "gamma": [-700.0, -300.0, 0.0, 300.0, 700.0],
+    "negative_binomial": [0.5, 1.0, 0.0, -1.0, 2.0, 0.3],
+    "normal_mean": [0.3, -1.0, 1.0, 2.0, -0.5],
+    "normal_sd": [-690.0, -300.0, 0.0, 300.0, 690.0],
+    "logistic": [-700.0, -40.0, 0.0, 40.0, 700.0],
+}
+
+#: points whose moment-matched family cannot be represented (its variance over-
+#: or underflows, or p rounds to 1): moment mode refuses them, or warns, and
+#: points to mode="draw"
+MOMENT_UNREPRESENTABLE = {
+    "gamma": [0, 4],
+    "normal_mean": [0, 1, 3, 4],
+    "normal_sd": [0, 4],
+    "logistic": [3, 4],
+}
+
+
+def _rsens(model, mode, points=None):
+    idata = posterior({"b": np.ones((1, 2))})
+    out = pm_sens.sensitivity(
+        idata,
+        model,
+        inputs=["x"],
+        points=points,
+        mode=mode,
+        progressbar=False,
+        extend_inferencedata=False,
+    )["sensitivity"]
+    return out["rsens"].values.reshape(-1, out.sizes["point"])
+
+
+@pytest.mark.parametrize("kind", list(POINTS))
+def test_draw_mode_reaches_the_limits_of_float64(kind):
+    x = np.array(POINTS[kind])
+    model, truth = _model(kind, x)
+    got = _rsens(model, "draw")
+    assert np.isfinite(got).all() and (got > 0).all()
+    np.testing.assert_allclose(got, np.broadcast_to(truth, got.shape), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", list(POINTS))
+def test_moment_mode_is_exact_or_refuses_with_the_cause(kind):
+    x = np.array(POINTS[kind])
+    model, truth = _model(kind, x)
+    bad = MOMENT_UNREPRESENTABLE.get(kind, [])
+    keep = np.setdiff1d(np.arange(len(x)), bad)
+
+    def subset(rows):
+        points = {"x": x[rows]}
+        if kind == "normal_mean":
+            points["s"] = model["s"].get_value()[rows]
+        return points
+
+    if kind == "negative_binomial":  # alpha is a fixed array: every point
+        np.testing.assert_allclose(_rsens(model, "moment")[0], truth, rtol=1e-6)
+        return
+    np.testing.assert_allclose(_rsens(model, "moment", subset(keep))[0], truth[keep], rtol=1e-6)
+    if kind == "logistic":
+        with pytest.warns(UserWarning, match="within 1e-09 of 1 at 2 .*mode='draw'") as record:
+            _rsens(model, "moment", subset(bad))
+        assert record[0].filename == __file__  # attributed to the caller's line
+    elif bad:
+        with pytest.raises(ValueError, match="mode='draw'"):
+            _rsens(model, "moment", subset(bad))
