@@ -1,13 +1,11 @@
 """Which inputs to differentiate, where to evaluate, and how to label the result."""
 
-import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array
+from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array, warn
 from pm_sens.graph.model_queries import data_containers, data_value, indexed_lengths, is_float
 
 
@@ -201,13 +199,12 @@ def _warn_held_floats(predictive, held):
     if not held or not predictive.data_per_point:
         return
     shapes = ", ".join(f"{c.name!r} {np.shape(c.get_value())}" for c in held)
-    warnings.warn(
+    warn(
         f"the predictions depend on the float data {shapes}, which pm_sens holds at "
         "its value: it has no row per point and is not read per point through a group "
         "index (u[idx], or an element-wise expression of it indexed per point). To "
         "rank it, compute its per-point value in the model (e.g. u[idx]) or pass a "
         "pm_sens.Predictive",
-        skip_file_prefixes=(os.path.dirname(os.path.dirname(__file__)),),
     )
 
 

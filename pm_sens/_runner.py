@@ -239,7 +239,11 @@ def check_locality(compiled, points, draws):
             moved_values[var] = value
         moved = compiled(data_for_chunk(compiled, moved_values, 1), first)["phi"]
         others = np.arange(n) != row
-        if not np.allclose(moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12):
+        # nan or inf where the model is undefined is no sign of coupling (named later)
+        same = np.isclose(
+            moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12, equal_nan=True
+        )
+        if not same.all():
             names = [v.name for v in compiled.inputs]
             raise ValueError(
                 f"the predictions at one point depend on the inputs {names} of other points "
@@ -274,7 +278,9 @@ def _chunks(ctx, compiled, values, n_components, description):
                 # only this chunk of a lazily loaded posterior is read into memory
                 draws = ctx.draws.chunk(start, start + chunk)
                 size = len(draws[0])
-                yield start, size, compiled(data_for_chunk(compiled, values, size), draws)
+                out = compiled(data_for_chunk(compiled, values, size), draws)
+                check_outputs(ctx, compiled, slice(start, start + size), out)
+                yield start, size, out
                 advance(size)
             return
         sample = (
@@ -293,8 +299,71 @@ def _chunks(ctx, compiled, values, n_components, description):
             # keep a bounded number of chunks in flight; hand results back in order
             while pending and (start is None or len(pending) >= window):
                 done_start, done_size, future = pending.popleft()
-                yield done_start, done_size, future.result()
+                out = future.result()
+                check_outputs(ctx, compiled, slice(done_start, done_start + done_size), out)
+                yield done_start, done_size, out
                 advance(done_size)
+
+
+def _component_names(ctx, compiled):
+    """What each component of a chunk's ``phi`` is, for messages."""
+    statistic = compiled.settings.get("statistic")
+    if statistic is not None:
+        return [statistic]
+    if compiled.mode == "draw":
+        return list(ctx.predictive.likelihood.draw_family.parameters)
+    return ["mean", "variance"]
+
+
+def check_outputs(ctx, compiled, draws, out):
+    """A chunk's parameters must not be nan, nor its derivatives nan or inf.
+
+    The message names the quantity, the point, the draw (draw mode; in moment
+    mode the chunk of draws) and the likely cause. Infinite parameters pass:
+    some are legitimate (a truncation bound) and the measures name the others.
+    """
+    problems = [("phi", np.isnan, "is nan")]
+    problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
+    for key, test, what in problems:
+        if key not in out:
+            continue
+        bad = test(out[key])
+        if not bad.any():
+            continue
+        index = np.argwhere(bad)[0]
+        names = _component_names(ctx, compiled)
+        if key == "phi":
+            component, rows = index[-1], index[:-1]
+        else:  # the parameter axis first, then (draw,) point, feature(s)
+            component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
+            rows = index[1 : len(index) - (1 if key == "jac" else 2)]
+        name = names[component] if component < len(names) else f"component {component}"
+        value = float(out[key][tuple(index)])
+        point = np.asarray(ctx.points.point_coords)[rows[-1] % ctx.points.n_points].item()
+        span, count = f"draws {draws.start} to {draws.stop - 1}", int(bad.sum())
+        where, note = f"point {point!r}", f"the mixture of {span}; {count} such value(s)"
+        if len(rows) == 2:  # draw mode
+            s = draws.start + rows[0]
+            n_draw = len(ctx.draws.draw)
+            chain, draw = ctx.draws.chain[s // n_draw], ctx.draws.draw[s % n_draw]
+            where += f", chain={chain.item()!r}, draw={draw.item()!r}"
+            note = f"{count} such value(s) among {span}"
+        name = f"the {'per-draw' if len(rows) == 2 else 'mixture'} {name}"
+        quantity = name if key == "phi" else f"the derivative of {name}"
+        shown = "" if np.isnan(value) else f" ({value:g})"
+        cause = (
+            "the model's expression is undefined there (a log or sqrt of a negative "
+            "value, 0·inf, inf − inf, an overflowing exp), often at inputs far from the data"
+            if key == "phi"
+            else "the parameter changes faster than float64 can hold at these inputs (an "
+            "overflowing exp of the linear predictor?) or is not differentiable there"
+        )
+        if len(rows) == 1:
+            cause += (
+                "; moment mode needs the mixture's mean and variance as float64 numbers, "
+                "mode='draw' works with the per-draw parameters, which stay finite further"
+            )
+        raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")
 
 
 def moment_pass(ctx, compiled, values, uses_variance, description):

@@ -4,8 +4,17 @@ Every message names the argument, the value received and what is valid.
 """
 
 import numbers
+import os
+import warnings
 
 import numpy as np
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message):
+    """A UserWarning attributed to the user's line that called into pm_sens."""
+    warnings.warn(message, UserWarning, skip_file_prefixes=(_PACKAGE,))
 
 
 def check_choice(name, value, valid):

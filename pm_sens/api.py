@@ -1,6 +1,5 @@
 """`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
-import warnings
 from functools import partial
 
 import numpy as np
@@ -29,6 +28,7 @@ from pm_sens._validate import (
     check_choice,
     check_optional_positive_int,
     check_positive,
+    warn,
 )
 from pm_sens._version import __version__
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
@@ -90,7 +90,7 @@ def _check_matched(phi, family):
             ~np.isfinite(mean),
             "mean is not finite",
             "the likelihood's parameters overflow at these inputs (e.g. exp of a large "
-            "linear predictor, or inputs moved far by a large delta=)",
+            "linear predictor)",
         ),
         (
             np.isinf(variance),
@@ -112,6 +112,26 @@ def _check_matched(phi, family):
                 f"the predictive {what} at {int(bad.sum())} evaluation(s) (first at point "
                 f"{first}), so the moment-matched {family.name} family is undefined: {cause}"
             )
+    if family.support in ("binary", "binomial"):
+        _warn_saturated(1 - mean, family)
+
+
+#: below this 1 − p has lost more than ~1e-7 of its digits to rounding
+_SATURATED = 1e-9
+
+
+def _warn_saturated(complement, family):
+    """Moment mode holds the mixture's p, which rounds to 1 from a logit of ≈ 37 on."""
+    saturated = complement < _SATURATED
+    if np.any(saturated):
+        first = int(np.flatnonzero(saturated)[0] % complement.shape[-1])
+        warn(
+            f"the predictive probability is within {_SATURATED:g} of 1 at "
+            f"{int(saturated.sum())} evaluation(s) (first at point {first}): the moment-"
+            f"matched {family.name} family has lost the digits of 1 − p there, so values "
+            "at those points are inaccurate (0 where p rounds to 1). mode='draw' works on "
+            "the logit and stays exact.",
+        )
 
 
 def _rsens(ctx, *, mode, family, alpha, order):
@@ -121,26 +141,35 @@ def _rsens(ctx, *, mode, family, alpha, order):
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, uses_variance, "R-sens")
         _check_matched(moments.phi, family)
-        info = family.fisher_information(moments.phi, **fixed)
-        out = {"rsens": rsens_local(moments.jac, info, alpha)}
+        jac = list(moments.jac)
+        out = {"rsens": rsens_local(jac, partial(family.whitened, moments.phi, **fixed), alpha)}
         if order == 2:
-            out["rsens2"] = rsens2_local(moments.hess, info, alpha)
+            whiten = partial(family.whitened_second_order, moments.phi, jac, **fixed)
+            out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
         return out
 
-    fisher = ctx.predictive.likelihood.draw_family.fisher_information
+    draw_family = ctx.predictive.likelihood.draw_family
     n, d = ctx.points.n_points, len(ctx.points.features)
     out = {"rsens": np.empty((ctx.draws.count, n, d))}
     if order == 2:
         out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
     varying = compiled.varying
 
+    def all_components(derivatives, n_parameters):
+        # the graph returns derivatives only for the parameters that vary
+        return [
+            derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)
+        ]
+
     def consume(draws, chunk):
         phi = np.broadcast_to(chunk["phi"], (draws.stop - draws.start, *chunk["phi"].shape[-2:]))
         fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
-        info = fisher(phi, **fixed)[..., varying, :][..., :, varying]
-        out["rsens"][draws] = rsens_local(chunk["jac"], info, alpha)
+        jac = all_components(chunk["jac"], phi.shape[-1])
+        out["rsens"][draws] = rsens_local(jac, partial(draw_family.whitened, phi, **fixed), alpha)
         if order == 2:
-            out["rsens2"][draws] = rsens2_local(chunk["hess"], info, alpha)
+            hess = all_components(chunk["hess"], phi.shape[-1])
+            whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
+            out["rsens2"][draws] = rsens2_local(hess, whiten, alpha)
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
@@ -504,7 +533,8 @@ def sensitivity(
         Override the moment-matched family (e.g. ``"poisson"`` for a Poisson
         likelihood instead of the negative binomial); must fit the likelihood's support.
     delta : float
-        ``"kl"`` step, relative to each input's standard deviation over the points.
+        ``"kl"`` step, relative to each input's standard deviation over the points,
+        in (0, 1].
         Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3; the forward
         scheme's error depends on the model's curvature (up to ~3e-3 on a GP
         at the default), so prefer ``kl_scheme="central"`` for cross-checks
@@ -574,6 +604,11 @@ def sensitivity(
     check_choice("mode", mode, MODES)
     alpha = check_positive("alpha", alpha)
     delta = check_positive("delta", delta)
+    if delta > 1:
+        raise ValueError(
+            f"delta={delta!r} is not valid; it must be in (0, 1]: it is the finite-difference "
+            "step in standard deviations of each input (best 1e-6 to 1e-3)"
+        )
     check_choice("kl_scheme", kl_scheme, SCHEMES)
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
     ctx = make_context(
@@ -656,12 +691,11 @@ def sensitivity(
     if generic is not None:
         attrs["rule_mass_error"] = generic.mass_error
         if generic.mass_error > 1e-6:
-            warnings.warn(
+            warn(
                 f"the quadrature of the {generic.name!r} likelihood integrates its density to "
                 f"1 only within {generic.mass_error:.2g}, so its results may be as inaccurate "
                 "(a density that jumps inside its support, e.g. a pm.CustomDist on a bounded "
                 "support with no default transform)",
-                stacklevel=2,
             )
     return attach(
         idata,

@@ -1,7 +1,5 @@
 """`summary`: global importance per feature (and pair), with intervals and ranks."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -16,6 +14,7 @@ from pm_sens._validate import (
     check_probability,
     check_seed,
     group_dataset,
+    warn,
 )
 
 SAMPLE_DIMS = ("chain", "draw")
@@ -166,11 +165,10 @@ def _warn_nonfinite(blocks):
             if 0 < count < total:
                 partly.append(f"{labels['variable']}[{feature}]: {int(count)} of {total}")
     if partly:
-        warnings.warn(
+        warn(
             "some local values are not finite (nan or inf), so these features get no "
             f"importance and no rank: {', '.join(partly)} non-finite value(s). Find them with "
             "summary(kind='local'); pass skipna=True to rank on the finite values",
-            stacklevel=3,
         )
 
 

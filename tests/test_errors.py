@@ -179,3 +179,39 @@ def test_non_finite_posterior_draws_are_named(setup):
         ValueError, match=r"posterior\['b'\] has 1 draw\(s\) with non-finite.*chain=0, draw=2"
     ):
         pm_sens.sensitivity(bad, model, progressbar=False)
+
+
+def _undefined_at_large_x():
+    """log(b·x − 3) is nan for b·x < 3; exp(b·x) overflows at x = 800."""
+    x = np.array([1.0, 5.0, 800.0])
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Poisson("y", mu=pm.math.exp(b * xd), observed=[0, 0, 0])
+    with pm.Model() as log_model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Normal("y", mu=pm.math.log(b * xd - 3), sigma=1, observed=[0, 0, 0])
+    return model, log_model, posterior({"b": np.ones((2, 3))})
+
+
+def test_numerical_failures_name_the_quantity_the_point_and_the_draw():
+    overflow, undefined, idata = _undefined_at_large_x()
+    with pytest.raises(
+        ValueError,
+        match=r"derivative of the per-draw mean is not finite \(inf\) at point 2, chain=0, "
+        r"draw=0 \(6 such value\(s\) among draws 0 to 5\): .*overflowing exp",
+    ):
+        pm_sens.sensitivity(idata, overflow, mode="draw", progressbar=False)
+    with pytest.raises(
+        ValueError,
+        match=r"the per-draw mean is nan at point 0, chain=0, draw=0 \(6 such value\(s\) "
+        r"among draws 0 to 5\): the model's expression is undefined",
+    ):
+        pm_sens.sensitivity(idata, undefined, mode="draw", progressbar=False)
+    # moment mode: not mistaken for a locality failure, named on the mixture
+    with pytest.raises(
+        ValueError,
+        match=r"the mixture mean is nan at point 0 \(the mixture of draws 0 to 5; 2 such",
+    ):
+        pm_sens.sensitivity(idata, undefined, progressbar=False)

@@ -5,7 +5,7 @@ import xarray as xr
 from arviz_base.labels import BaseLabeller
 from arviz_plots.visuals import labelled_title, scatter_xy
 
-from pm_sens._validate import group_dataset
+from pm_sens._validate import check_names_in, group_dataset
 from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
 
 _MAX_GROUPS = 10
@@ -88,7 +88,9 @@ def plot_local(
     dataset = group_dataset(dt, group)
     local = _local_values(dataset, var_name)
     if features is not None:
-        local = local.sel(feature=[features] if isinstance(features, str) else list(features))
+        local = local.sel(
+            feature=check_names_in("features", features, list(local["feature"].values))
+        )
     x = dataset["input_value"].sel(feature=local["feature"])
     points = xr.concat([x, local], dim="plot_axis").assign_coords(plot_axis=["x", "y"])
     points = points.drop_vars([c for c in points.coords if c not in points.dims]).to_dataset(
