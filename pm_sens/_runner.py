@@ -312,7 +312,9 @@ def _component_names(ctx, compiled):
         return [statistic]
     if compiled.mode == "draw":
         return list(ctx.predictive.likelihood.draw_family.parameters)
-    return ["mean", "variance"]
+    if compiled.settings.get("uses_variance"):
+        return ["mean", "variance"]
+    return ["mean", "1 - mean"]
 
 
 def check_outputs(ctx, compiled, draws, out):

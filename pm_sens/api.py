@@ -113,24 +113,32 @@ def _check_matched(phi, family):
                 f"{first}), so the moment-matched {family.name} family is undefined: {cause}"
             )
     if family.support in ("binary", "binomial"):
-        _warn_saturated(1 - mean, family)
+        _warn_saturated(phi, family)
 
 
 #: below this 1 − p has lost more than ~1e-7 of its digits to rounding
 _SATURATED = 1e-9
 
 
-def _warn_saturated(complement, family):
-    """Moment mode holds the mixture's p, which rounds to 1 from a logit of ≈ 37 on."""
-    saturated = complement < _SATURATED
-    if np.any(saturated):
-        first = int(np.flatnonzero(saturated)[0] % complement.shape[-1])
+def _warn_saturated(phi, family):
+    """Warn where float64 cannot hold the mixture's p (nor 1 − p).
+
+    Moment mode keeps p, and 1 − p as its own column for Bernoulli and Binomial
+    likelihoods (exact near 1 with a logit link); there values are 0 or inaccurate.
+    """
+    p = phi[..., 0]
+    tiny = np.finfo(float).tiny
+    if phi.shape[-1] > 1:
+        lost = np.minimum(p, phi[..., 1]) < tiny
+    else:  # 1 − p computed: its digits go long before it reaches 0
+        lost = (p < tiny) | (1 - p < _SATURATED)
+    if np.any(lost):
+        first = int(np.flatnonzero(lost)[0] % phi.shape[-2])
         warn(
-            f"the predictive probability is within {_SATURATED:g} of 1 at "
-            f"{int(saturated.sum())} evaluation(s) (first at point {first}): the moment-"
-            f"matched {family.name} family has lost the digits of 1 − p there, so values "
-            "at those points are inaccurate (0 where p rounds to 1). mode='draw' works on "
-            "the logit and stays exact.",
+            f"the mixture probability is too close to 0 or 1 for float64 at {int(lost.sum())} "
+            f"evaluation(s) (first at point {first}), so the moment-matched {family.name} "
+            "family's values there are inaccurate (0 where p rounds to 0 or 1). mode='draw' "
+            "works on the logit and stays exact."
         )
 
 

@@ -215,3 +215,16 @@ def test_numerical_failures_name_the_quantity_the_point_and_the_draw():
         match=r"the mixture mean is nan at point 0 \(the mixture of draws 0 to 5; 2 such",
     ):
         pm_sens.sensitivity(idata, undefined, progressbar=False)
+
+
+def test_a_fixed_per_observation_array_cannot_follow_new_points():
+    x = np.linspace(-1, 1, 6)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        alpha = np.arange(1.0, 7.0)  # one value per observation, but no pm.Data
+        pm.NegativeBinomial("y", mu=pm.math.exp(b * xd), alpha=alpha, observed=np.zeros(6, int))
+    idata = posterior({"b": np.ones((1, 3))})
+    for mode in ("moment", "draw"):
+        with pytest.raises(ValueError, match=r"fixed arrays of shapes \[\(6,\)\].*pm.Data"):
+            pm_sens.sensitivity(idata, model, mode=mode, points={"x": x[:3]}, progressbar=False)

@@ -58,13 +58,11 @@ POINTS = {
 }
 
 #: points whose moment-matched family cannot be represented (its variance over-
-#: or underflows, or p rounds to 1): moment mode refuses them, or warns, and
-#: points to mode="draw"
+#: or underflows): moment mode refuses them and points to mode="draw"
 MOMENT_UNREPRESENTABLE = {
     "gamma": [0, 4],
     "normal_mean": [0, 1, 3, 4],
     "normal_sd": [0, 4],
-    "logistic": [3, 4],
 }
 
 
@@ -108,10 +106,6 @@ def test_moment_mode_is_exact_or_refuses_with_the_cause(kind):
         np.testing.assert_allclose(_rsens(model, "moment")[0], truth, rtol=1e-6)
         return
     np.testing.assert_allclose(_rsens(model, "moment", subset(keep))[0], truth[keep], rtol=1e-6)
-    if kind == "logistic":
-        with pytest.warns(UserWarning, match="within 1e-09 of 1 at 2 .*mode='draw'") as record:
-            _rsens(model, "moment", subset(bad))
-        assert record[0].filename == __file__  # attributed to the caller's line
-    elif bad:
+    if bad:
         with pytest.raises(ValueError, match="mode='draw'"):
             _rsens(model, "moment", subset(bad))

@@ -1,4 +1,10 @@
-"""Bernoulli(p)."""
+"""Bernoulli(p).
+
+The moment-matched family may carry ``1 − p`` as a second column, averaged over
+the draws like p itself: near p = 1 it keeps the digits that ``1 − p̄`` would
+round away (a logit of 40 gives p̄ = 1.0 but 1 − p̄ = 4e-18), and its derivative
+is the exact one. With one column, ``1 − p`` is computed.
+"""
 
 import numpy as np
 
@@ -11,24 +17,53 @@ from pm_sens.families._base import (
 )
 
 
+def probabilities(phi):
+    """``(p, 1 − p)``, the second from its own column where there is one."""
+    p = phi[..., 0]
+    q = phi[..., 1] if phi.shape[-1] > 1 else 1 - p
+    return clip_probability(p), np.maximum(q, np.finfo(float).tiny)
+
+
+def _selected_scales(phi):
+    """``1/sqrt(pq)`` per column.
+
+    With a ``1 − p`` column, on the smaller of the two, whose derivative is the
+    exact one (∂p = −∂(1 − p)), and 0 on the other.
+    """
+    p, q = probabilities(phi)
+    scale = 1 / np.sqrt(p * q)
+    if phi.shape[-1] == 1:
+        return scale[..., None]
+    use_p = p <= q
+    return np.stack([np.where(use_p, scale, 0.0), np.where(use_p, 0.0, scale)], -1)
+
+
 def fisher_information(phi):
-    """Fisher information of p: ``1/(p(1−p))``."""
-    p = clip_probability(phi[..., :1])
-    return (1 / (p * (1 - p)))[..., None]
+    """Fisher information of p: ``1/(p(1−p))`` (diagonal on the selected column)."""
+    scales = _selected_scales(phi)
+    return scales[..., :, None] * np.eye(phi.shape[-1]) * scales[..., None, :]
+
+
+def fisher_factors(phi, given):
+    """Square roots of the (diagonal) information on the columns in ``given``."""
+    return _selected_scales(phi)[..., given], None
 
 
 def kl_divergence(phi_p, phi_q):
-    """KL between Bernoulli laws: ``p₁ g(d/p₁) + (1−p₁) g(−d/(1−p₁))``, d = p₂ − p₁."""
-    p1, p2 = clip_probability(phi_p[..., 0]), clip_probability(phi_q[..., 0])
-    d = p2 - p1
-    return p1 * log1p_gap(d / p1) + (1 - p1) * log1p_gap(-d / (1 - p1))
+    """KL between Bernoulli laws: ``p₁ g(d/p₁) + q₁ g(−d/q₁)``, q = 1 − p.
+
+    ``d = p₂ − p₁`` is taken from the smaller side's column, exact near p = 1.
+    """
+    (p1, q1), (p2, q2) = probabilities(phi_p), probabilities(phi_q)
+    d = np.where(p1 <= q1, p2 - p1, q1 - q2)
+    return p1 * log1p_gap(d / p1) + q1 * log1p_gap(-d / q1)
 
 
 def log_density(phi, y):
     """Log pmf at y ∈ {0, 1} (−inf elsewhere)."""
-    p = phi[..., 0]
+    p, q = probabilities(phi)
     with np.errstate(divide="ignore"):
-        return np.where(y == 1, np.log(p), np.where(y == 0, np.log1p(-p), -np.inf))
+        return np.where(y == 1, np.log(p), np.where(y == 0, np.log(q), -np.inf))
 
 
 def support_upper(phi, tail):
@@ -44,6 +79,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    fisher_factors=fisher_factors,
 )
 
 

@@ -1,16 +1,21 @@
-"""Binomial(n, p) with n fixed."""
+"""Binomial(n, p) with n fixed; like the Bernoulli, may carry ``1 − p`` as a column."""
 
 import numpy as np
 from scipy import stats
 
 from pm_sens.families import bernoulli
-from pm_sens.families._base import Family, clip_probability
+from pm_sens.families._base import Family
 
 
 def fisher_information(phi, n):
     """Fisher information of p: ``n/(p(1−p))``."""
-    p = clip_probability(phi[..., :1])
-    return (np.asarray(n)[..., None] / (p * (1 - p)))[..., None]
+    return np.asarray(n)[..., None, None] * bernoulli.fisher_information(phi)
+
+
+def fisher_factors(phi, given, n):
+    """Square roots of the (diagonal) information on the columns in ``given``."""
+    scales, _ = bernoulli.fisher_factors(phi, given)
+    return np.sqrt(np.asarray(n))[..., None] * scales, None
 
 
 def kl_divergence(phi_p, phi_q, n):
@@ -36,4 +41,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    fisher_factors=fisher_factors,
 )

@@ -14,7 +14,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import get_default_mode
+from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -54,6 +56,8 @@ class CompiledPredictive:
     fixed_names: list
     #: the keyword arguments of `compile_predictive` that built it
     settings: dict
+    #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
+    fixed_array_shapes: list = field(default_factory=list)
     #: a compiled function keeps its inputs and outputs in shared storage:
     #: one call at a time (dask may run blocks in threads)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -61,7 +65,18 @@ class CompiledPredictive:
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         with self.lock:
-            outputs = self.function(*data_values, *draw_values)
+            try:
+                outputs = self.function(*data_values, *draw_values)
+            except ValueError as error:
+                if "shape" not in str(error) or not self.fixed_array_shapes:
+                    raise
+                raise ValueError(
+                    "the likelihood's parameters cannot be evaluated at these points: they "
+                    f"hold fixed arrays of shapes {self.fixed_array_shapes} (NumPy values in "
+                    "the model, not pm.Data). An array with one value per observation cannot "
+                    "follow points of another number: put it in a pm.Data container and give "
+                    f"its values in points= ({error})"
+                ) from None
         names = ["phi", "jac", "hess"][: self.order + 1] + self.fixed_names
         result = dict(zip(names, outputs, strict=True))
         result["fixed"] = {n: result.pop(n) for n in self.fixed_names}
@@ -125,6 +140,8 @@ def _moment_components(likelihood, params, uses_variance, n_classes):
     mean, variance = likelihood.moments(*params)
     chunk_mean = mean.mean(0)
     components = _split_components(chunk_mean, n_classes)
+    if likelihood.complement is not None and not uses_variance:
+        components.append(likelihood.complement(*params).mean(0))
     if uses_variance:
         # law of total variance within the chunk (chunks merge in measures.mixture)
         total = variance.mean(0) + ((mean - chunk_mean) ** 2).mean(0)
@@ -359,6 +376,13 @@ def compile_predictive(
     components = [components[i] for i in varying]
 
     fixed = likelihood.fixed(*params) if mode == "draw" or likelihood.matched_fixed else {}
+    fixed_array_shapes = sorted(
+        {
+            c.data.shape
+            for c in graph_inputs(params)
+            if isinstance(c, Constant) and c.data.ndim and c.data.shape[0] > 1
+        }
+    )
     outputs = [phi, *_derivatives(components, wrts, one_dimensional, n_features, order)]
     outputs += list(fixed.values())
     function = pytensor.function(
@@ -378,4 +402,5 @@ def compile_predictive(
         varying=varying,
         fixed_names=list(fixed),
         settings=dict(mode=mode, order=order, uses_variance=uses_variance, statistic=statistic),
+        fixed_array_shapes=fixed_array_shapes,
     )

@@ -56,6 +56,9 @@ class Likelihood:
     #: the `GenericLikelihood` of a likelihood without closed forms: its mean,
     #: variance and their derivatives come from it (by summation or quadrature)
     generic: object = None
+    #: 1 − p per draw, computed without rounding near p = 1 (Bernoulli, Binomial):
+    #: a second moment column for the moment-matched family
+    complement: Callable | None = None
 
 
 def _sigmoid_argument(p):
@@ -88,6 +91,12 @@ def _logit(p):
     # a probability that rounds to 0 or 1 has zero derivative: clipping keeps it finite
     p = pt.clip(p, np.finfo(float).tiny, 1 - np.finfo(float).epsneg)
     return pt.log(p) - pt.log1p(-p)
+
+
+def _complement(p):
+    """``1 − p``, as ``sigmoid(−t)`` where p is ``sigmoid(t)``."""
+    t = _sigmoid_argument(p)
+    return 1 - p if t is None else pt.sigmoid(-t)
 
 
 def _odds_against(p):
@@ -226,6 +235,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda p: [_logit(p)],
         _mean_only(0),
         aliases={"logit_p": ("p", lambda p: pt.sigmoid(p["logit_p"]))},
+        complement=_complement,
     ),
     rv.BinomialRV: Likelihood(
         "binomial",
@@ -236,6 +246,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         _mean_only(1),
         fixed=lambda n, p: {"n": n},
         mean=lambda n, p: n * p,
+        complement=lambda n, p: _complement(p),
     ),
     rv.CategoricalRV: Likelihood(
         "categorical",
