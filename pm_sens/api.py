@@ -377,9 +377,14 @@ def _with_levels(results, levels, ctx, mode):
     for name, value in results.items():
         dims = _dims(name, mode, "point")
         axes = [dims.index(d) for d in ("feature", "feature_bis") if d in dims]
-        for axis in axes:
-            value = np.compress(shown, value, axis=axis)
-        value = np.where(_along(constant, axes, value.ndim), np.nan, value)
+        if not shown.all():
+            for axis in axes:
+                value = np.compress(shown, value, axis=axis)
+        if constant.any():  # the arrays are the measure's own: no copy needed
+            value = np.asarray(value, dtype=float)
+            np.putmask(
+                value, np.broadcast_to(_along(constant, axes, value.ndim), value.shape), np.nan
+            )
         for level in ctx.levels:
             column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
             value = _append_column(value, column, axes)

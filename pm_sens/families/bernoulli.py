@@ -1,9 +1,9 @@
 """Bernoulli(p).
 
-The moment-matched family may carry ``1 − p`` as a second column, averaged over
-the draws like p itself: near p = 1 it keeps the digits that ``1 − p̄`` would
-round away (a logit of 40 gives p̄ = 1.0 but 1 − p̄ = 4e-18), and its derivative
-is the exact one. With one column, ``1 − p`` is computed.
+The moment-matched family may carry ``1 − p`` as a second column (a value, not
+a parameter: it has no derivative), averaged over the draws like p itself: near
+p = 1 it keeps the digits that ``1 − p̄`` would round away (a logit of 40 gives
+p̄ = 1.0 but 1 − p̄ = 4e-18). With one column, ``1 − p`` is computed.
 """
 
 import numpy as np
@@ -24,29 +24,18 @@ def probabilities(phi):
     return clip_probability(p), np.maximum(q, np.finfo(float).tiny)
 
 
-def _selected_scales(phi):
-    """``1/sqrt(pq)`` per column.
-
-    With a ``1 − p`` column, on the smaller of the two, whose derivative is the
-    exact one (∂p = −∂(1 − p)), and 0 on the other.
-    """
+def _scale(phi):
+    """``1/sqrt(p(1−p))``."""
     p, q = probabilities(phi)
-    scale = 1 / np.sqrt(p * q)
-    if phi.shape[-1] == 1:
-        return scale[..., None]
-    use_p = p <= q
-    return np.stack([np.where(use_p, scale, 0.0), np.where(use_p, 0.0, scale)], -1)
+    return 1 / np.sqrt(p * q)
 
 
 def fisher_information(phi):
-    """Fisher information of p: ``1/(p(1−p))`` (diagonal on the selected column)."""
-    scales = _selected_scales(phi)
-    return scales[..., :, None] * np.eye(phi.shape[-1]) * scales[..., None, :]
+    """Fisher information of p: ``1/(p(1−p))``."""
+    return (_scale(phi) ** 2)[..., None, None]
 
 
-def fisher_factors(phi, given):
-    """Square roots of the (diagonal) information on the columns in ``given``."""
-    return _selected_scales(phi)[..., given], None
+fisher_factors = diagonal_factors(_scale)
 
 
 def kl_divergence(phi_p, phi_q):

@@ -137,16 +137,19 @@ def _derivatives(components, wrts, one_dimensional, n_features, order):
 
 
 def _moment_components(likelihood, params, uses_variance, n_classes):
+    """The chunk's mixture moments, and which of them to differentiate."""
     mean, variance = likelihood.moments(*params)
     chunk_mean = mean.mean(0)
     components = _split_components(chunk_mean, n_classes)
+    varying = list(range(len(components)))
     if likelihood.complement is not None and not uses_variance:
         components.append(likelihood.complement(*params).mean(0))
     if uses_variance:
         # law of total variance within the chunk (chunks merge in measures.mixture)
         total = variance.mean(0) + ((mean - chunk_mean) ** 2).mean(0)
         components.append(total)
-    return components
+        varying.append(len(components) - 1)
+    return components, varying
 
 
 def _parameters_given_observed(predictive, model):
@@ -368,8 +371,7 @@ def compile_predictive(
         components = [c.mean(0) for c in _draw_components(predictive, params, None, statistic)]
         varying = [0]
     elif mode == "moment":
-        components = _moment_components(likelihood, params, uses_variance, n_classes)
-        varying = list(range(len(components)))
+        components, varying = _moment_components(likelihood, params, uses_variance, n_classes)
     else:
         components = _draw_components(predictive, params, n_classes, statistic)
     phi = pt.stack(components, axis=-1)

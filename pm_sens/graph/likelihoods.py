@@ -57,7 +57,7 @@ class Likelihood:
     #: variance and their derivatives come from it (by summation or quadrature)
     generic: object = None
     #: 1 − p per draw, computed without rounding near p = 1 (Bernoulli, Binomial):
-    #: a second moment column for the moment-matched family
+    #: a second moment column (a value, not differentiated) for the matched family
     complement: Callable | None = None
 
 
@@ -91,6 +91,16 @@ def _logit(p):
     # a probability that rounds to 0 or 1 has zero derivative: clipping keeps it finite
     p = pt.clip(p, np.finfo(float).tiny, 1 - np.finfo(float).epsneg)
     return pt.log(p) - pt.log1p(-p)
+
+
+def _probability(p):
+    """p, as ``1 − σ(−t)`` for ``t > 0`` where p is ``σ(t)``.
+
+    The same value, and a derivative ``σ(−t)(1 − σ(−t)) ∂t`` that stays exact
+    where p rounds to 1 (σ's own there, ``p(1 − p) ∂t``, is 0).
+    """
+    t = _sigmoid_argument(p)
+    return p if t is None else pt.switch(t > 0, 1 - pt.sigmoid(-t), p)
 
 
 def _complement(p):
@@ -233,7 +243,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         ("p",),
         families.BERNOULLI_LOGIT,
         lambda p: [_logit(p)],
-        _mean_only(0),
+        lambda p: (_probability(p), None),
         aliases={"logit_p": ("p", lambda p: pt.sigmoid(p["logit_p"]))},
         complement=_complement,
     ),
@@ -243,7 +253,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         ("n", "p"),
         families.MOMENT_FAMILIES["binomial"],
         lambda n, p: [p],
-        _mean_only(1),
+        lambda n, p: (_probability(p), None),
         fixed=lambda n, p: {"n": n},
         mean=lambda n, p: n * p,
         complement=lambda n, p: _complement(p),

@@ -16,14 +16,12 @@ _SMALLEST_SAFE = 1e-280
 
 
 def _form(u, corr, expand):
-    """``Σ_mk u_m corr_mk u_k`` (corr None: the identity), elementwise."""
+    """``Σ_mk u_m corr_mk u_k``, elementwise."""
     total = np.zeros(u[0].shape)
     term = np.empty_like(total)
     for m in range(len(u)):
         np.multiply(u[m], u[m], out=term)
         total += term
-        if corr is None:
-            continue
         for k in range(m + 1, len(u)):
             np.multiply(u[m], u[k], out=term)
             term *= 2 * corr[..., m, k][expand]
@@ -33,6 +31,13 @@ def _form(u, corr, expand):
 
 def _norm(u, corr, trailing, alpha):
     """``sqrt(α Σ u corr u)``, without overflow or underflow of the squares."""
+    if corr is None:  # |u| itself: hypot scales internally (u is ours to overwrite)
+        out = np.abs(u[0], out=u[0])
+        for other in u[1:]:
+            np.hypot(out, other, out=out)
+        if alpha != 1:
+            out *= np.sqrt(alpha)
+        return out
     expand = (Ellipsis,) + (None,) * trailing
     total = _form(u, corr, expand)
     rescale = np.nonzero(~np.isfinite(total) | (total < _SMALLEST_SAFE))
