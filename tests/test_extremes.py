@@ -42,6 +42,9 @@ def _model(kind, x):
         elif kind == "normal_sd":  # sd e^x: R-sens = √2
             pm.Normal("y", mu=0.0, sigma=pm.math.exp(eta), observed=np.zeros(len(x)))
             truth = np.full(len(x), np.sqrt(2))
+        elif kind == "binomial":  # 4 trials, logit x
+            pm.Binomial("y", n=4, logit_p=eta, observed=zeros)
+            truth = 2 * _logistic_factor(x)
         else:  # logistic, logit x
             pm.Bernoulli("y", logit_p=eta, observed=zeros)
             truth = _logistic_factor(x)
@@ -55,6 +58,7 @@ POINTS = {
     "normal_mean": [0.3, -1.0, 1.0, 2.0, -0.5],
     "normal_sd": [-690.0, -300.0, 0.0, 300.0, 690.0],
     "logistic": [-700.0, -40.0, 0.0, 40.0, 700.0],
+    "binomial": [-700.0, -40.0, 0.0, 40.0, 700.0],
 }
 
 #: points whose moment-matched family cannot be represented (its variance over-

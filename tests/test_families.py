@@ -80,6 +80,12 @@ DISCRETE = [
         [0.7],
         {},
     ),
+    (
+        families.BINOMIAL_LOGIT,
+        lambda phi: stats.binom(7, 1 / (1 + np.exp(-phi[0]))),
+        [-0.4],
+        {"n": np.array(7.0)},
+    ),
 ]
 
 
@@ -417,32 +423,42 @@ def _mean_variance_hessian(to_mean_variance, phi, jac, hess):
 
 
 @pytest.mark.parametrize(
-    ("family", "moment_family", "to_mean_variance", "phi"),
+    ("family", "moment_family", "to_mean_variance", "phi", "fixed"),
     [
         (
             families.NORMAL_MEAN_SD,
             families.MOMENT_FAMILIES["normal"],
             lambda p: np.array([p[0], p[1] ** 2]),
             [0.4, 1.7],
+            {},
         ),
         (
             families.GAMMA_MEAN_SHAPE,
             families.MOMENT_FAMILIES["gamma"],
             lambda p: np.array([p[0], p[0] ** 2 / p[1]]),
             [2.5, 3.5],
+            {},
         ),
         (
             families.BERNOULLI_LOGIT,
             families.MOMENT_FAMILIES["bernoulli"],
             lambda p: np.array([1 / (1 + np.exp(-p[0]))]),
             [0.8],
+            {},
+        ),
+        (
+            families.BINOMIAL_LOGIT,
+            families.MOMENT_FAMILIES["binomial"],
+            lambda p: np.array([1 / (1 + np.exp(-p[0]))]),
+            [-1.1],
+            {"n": np.array([5.0])},
         ),
     ],
     ids=lambda x: getattr(x, "name", ""),
 )
 @pytest.mark.parametrize("varying", ["all", "first"])
 def test_second_order_is_in_the_mean_variance_parametrization(
-    family, moment_family, to_mean_variance, phi, varying
+    family, moment_family, to_mean_variance, phi, fixed, varying
 ):
     """R-sens2 of a family kept in a stable parametrization equals R-sens2 of the
     same law in (mean, variance), the parametrization SPEC §3 pins."""
@@ -460,9 +476,10 @@ def test_second_order_is_in_the_mean_variance_parametrization(
         phi[None],
         [g[None] if g is not None else None for g in given],
         [g[None] if g is not None else None for g in given_hess],
+        **fixed,
     )
     corr = np.eye(len(u)) if corr is None else corr[0]
     got = np.einsum("ide,ij,jde->de", np.array(u)[:, 0], corr, np.array(u)[:, 0])
     h_mv = _mean_variance_hessian(to_mean_variance, phi, jac, hess)
-    info = moment_family.fisher_information(to_mean_variance(phi)[None])[0]
+    info = moment_family.fisher_information(to_mean_variance(phi)[None], **fixed)[0]
     np.testing.assert_allclose(got, np.einsum("ide,ij,jde->de", h_mv, info, h_mv), rtol=1e-6)

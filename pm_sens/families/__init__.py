@@ -58,6 +58,7 @@ NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
 NORMAL_MEAN_SD = normal.FAMILY_MEAN_SD
 GAMMA_MEAN_SHAPE = gamma.FAMILY_MEAN_SHAPE
 BERNOULLI_LOGIT = bernoulli.FAMILY_LOGIT
+BINOMIAL_LOGIT = binomial.FAMILY_LOGIT
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
 )
@@ -82,6 +83,7 @@ def get_moment_family(name: str) -> Family:
 
 __all__ = [
     "BERNOULLI_LOGIT",
+    "BINOMIAL_LOGIT",
     "CENSORED_NORMAL",
     "DEFAULT_MOMENT_FAMILY",
     "GAMMA_MEAN_SHAPE",

@@ -94,6 +94,9 @@ def _logit_scale(phi):
     return np.exp(-np.abs(eta) / 2) / (1 + np.exp(-np.abs(eta)))
 
 
+fisher_factors_logit = diagonal_factors(_logit_scale)
+
+
 def whitened_hessian_logit(phi, jac, hess):
     """``∂²p/sqrt(pq) = sqrt(pq) (∂²η + (q − p) ∂η ∂ηᵀ)`` with ``p = σ(η)``."""
     eta = phi[..., 0]
@@ -132,6 +135,6 @@ FAMILY_LOGIT = Family(
     kl_divergence_logit,
     log_density_logit,
     support_upper=support_upper,
-    fisher_factors=diagonal_factors(_logit_scale),
+    fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
 )

@@ -2,6 +2,7 @@
 
 import numpy as np
 from scipy import stats
+from scipy.special import gammaln
 
 from pm_sens.families import bernoulli
 from pm_sens.families._base import Family
@@ -42,4 +43,51 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     fisher_factors=fisher_factors,
+)
+
+
+# Per-draw Binomial on the logit η, n fixed: as the Bernoulli's, times n.
+
+
+def fisher_information_logit(phi, n):
+    """``n σ(η)σ(−η)``."""
+    return np.asarray(n)[..., None, None] * bernoulli.fisher_information_logit(phi)
+
+
+def fisher_factors_logit(phi, given, n):
+    """``sqrt(n σ(η)σ(−η))``."""
+    scales, _ = bernoulli.fisher_factors_logit(phi, given)
+    return np.sqrt(np.asarray(n))[..., None] * scales, None
+
+
+def whitened_hessian_logit(phi, jac, hess, n):
+    """The Bernoulli's (`bernoulli.whitened_hessian_logit`) times ``sqrt(n)``."""
+    (u,), _ = bernoulli.whitened_hessian_logit(phi, jac, hess)
+    return [np.sqrt(np.asarray(n))[..., None, None] * u], None
+
+
+def kl_divergence_logit(phi_p, phi_q, n):
+    """The Bernoulli KL between the logits, times n."""
+    return np.asarray(n) * bernoulli.kl_divergence_logit(phi_p, phi_q)
+
+
+def log_density_logit(phi, y, n):
+    """``log C(n, y) − y softplus(−η) − (n − y) softplus(η)`` at y ∈ {0, …, n}."""
+    eta, n, y = phi[..., 0], np.asarray(n), np.asarray(y)
+    inside = (y >= 0) & (y <= n) & (y == np.round(y))
+    log_choose = gammaln(n + 1) - gammaln(y + 1) - gammaln(np.maximum(n - y, 0) + 1)
+    value = log_choose - y * np.logaddexp(0, -eta) - (n - y) * np.logaddexp(0, eta)
+    return np.where(inside, value, -np.inf)
+
+
+FAMILY_LOGIT = Family(
+    "binomial",
+    "binomial",
+    ("logit_p",),
+    fisher_information_logit,
+    kl_divergence_logit,
+    log_density_logit,
+    support_upper=support_upper,
+    fisher_factors=fisher_factors_logit,
+    whitened_hessian=whitened_hessian_logit,
 )
