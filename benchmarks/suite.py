@@ -8,7 +8,8 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 3. The draw-vectorized engine ÷ a Python loop over draws calling the same
    compiled graph one draw at a time (target <= 0.05), for N = 10, 100, 1000.
 4. Permutation importance ÷ (repeats × features + 1) forward evaluations
-   (bench_uncertainty.py).
+   (bench_uncertainty.py), and the default entropy calls on a Poisson
+   regression with exposure (bench_count_entropy.py, target <= 10 s each).
 5. Scaling of time and peak memory with S, N and D (moment-mode R-sens, each in
    a fresh process), up to S=4000, N=100000, D=20 (target < 2 GB).
 6. Local values larger than memory: draw-mode R-sens on dask-backed points at
@@ -23,6 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, "benchmarks")
+import bench_count_entropy  # noqa: E402
 import bench_rsens  # noqa: E402
 import bench_uncertainty  # noqa: E402
 from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
@@ -115,6 +117,7 @@ def main():
         rng, size["chains"], size["draws"], [10, 100] if quick else [10, 100, 1000], size["d"]
     )
     bench_uncertainty.main()
+    bench_count_entropy.main()
     if quick:
         configs = [(400, 1000, 5), (800, 1000, 5)]
     else:

@@ -262,7 +262,7 @@ def _chunk_size(ctx, n_rows, n_components, mode, order):
     return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
 
 
-def _chunks(ctx, compiled, values, n_components, description):
+def _chunks(ctx, compiled, values, n_components, description, steps=1):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     In process by default; on the workers of an active dask.distributed client
@@ -270,6 +270,7 @@ def _chunks(ctx, compiled, values, n_components, description):
     """
     n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
     chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
+    chunk = min(chunk, -(-ctx.draws.count // steps))
     starts = range(0, ctx.draws.count, chunk)
     client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
@@ -378,9 +379,13 @@ def moment_pass(ctx, compiled, values, uses_variance, description):
     return moments, fixed
 
 
-def draw_pass(ctx, compiled, values, description, consume):
-    """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode)."""
-    for start, size, out in _chunks(ctx, compiled, values, 2, description):
+def draw_pass(ctx, compiled, values, description, consume, steps=1):
+    """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
+
+    ``steps``: at least this many chunks, so that the progress bar moves when
+    ``consume`` is the long part.
+    """
+    for start, size, out in _chunks(ctx, compiled, values, 2, description, steps):
         consume(slice(start, start + size), out)
 
 

@@ -104,10 +104,41 @@ def _feature_groups(features, labels):
     return groups
 
 
+def _parameter_range(ctx, compiled, values):
+    """Per row, the per-draw parameters' componentwise minimum and maximum.
+
+    Returns (low, high), each (R, M) over all draws, and the fixed parameters
+    of the first draw.
+    """
+    out = {}
+
+    def consume(draws, chunk):
+        phi = chunk["phi"]
+        low, high = phi.min(0), phi.max(0)
+        if out:
+            low, high = np.minimum(out["low"], low), np.maximum(out["high"], high)
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1])[0] for k, v in chunk["fixed"].items()}
+        out.update(low=low, high=high, fixed=fixed)
+
+    draw_pass(ctx, compiled, values, "support of the predictive", consume)
+    return out["low"], out["high"], out["fixed"]
+
+
+def _entropy_accumulator(ctx, compiled, values, n_rows):
+    """The accumulator, with each row's support window when the family has one."""
+    family = ctx.predictive.likelihood.draw_family
+    window = None
+    if family.support_window is not None:
+        low, high, fixed = _parameter_range(ctx, compiled, values)
+        window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
+    return EntropyAccumulator(family, n_rows, window=window)
+
+
 def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested."""
     family = ctx.predictive.likelihood.draw_family
-    accumulator = EntropyAccumulator(family, n_rows) if entropy else None
+    compiled = compiled_for(ctx, "draw", 0)
+    accumulator = _entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
 
     def consume(draws, chunk):
@@ -119,7 +150,9 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
         if log_density is not None:
             log_density.add(family.log_density(phi, observed_rows, **fixed))
 
-    draw_pass(ctx, compiled_for(ctx, "draw", 0), values, "predictive draws", consume)
+    # the support sums of a discrete family's entropy are the long part: show them move
+    steps = 10 if accumulator is not None and family.discrete else 1
+    draw_pass(ctx, compiled, values, "predictive draws", consume, steps=steps)
     out = {}
     if log_density is not None:
         out["log_likelihood"] = log_density.value()

@@ -31,6 +31,40 @@ def test_discrete_mixture_entropy_against_brute_force(rng):
     assert np.all(acc.mixture_entropy() >= acc.aleatoric())  # mutual information >= 0
 
 
+@pytest.mark.parametrize(
+    ("family", "phi", "dist"),
+    [
+        (families.MOMENT_FAMILIES["poisson"], lambda r: r[..., None], stats.poisson),
+        (
+            families.NEGATIVE_BINOMIAL_MEAN_ALPHA,
+            lambda r: np.stack([r, np.full_like(r, 50.0)], -1),
+            lambda r: stats.nbinom(50.0, 50.0 / (50.0 + r)),
+        ),
+    ],
+    ids=["poisson", "negative_binomial"],
+)
+def test_support_windows_per_row_give_the_brute_force_entropies(rng, family, phi, dist):
+    """Rows of very different rates, each summed over its own window (rows grouped by
+    width), equal sums over one common support 0..Y."""
+    scale = np.array([0.05, 1.0, 30.0, 400.0, 5.0, 2000.0])
+    rates = scale * rng.uniform(0.8, 1.25, size=(30, len(scale)))
+    params = phi(rates)
+    window = family.support_window(params.min(0), params.max(0), EntropyAccumulator.TAIL)
+    acc = EntropyAccumulator(family, len(scale), window=window)
+    for chunk in np.array_split(params, 3):
+        acc.add(chunk)
+    assert (window[0] > 0).any()  # the windows do leave out the bottom of large rates
+    y = np.arange(20_000)
+    pmf = dist(rates[..., None]).pmf(y)
+    mixture = pmf.mean(0)
+    np.testing.assert_allclose(
+        acc.mixture_entropy(), -special.xlogy(mixture, mixture).sum(-1), rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        acc.aleatoric(), -special.xlogy(pmf, pmf).sum(-1).mean(0), rtol=1e-9
+    )
+
+
 def test_bernoulli_mixture_entropy_is_the_mean_probability_entropy(rng):
     p = rng.uniform(0.1, 0.9, size=(30, 4))
     acc = EntropyAccumulator(families.MOMENT_FAMILIES["bernoulli"], 4)

@@ -35,6 +35,11 @@ class Family:
     support_upper : callable, optional
         Discrete families: ``support_upper(phi, tail, **fixed)``, the smallest
         count above which the mass is below ``tail``.
+    support_window : callable, optional
+        Discrete families: ``support_window(low, high, tail, **fixed) ->
+        (lower, upper)``, integer bounds per row holding all but ``tail`` of the
+        mass of every law whose parameters lie between ``low`` and ``high``
+        (componentwise minima and maxima over the draws, (..., M)).
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -60,6 +65,7 @@ class Family:
     log_density: Callable[..., np.ndarray]
     entropy: Callable[..., np.ndarray] | None = None
     support_upper: Callable[..., np.ndarray] | None = None
+    support_window: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
 

@@ -193,6 +193,23 @@ def _upper(m, a, tail):
     return quantile.astype(int)
 
 
+def support_window_mean_alpha(low, high, tail):
+    """Counts holding all but ``tail`` of the mass of every NB(μ, α) in [low, high].
+
+    Both tails reach furthest at the largest dispersion (the smallest α).
+    """
+    dispersed = low[..., 1]
+    lower = _lower(low[..., 0], dispersed, tail / 2)
+    return lower, _upper(high[..., 0], dispersed, tail / 2)
+
+
+def _lower(m, a, tail):
+    finite = np.isfinite(a)
+    safe = np.where(finite, a, 1.0)
+    quantile = np.where(finite, nbinom.ppf(tail, safe, safe / (safe + m)), poisson.ppf(tail, m))
+    return np.maximum(quantile, 0).astype(int)
+
+
 def support_upper_mean_alpha(phi, tail):
     """The count above which the mass is below ``tail``, NB given as (mean, α)."""
     return _upper(phi[..., 0], phi[..., 1], tail)
@@ -222,5 +239,6 @@ FAMILY_MEAN_ALPHA = Family(
     kl_divergence_mean_alpha,
     log_density_mean_alpha,
     support_upper=support_upper_mean_alpha,
+    support_window=support_window_mean_alpha,
     fisher_factors=diagonal_factors(_mean_scale, _alpha_scale),
 )

@@ -25,13 +25,22 @@ def kl_divergence(phi_p, phi_q):
 
 def log_density(phi, y):
     """Log pmf at the count y: ``y log m − m − log y!``."""
-    m = phi[..., 0]
-    return special.xlogy(y, m) - m - special.gammaln(np.asarray(y) + 1.0)
+    m = clip_positive(phi[..., 0])
+    out = y * np.log(m)
+    out -= m
+    out -= special.gammaln(np.asarray(y) + 1.0)
+    return out
 
 
 def support_upper(phi, tail):
     """The count above which the mass is below ``tail``."""
     return stats.poisson.ppf(1 - tail, phi[..., 0]).astype(int)
+
+
+def support_window(low, high, tail):
+    """Counts holding all but ``tail`` of the mass for every rate in [low, high]."""
+    lower = stats.poisson.ppf(tail / 2, low[..., 0])
+    return np.maximum(lower, 0).astype(int), support_upper(high, tail / 2)
 
 
 FAMILY = Family(
@@ -42,5 +51,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    support_window=support_window,
     fisher_factors=diagonal_factors(_rate_scale),
 )

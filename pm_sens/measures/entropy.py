@@ -13,11 +13,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 _MAX_CELLS = 20_000_000  # draws × rows × support values held at once
-
-
-def _plogp(logp):
-    p = np.exp(logp)
-    return np.where(p > 0, p * logp, 0.0)
+_ROW_GROUPS = 8  # rows summed in groups of similar support width
 
 
 class EntropyAccumulator:
@@ -31,13 +27,24 @@ class EntropyAccumulator:
         Number of evaluation rows.
     tail : float
         Discrete families: support truncated where the remaining mass < tail.
+    window : (ndarray, ndarray), optional
+        Discrete families: the support ``lower..upper`` (R,) of each row over
+        all the draws that will be added (`support_window`); rows are then
+        summed over their own window, in groups of similar width. Without it,
+        over ``0..`` the largest upper bound met so far.
     """
 
-    def __init__(self, family, n_rows, tail=1e-10):
+    #: mass left out of the support sums
+    TAIL = 1e-10
+
+    def __init__(self, family, n_rows, tail=TAIL, window=None):
         self.family, self.tail = family, tail
         self.count = 0
         self.aleatoric_sum = np.zeros(n_rows)
-        self.pmf_sum = np.zeros((n_rows, 0))
+        self.lower = np.zeros(n_rows, dtype=int) if window is None else window[0]
+        width = 0 if window is None else int((window[1] - window[0]).max()) + 1
+        self.widths = None if window is None else window[1] - window[0] + 1
+        self.pmf_sum = np.zeros((n_rows, width))
 
     def add(self, phi, **fixed):
         """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R))."""
@@ -45,19 +52,32 @@ class EntropyAccumulator:
         if not self.family.discrete:
             self.aleatoric_sum += self.family.entropy(phi, **fixed).sum(0)
             return
-        top = int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1
-        if top > self.pmf_sum.shape[1]:
-            pad = top - self.pmf_sum.shape[1]
-            self.pmf_sum = np.pad(self.pmf_sum, ((0, 0), (0, pad)))
-        y = np.arange(self.pmf_sum.shape[1])
-        block = max(1, _MAX_CELLS // (phi.shape[1] * len(y)))
+        if self.widths is None:
+            top = int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1
+            if top > self.pmf_sum.shape[1]:
+                pad = top - self.pmf_sum.shape[1]
+                self.pmf_sum = np.pad(self.pmf_sum, ((0, 0), (0, pad)))
+            groups = [np.arange(phi.shape[1])]
+        else:
+            groups = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
+        for rows in groups:
+            if len(rows):
+                self._add_rows(rows, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+
+    def _add_rows(self, rows, phi, fixed):
+        width = self.pmf_sum.shape[1] if self.widths is None else int(self.widths[rows].max())
+        y = self.lower[rows, None] + np.arange(width)
+        block = max(1, _MAX_CELLS // (phi.shape[1] * width))
         for start in range(0, len(phi), block):
-            rows = slice(start, start + block)
+            draws = slice(start, start + block)
             logp = self.family.log_density(
-                phi[rows, :, None, :], y, **{k: v[rows, :, None] for k, v in fixed.items()}
+                phi[draws, :, None, :], y, **{k: v[draws, :, None] for k, v in fixed.items()}
             )
-            self.aleatoric_sum -= _plogp(logp).sum((0, 2))
-            self.pmf_sum += np.exp(logp).sum(0)
+            # −inf (a count outside the support) → the most negative float: p log p = 0
+            np.maximum(logp, np.finfo(float).min, out=logp)
+            p = np.exp(logp)
+            self.aleatoric_sum[rows] -= np.einsum("srw,srw->r", p, logp)
+            self.pmf_sum[rows, :width] += p.sum(0)
 
     def aleatoric(self):
         """``A(x)`` per row."""
