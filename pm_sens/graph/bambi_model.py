@@ -71,7 +71,7 @@ def _codes(name, values, levels):
     ):
         return values
     names = [str(level) for level in levels]
-    codes = pd.Categorical(values.astype(str), categories=names).codes.astype("int64")
+    codes = pd.Index(names).get_indexer(values.astype(str)).astype("int64")
     if np.any(codes < 0):
         unknown = sorted({str(v) for v in values[codes < 0]})
         raise ValueError(
