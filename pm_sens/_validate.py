@@ -148,3 +148,19 @@ def check_names_in(name, value, valid):
     if unknown:
         raise ValueError(f"{name}={value!r}: {unknown} not valid; valid: {list(valid)}")
     return names
+
+
+def check_percentiles(percentiles):
+    """Two numbers 0 <= low < high <= 1, as a tuple."""
+    valid = (
+        isinstance(percentiles, tuple | list)
+        and len(percentiles) == 2
+        and all(isinstance(p, numbers.Real) and not isinstance(p, bool) for p in percentiles)
+        and 0 <= percentiles[0] < percentiles[1] <= 1
+    )
+    if not valid:
+        raise ValueError(
+            f"percentiles={percentiles!r} is not valid; give two numbers (low, high) with "
+            "0 <= low < high <= 1"
+        )
+    return tuple(float(p) for p in percentiles)

@@ -1,7 +1,5 @@
 """Uncertainty attribution: entropy/likelihood permutation importance, PDP and ICE (004)."""
 
-import numbers
-
 import numpy as np
 import xarray as xr
 
@@ -14,6 +12,7 @@ from pm_sens._validate import (
     check_choice,
     check_finite_array,
     check_optional_positive_int,
+    check_percentiles,
 )
 from pm_sens._version import __version__
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
@@ -66,22 +65,6 @@ def _observed(idata, ctx, observed):
             "value per point (pass observed= for new points)"
         )
     return observed
-
-
-def _check_percentiles(percentiles):
-    """Two numbers 0 <= low < high <= 1, as a tuple."""
-    valid = (
-        isinstance(percentiles, tuple | list)
-        and len(percentiles) == 2
-        and all(isinstance(p, numbers.Real) and not isinstance(p, bool) for p in percentiles)
-        and 0 <= percentiles[0] < percentiles[1] <= 1
-    )
-    if not valid:
-        raise ValueError(
-            f"percentiles={percentiles!r} is not valid; give two numbers (low, high) with "
-            "0 <= low < high <= 1"
-        )
-    return tuple(float(p) for p in percentiles)
 
 
 def _feature_groups(features, labels):
@@ -386,7 +369,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
     ice = check_bool("ice", ice)
-    percentiles = _check_percentiles(percentiles)
+    percentiles = check_percentiles(percentiles)
     ctx = _context(
         idata,
         model,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_sens.families import negative_binomial, poisson
-from pm_sens.families._base import Family, log1p_gap
+from pm_sens.families._base import Family, log1p_gap, outer
 
 _MAX_CELLS = 4_000_000  # elements × support values summed at once
 
@@ -60,10 +60,6 @@ def _pieces(base, phi):
     return psi, theta, np.exp(log_f0), -np.expm1(log_f0), base.zero_score(theta)
 
 
-def _outer(s):
-    return s[..., :, None] * s[..., None, :]
-
-
 def _assemble(i_psi, i_cross, i_theta):
     k = i_theta.shape[-1]
     info = np.empty((*i_theta.shape[:-2], k + 1, k + 1))
@@ -82,7 +78,7 @@ def _zero_inflated_fisher(base):
         return _assemble(
             q0**2 / p0 + q0 / psi,
             -(f0 * (1 + psi * q0 / p0))[..., None] * s0,
-            psi[..., None, None] * (info_f - f0[..., None, None] * _outer(s0)) + grow * _outer(s0),
+            psi[..., None, None] * (info_f - f0[..., None, None] * outer(s0)) + grow * outer(s0),
         )
 
     return fisher_information
@@ -92,7 +88,7 @@ def _hurdle_fisher(base):
     def fisher_information(phi):
         psi, theta, f0, q0, s0 = _pieces(base, phi)
         info_f = base.family.fisher_information(theta)
-        conditional = info_f - (f0 / q0)[..., None, None] * _outer(s0)
+        conditional = info_f - (f0 / q0)[..., None, None] * outer(s0)
         return _assemble(
             1 / (psi * (1 - psi)),
             np.zeros_like(s0),

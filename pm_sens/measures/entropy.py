@@ -57,12 +57,12 @@ class EntropyAccumulator:
             if top > self.pmf_sum.shape[1]:
                 pad = top - self.pmf_sum.shape[1]
                 self.pmf_sum = np.pad(self.pmf_sum, ((0, 0), (0, pad)))
-            groups = [np.arange(phi.shape[1])]
+            groups = [slice(None)]  # every row, without copying phi
         else:
-            groups = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
+            split = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
+            groups = [rows for rows in split if len(rows)]
         for rows in groups:
-            if len(rows):
-                self._add_rows(rows, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+            self._add_rows(rows, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
 
     def _add_rows(self, rows, phi, fixed):
         width = self.pmf_sum.shape[1] if self.widths is None else int(self.widths[rows].max())
