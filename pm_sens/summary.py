@@ -1,5 +1,7 @@
 """`summary`: global importance per feature (and pair), with intervals and ranks."""
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -39,7 +41,9 @@ def _pairs(da):
         feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
     )
     return (
-        picked.drop_vars(["feature", "feature_bis", "feature_kind"], errors="ignore")
+        picked.drop_vars(
+            ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
+        )
         .rename(pair="feature")
         .assign_coords(feature=labels)
     )
@@ -123,13 +127,18 @@ def _per_sd(name, da):
     return da * sd
 
 
+def _ci_bounds(da, ci_prob, ci_kind, dims):
+    """Lower and upper interval bounds over ``dims`` (ETI or HDI)."""
+    bounds = (hdi if ci_kind == "hdi" else eti)(da, prob=ci_prob, dim=list(dims))
+    return bounds.sel(ci_bound="lower", drop=True), bounds.sel(ci_bound="upper", drop=True)
+
+
 def _interval(samples, ci_prob, ci_kind):
     if samples.sizes["sample"] < 2:
         nan = np.full(samples.sizes["feature"], np.nan)
         return nan, nan
-    function = hdi if ci_kind == "hdi" else eti
-    bounds = function(samples, prob=ci_prob, dim=["sample"])
-    return bounds.sel(ci_bound="lower").values, bounds.sel(ci_bound="upper").values
+    lower, upper = _ci_bounds(samples, ci_prob, ci_kind, ["sample"])
+    return lower.values, upper.values
 
 
 def _global_block(name, da, n_bootstrap, rng, skipna, group=None):
@@ -199,11 +208,12 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     return frame.assign(**labels["group"])
 
 
-def _variables(dataset, var_names):
+def _variables(dataset, var_names, curves=False):
+    """The variables to summarize: per-feature values, or curves over a grid."""
     names = [
         n
         for n in dataset.data_vars
-        if "feature" in dataset[n].dims and "grid" not in dataset[n].dims
+        if "feature" in dataset[n].dims and ("grid" in dataset[n].dims) == curves
     ]
     if var_names is None:
         return names
@@ -212,6 +222,86 @@ def _variables(dataset, var_names):
     if unknown:
         raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
     return wanted
+
+
+class SummaryTable(pd.DataFrame):
+    """The table :func:`summary` returns: a pandas DataFrame that prints in full.
+
+    Printing shows every row, one block per variable under its name, wrapped
+    at the terminal's width, with numbers to four significant digits and
+    without the index; columns that carry no information in this table
+    (``nonfinite`` all 0, ``kind`` all ``"rate"``) are named in a last line
+    instead of shown. The data are unchanged.
+    """
+
+    @property
+    def _constructor(self):
+        return SummaryTable
+
+    def __repr__(self):
+        shown, notes = pd.DataFrame(self), []
+        if "nonfinite" in shown and (shown["nonfinite"] == 0).all():
+            shown, notes = shown.drop(columns="nonfinite"), ["nonfinite (all 0)"]
+        if "kind" in shown and (shown["kind"].isin(["rate"]) | shown["kind"].isna()).all():
+            shown, notes = shown.drop(columns="kind"), [*notes, "kind (all 'rate')"]
+        options = {
+            "index": False,
+            "float_format": lambda v: f"{v:.4g}",
+            "line_width": shutil.get_terminal_size((100, 24)).columns,
+        }
+        if "variable" in shown and len(shown):
+            blocks = [
+                f"{name}\n{rows.drop(columns='variable').to_string(**options)}"
+                for name, rows in shown.groupby("variable", sort=False)
+            ]
+        else:
+            blocks = [shown.to_string(**options)]
+        if notes:
+            blocks.append(f"[not shown: {', '.join(notes)}]")
+        return "\n\n".join(blocks)
+
+    __str__ = __repr__
+
+
+def _local_table(dataset, names):
+    """Local values as a long table: one row per (draw,) point and feature or pair.
+
+    Pairs are the off-diagonal ``a:b`` with ``a`` before ``b``, as in the
+    global table; every coordinate along the rows' dims becomes a column.
+    """
+    frames = []
+    for name in names:
+        da = dataset[name]
+        if "feature_bis" in da.dims:
+            da = _pairs(da)
+        frame = da.to_dataframe(name="value").reset_index()
+        frames.append(frame.assign(variable=name))
+    table = pd.concat(frames, ignore_index=True)
+    first = ["variable", *[c for c in SAMPLE_DIMS if c in table], "feature"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def _curve_table(dataset, names, ci_prob, ci_kind):
+    """Curves over a grid as a long table, with posterior intervals where there are draws.
+
+    One row per variable, feature, grid point (and entropy component, and
+    point for ICE curves); grid positions past a feature's grid are left out.
+    """
+    frames = []
+    for name in names:
+        da = dataset[name]
+        sample_dims = [d for d in SAMPLE_DIMS if d in da.dims]
+        columns = {"value": da.mean(sample_dims)}
+        if sample_dims:
+            columns["ci_lower"], columns["ci_upper"] = _ci_bounds(
+                da, ci_prob, ci_kind, sample_dims
+            )
+        frame = xr.Dataset(columns).to_dataframe().reset_index()
+        frames.append(frame[frame["grid_value"].notna()].assign(variable=name))
+    table = pd.concat(frames, ignore_index=True)
+    first = ["variable", "feature", "component", "grid", "grid_value"]
+    first = [c for c in first if c in table]
+    return table[first + [c for c in table.columns if c not in first]]
 
 
 def _variable_blocks(name, da, by, scale, **options):
@@ -271,10 +361,11 @@ def summary(
     idata : xarray.DataTree
         Holds the group written by a pm_sens function.
     group : str
-        ``"sensitivity"``, ``"attribution"`` or ``"permutation_importance"``.
+        ``"sensitivity"``, ``"attribution"``, ``"permutation_importance"`` or
+        ``"partial_dependence"`` (its curves; see Returns).
     var_names : str or list of str, optional
         Variables to summarize; default every variable with a feature dim
-        (curves over a grid and per-point diagnostics are left out).
+        (per-point diagnostics are left out).
     ci_prob : float, optional
         Interval probability; default ``arviz_base.rcParams["stats.ci_prob"]``.
         The interval is an ETI or HDI as ``rcParams["stats.ci_kind"]`` says.
@@ -282,7 +373,8 @@ def summary(
         A coordinate along the point dimension (e.g. ``"county_idx"``, added to
         results for integer per-point containers): one block of rows per group.
     kind : {"global", "local"}
-        ``"local"`` returns the local values as a long table instead.
+        ``"local"`` returns the local values as a long table instead (ICE
+        curves for the partial-dependence group).
     scale : {"input", "sd"}
         ``"input"``: measures per unit of each input, as computed. ``"sd"``:
         per-unit measures (R-sens, KL, EAD, AED; pairs by the product) times
@@ -305,7 +397,8 @@ def summary(
 
     Returns
     -------
-    pandas.DataFrame
+    SummaryTable
+        A :class:`pandas.DataFrame` that prints every row and fits the terminal.
         Global: one row per feature of each variable (per pair ``"a:b"`` with
         ``a`` before ``b`` for second-order variables, whose diagonal — the
         curvature — is left out; per component for ``entropy_pfi``), sorted by
@@ -316,19 +409,31 @@ def summary(
         for a categorical input, ``"constant"`` for a column that is the same
         in every row of the data, which has no value and no rank) and the ``by``
         column.
-        Local: the variables' values with one column per dim.
+        Local: one row per point and feature (per point and pair ``"a:b"``, the
+        diagonal left out, for second-order variables; per draw too in draw
+        mode), with columns ``variable``, the dims, ``value`` and the
+        coordinates along them (``input_value``: the feature's value there).
+        Partial dependence: global gives the PDP curves, one row per
+        variable, feature and grid point (and ``component`` of the entropy),
+        with ``grid_value``, ``value`` (posterior mean) and, where the curve
+        has draws (``mean_pdp``), ``ci_lower``/``ci_upper``; local gives the
+        ICE curves, one row per point too.
     """
     check_choice("kind", kind, KINDS)
-    ci_prob = None if ci_prob is None else check_probability("ci_prob", ci_prob)
+    ci_prob = (
+        rcParams["stats.ci_prob"] if ci_prob is None else check_probability("ci_prob", ci_prob)
+    )
     top_k = check_positive_int("top_k", top_k)
     n_bootstrap = check_positive_int("n_bootstrap", n_bootstrap)
     skipna = check_bool("skipna", skipna)
     random_seed = check_seed("random_seed", random_seed)
     check_choice("scale", scale, SCALES)
     dataset = group_dataset(idata, group)
+    if "grid" in dataset.dims:
+        return _curves_summary(dataset, var_names, kind, ci_prob, by, scale)
     names = _variables(dataset, var_names)
     if kind == "local":
-        return dataset[names].to_dataframe().reset_index()
+        return SummaryTable(_local_table(dataset, names))
     rng = np.random.default_rng(random_seed)
     blocks = [
         block
@@ -337,13 +442,28 @@ def summary(
             name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng, skipna=skipna
         )
     ]
-    interval = {
-        "ci_prob": rcParams["stats.ci_prob"] if ci_prob is None else ci_prob,
-        "ci_kind": rcParams["stats.ci_kind"],
-        "top_k": top_k,
-    }
+    interval = {"ci_prob": ci_prob, "ci_kind": rcParams["stats.ci_kind"], "top_k": top_k}
     computed = _computed(blocks)
     if not skipna:
         _warn_nonfinite(computed)
     frames = [_frame(*block, **interval) for block in computed]
-    return pd.concat(frames, ignore_index=True)
+    return SummaryTable(pd.concat(frames, ignore_index=True))
+
+
+def _curves_summary(dataset, var_names, kind, ci_prob, by, scale):
+    """``summary`` of the partial-dependence group: PDP curves (global) or ICE curves (local)."""
+    for name, value, default in (("by", by, None), ("scale", scale, "input")):
+        if value != default:
+            raise ValueError(
+                f"{name}={value!r} does not apply to partial-dependence curves (they are not "
+                "averaged over points and are in the units of the quantity, not per unit of an "
+                f"input); leave {name} at its default"
+            )
+    suffix = "_pdp" if kind == "global" else "_ice"
+    names = [n for n in _variables(dataset, var_names, curves=True) if n.endswith(suffix)]
+    if not names:
+        raise ValueError(
+            f"kind={kind!r}: the partial_dependence group has no {suffix[1:].upper()} curves "
+            f"among var_names={var_names!r} (it holds {list(dataset.data_vars)})"
+        )
+    return SummaryTable(_curve_table(dataset, names, ci_prob, rcParams["stats.ci_kind"]))

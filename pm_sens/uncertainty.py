@@ -447,9 +447,12 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         "feature": [labels[d] for d in selected],
         "grid": np.arange(width),
         "grid_value": (("feature", "grid"), grid_values),
-        "component": list(COMPONENTS),
-        ctx.points.point_dim: ctx.points.point_coords,
     }
+    # only the dims some variable has
+    if "entropy" in kinds:
+        coords["component"] = list(COMPONENTS)
+    if ice:
+        coords[ctx.points.point_dim] = ctx.points.point_coords
     if "mean" in kinds:
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     dataset = xr.Dataset(

@@ -29,7 +29,7 @@ def idata(rng):
 
 def test_plot_importance(idata, tmp_path):
     pc = pm_sens.plot_importance(idata, backend="matplotlib")
-    for visual in ("point", "interval", "title"):
+    for visual in ("point", "title"):
         assert set(pc.viz[visual].data_vars) == {"rsens", "kl", "rsens2"}
     pc.savefig(tmp_path / "importance.png")
     assert (tmp_path / "importance.png").stat().st_size > 1000
@@ -42,7 +42,8 @@ def test_plot_local_and_colour_groups(radon_like, tmp_path):  # noqa: F811
     model, draws_idata, *_ = radon_like
     out = pm_sens.sensitivity(draws_idata, model, mode="draw", progressbar=False)
     pc = pm_sens.plot_local(out, backend="matplotlib")
-    assert pc.viz["points"]["rsens"].sizes == {"feature": 3}
+    assert pc.viz["points_0"]["rsens"].sizes == {"feature": 3}
+    assert "interval_0" in pc.viz.children  # draw mode: posterior intervals
     grouped = pm_sens.plot_local(out, color_by="county_idx", backend="matplotlib")
     assert sum(name.startswith("points_") for name in grouped.viz.children) == 5
     grouped.savefig(tmp_path / "local.png")
@@ -53,7 +54,12 @@ def test_plot_local_and_colour_groups(radon_like, tmp_path):  # noqa: F811
 
 def test_plot_interactions(idata, tmp_path):
     pc = pm_sens.plot_interactions(idata, backend="matplotlib")
-    assert "cells" in pc.viz.children
+    texts = assert_readable(pc)
+    pairs = idata["sensitivity"]["rsens2"].mean("obs")
+    expected = [
+        f"{pairs.isel(feature=i, feature_bis=j).item():.2g}" for i, j in [(1, 0), (2, 0), (2, 1)]
+    ]
+    assert [t for t in texts if t[0].isdigit()] == expected  # the pairs, not the diagonal
     pc.savefig(tmp_path / "interactions.png")
     assert (tmp_path / "interactions.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"var_name='rsens' is not a pairwise measure"):
@@ -109,3 +115,113 @@ def test_plot_interactions_leaves_out_categorical_inputs(radon_like, tmp_path): 
     pc = pm_sens.plot_interactions(out, backend="matplotlib")
     assert list(pc.data["feature"].values) == ["floor", "uranium"]
     pc.savefig(tmp_path / "interactions.png")
+
+
+# --- layout: what a reader sees at the default size --------------------------------
+
+
+def _undrawn_tick_labels(fig):
+    """Tick labels matplotlib does not draw: ticks outside the view, axes turned off."""
+    hidden = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            span = (high - low) * 1e-9
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not ax.axison or not low - span <= tick.get_loc() <= high + span:
+                    hidden.update({id(tick.label1), id(tick.label2)})
+    return hidden
+
+
+def text_boxes(pc):
+    """(text, window extent) of every text the saved figure shows."""
+    from matplotlib.text import Text
+
+    fig = pc.viz["figure"].item()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    hidden = _undrawn_tick_labels(fig)
+    return [
+        (text.get_text(), text.get_window_extent(renderer))
+        for text in fig.findobj(Text)
+        if text.get_visible() and text.get_text().strip() and id(text) not in hidden
+    ], fig.bbox
+
+
+def assert_readable(pc):
+    """Every text inside the figure and clear of every other text (1 px tolerance)."""
+    boxes, figure = text_boxes(pc)
+    for text, box in boxes:
+        inside = (
+            box.x0 >= figure.x0 - 1
+            and box.y0 >= figure.y0 - 1
+            and box.x1 <= figure.x1 + 1
+            and box.y1 <= figure.y1 + 1
+        )
+        assert inside, f"{text!r} is cut by the figure's edge: {box} not in {figure}"
+    for i, (text, box) in enumerate(boxes):
+        for other, other_box in boxes[i + 1 :]:
+            width = min(box.x1, other_box.x1) - max(box.x0, other_box.x0)
+            height = min(box.y1, other_box.y1) - max(box.y0, other_box.y0)
+            assert width <= 1 or height <= 1, f"{text!r} overlaps {other!r}"
+    return [text for text, _ in boxes]
+
+
+LONG_NAMES = [f"long_feature_name_{i:02d}" for i in range(20)]  # 20 characters each
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """20 inputs with 20-character names, every group in draw mode where it has draws."""
+    import xarray as xr
+
+    rng = np.random.default_rng(3)
+    n = 60
+    x = rng.normal(size=(n, len(LONG_NAMES)))
+    with pm.Model(coords={"col": LONG_NAMES}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        pm.Poisson("y", mu=pm.math.exp(0.3 * xd @ b), observed=rng.poisson(1.0, n), dims="obs")
+    draws = rng.normal(np.linspace(1.0, 0.0, len(LONG_NAMES)), 0.2, size=(2, 25, 20))
+    idata = posterior({"b": draws})
+    idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", rng.poisson(1.0, n))}))
+    options = {"progressbar": False}
+    idata = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, **options)
+    idata = pm_sens.permutation_importance(idata, model, n_repeats=3, **options)
+    return pm_sens.partial_dependence(idata, model, grid_resolution=8, **options)
+
+
+WIDE_PLOTS = {
+    "importance": lambda dt: pm_sens.plot_importance(dt),
+    "importance_sd": lambda dt: pm_sens.plot_importance(dt, scale="sd"),
+    "interactions": lambda dt: pm_sens.plot_interactions(dt),
+    "local": lambda dt: pm_sens.plot_local(dt),
+    "local_groups": lambda dt: pm_sens.plot_local(dt, color_by=LONG_NAMES[1]),
+    "pdp_mean": lambda dt: pm_sens.plot_partial_dependence(dt),
+    "pdp_entropy": lambda dt: pm_sens.plot_partial_dependence(dt, kind="entropy"),
+    "permutation": lambda dt: pm_sens.plot_permutation_importance(dt),
+}
+
+
+@pytest.mark.parametrize("plot", sorted(WIDE_PLOTS))
+def test_plots_are_readable_with_20_long_feature_names(wide, plot, tmp_path):
+    pc = WIDE_PLOTS[plot](wide)
+    texts = assert_readable(pc)
+    pc.savefig(tmp_path / f"{plot}.png")
+    if plot.startswith("importance"):
+        unit = "per sd of input" if plot.endswith("sd") else "per unit of input"
+        assert f"R-sens ({unit})" in texts
+        assert "R-sens2: top 20 of 190" in texts  # pairs beyond the top 20 left out, said so
+        assert set(LONG_NAMES) <= set(texts)
+    if plot == "interactions":
+        assert all(f"{name}:{name}" not in texts for name in LONG_NAMES)
+        shown = [t for t in texts if t[0].isdigit() or t.startswith("-")]
+        assert len(shown) == 190  # one value per pair, none on the diagonal
+    if plot.startswith(("local", "pdp")):
+        assert set(LONG_NAMES) <= set(texts) and "input value" in texts
+    if plot == "local_groups":
+        assert f"{LONG_NAMES[1]} q1" in texts  # the legend names the colours
+    if plot == "pdp_entropy":
+        assert {"total", "aleatoric", "epistemic"} <= set(texts)
+    if plot == "permutation":
+        assert {"entropy PFI: total", "likelihood PFI"} <= set(texts)

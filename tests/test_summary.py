@@ -74,10 +74,24 @@ def test_by_gives_one_block_per_group(radon_like):  # noqa: F811
 
 def test_var_names_and_local_kind(fitted):
     model, idata = fitted
-    idata = pm_sens.sensitivity(idata, model, method=["rsens", "ead"], progressbar=False)
+    idata = pm_sens.sensitivity(
+        idata, model, method=["rsens", "ead"], interactions=True, progressbar=False
+    )
     assert set(pm_sens.summary(idata, var_names="ead").variable) == {"ead"}
     local = pm_sens.summary(idata, kind="local")
-    assert {"obs", "feature", "rsens", "ead"} <= set(local.columns)
+    assert list(local.columns[:4]) == ["variable", "feature", "obs", "feature_kind"]
+    counts = local.groupby("variable").size()
+    # one row per (point, feature) and per (point, pair): 30 points, 3 features, 3 pairs
+    assert counts.to_dict() == {"rsens": 90, "ead": 90, "rsens2": 90, "eah": 90}
+    first = local[local.variable == "rsens"].set_index(["obs", "feature"])["value"]
+    expected = idata["sensitivity"]["rsens"].to_series()
+    np.testing.assert_array_equal(first.loc[expected.index], expected)
+    pairs = local[local.variable == "rsens2"].set_index(["obs", "feature"])["value"]
+    rsens2 = idata["sensitivity"]["rsens2"]
+    np.testing.assert_array_equal(
+        pairs.xs("big:none", level="feature"), rsens2.sel(feature="big", feature_bis="none")
+    )
+    assert not any(f.split(":")[0] == f.split(":")[1] for f in pairs.index.get_level_values(1))
     with pytest.raises(ValueError, match=r"var_names=\['kl'\] not in the group"):
         pm_sens.summary(idata, var_names=["kl"])
     with pytest.raises(ValueError, match=r"kind='pairs' is not valid"):
@@ -101,3 +115,57 @@ def test_non_finite_local_values_are_counted_and_not_ranked():
     table = pm_sens.summary(idata, skipna=True).set_index("feature")
     assert table.loc["a", "importance"] == pytest.approx(1.5)
     assert table.loc["a", "rank"] == 1
+
+
+def test_partial_dependence_curves_as_tables(fitted):
+    model, idata = fitted
+    pd_only_mean = pm_sens.partial_dependence(
+        idata, model, kind="mean", grid_resolution=4, progressbar=False
+    )
+    assert "component" not in pd_only_mean["partial_dependence"].dims  # no variable uses it
+    with rc_context({"stats.ci_kind": "eti", "stats.ci_prob": 0.8}):
+        table = pm_sens.summary(pd_only_mean, group="partial_dependence")
+    curves = pd_only_mean["partial_dependence"]["mean_pdp"]
+    row = table[(table.feature == "mid") & (table.grid == 2)].iloc[0]
+    values = curves.sel(feature="mid", grid=2).values.ravel()
+    assert row.value == pytest.approx(values.mean())
+    np.testing.assert_allclose([row.ci_lower, row.ci_upper], np.quantile(values, [0.1, 0.9]))
+    assert row.grid_value == pd_only_mean["partial_dependence"]["grid_value"].sel(
+        feature="mid", grid=2
+    )
+    assert len(table) == 3 * 4  # 3 features x 4 grid values
+
+    both = pm_sens.partial_dependence(
+        idata, model, kind=("mean", "entropy"), grid_resolution=4, progressbar=False
+    )
+    table = pm_sens.summary(both, group="partial_dependence", var_names="entropy_pdp")
+    assert set(table.component) == {"total", "aleatoric", "epistemic"} and len(table) == 36
+    ice = pm_sens.summary(both, group="partial_dependence", kind="local", var_names="mean_ice")
+    assert len(ice) == 3 * 4 * 30 and {"obs", "grid_value", "value"} <= set(ice.columns)
+    with pytest.raises(ValueError, match=r"by='obs' does not apply to partial-dependence"):
+        pm_sens.summary(both, group="partial_dependence", by="obs")
+    with pytest.raises(ValueError, match=r"no PDP curves among var_names='mean_ice'"):
+        pm_sens.summary(both, group="partial_dependence", var_names="mean_ice")
+
+
+def test_printed_table_shows_every_row_within_100_columns(rng, monkeypatch):
+    names = [f"long_feature_name_{i:02d}" for i in range(20)]
+    n = 25
+    with pm.Model(coords={"col": names}) as model:
+        xd = pm.Data("X", rng.normal(size=(n, 20)), dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        pm.Poisson("y", mu=pm.math.exp(0.2 * xd @ b), observed=np.ones(n, int))
+    idata = posterior({"b": rng.normal(0.5, 0.2, size=(1, 10, 20))})
+    idata = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    table = pm_sens.summary(idata)
+    text = str(table)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert "..." not in text and len(table) == 20 + 190
+    assert all(f in text for f in table.feature)  # every feature and pair printed
+    assert lines[-1] == "[not shown: nonfinite (all 0), kind (all 'rate')]"
+    assert "nonfinite" in table.columns  # the data keep them
+    assert lines[0] == "rsens" and "rsens2" in lines  # one block per variable, under its name
+    assert "variable" not in lines[1] and lines[1].split()[0] == "feature"
+    assert type(table.head(3)) is type(table)

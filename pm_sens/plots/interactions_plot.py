@@ -1,35 +1,74 @@
-"""plot_interactions: the R-sens2 (or EAH) matrix as a heatmap with its values."""
+"""plot_interactions: the pairs of R-sens2 (or EAH) as a lower-triangle heatmap with values."""
 
 import numpy as np
 import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
-from arviz_plots.visuals import set_xlim, set_xticks, set_ylim
+from arviz_plots.visuals import labelled_title, set_xlim, set_ylim
 
 from pm_sens._validate import group_dataset
-from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
+from pm_sens.plots._common import (
+    axis_label,
+    label_width,
+    measure_name,
+    resolve_backend,
+    visual_kwargs,
+    wrap_collection,
+)
+
+#: Side of one cell in inches (room for a 6-character value at 7 points).
+CELL = 0.5
+#: Smallest side of the figure in inches (room for the title).
+MIN_SIDE = 4.0
+#: The two ends of the colour scale (zero and the largest value).
+LIGHT, DARK = np.array([0xF7, 0xFB, 0xFF]), np.array([0x08, 0x30, 0x6B])
 
 
-def _cells(da, target, size=1500, **kwargs):
-    """Square markers scaled by value, with the value written in each."""
+def _value_text(value):
+    """A value in at most 6 characters: 2 significant digits, or a power of ten."""
+    if value != 0 and abs(value) < 1e-3:
+        return f"{value:.0e}"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2g}"
+
+
+def _colour(fraction):
+    red, green, blue = np.round(LIGHT + (DARK - LIGHT) * fraction).astype(int)
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def _cells(da, target, text_size=7, **kwargs):
+    """Each pair (row below column) as a square shaded by its value, the value written in it."""
     backend = backend_from_object(target)
     values = np.asarray(da)
-    scale = np.nanmax(values) or 1.0
-    rows, cols = np.indices(values.shape)
-    backend.scatter(
-        cols.ravel(),
-        rows.ravel(),
-        target,
-        size=size * values.ravel() / scale,
-        marker="s",
-        **kwargs,
-    )
-    for r, c, v in zip(rows.ravel(), cols.ravel(), values.ravel(), strict=True):
-        backend.text(c, r, f"{v:.2g}", target, size=8)
-    return target
+    largest = np.nanmax(values) if np.isfinite(values).any() else 0.0
+    artists = []
+    for row, col in zip(*np.tril_indices(len(values), k=-1), strict=True):
+        value = values[row, col]
+        if not np.isfinite(value):
+            continue
+        fraction = value / largest if largest > 0 else 0.0
+        artists.append(
+            backend.fill_between_y(
+                [col - 0.5, col + 0.5],
+                [row - 0.5] * 2,
+                [row + 0.5] * 2,
+                target,
+                color=_colour(fraction),
+                **kwargs,
+            )
+        )
+        colour = "white" if fraction > 0.5 else "black"
+        artists.append(
+            backend.text(col, row, _value_text(value), target, size=text_size, color=colour)
+        )
+    return artists
 
 
-def _yticks(da, target, labels):
-    return backend_from_object(target).yticks(list(range(len(labels))), labels, target)
+def _ticks(da, target, labels, **kwargs):
+    """Rows 1… and columns …n-2 of the lower triangle, labelled by feature."""
+    backend = backend_from_object(target)
+    positions = list(range(len(labels)))
+    backend.xticks(positions[:-1], labels[:-1], target, rotation=90, **kwargs)
+    backend.yticks(positions[1:], labels[1:], target, **kwargs)
 
 
 def plot_interactions(
@@ -42,11 +81,13 @@ def plot_interactions(
     visuals=None,
     **pc_kwargs,
 ):
-    """Plot the global pairwise interaction matrix with its values.
+    """Plot the global importance of every pair of features as a heatmap with its values.
 
-    Cell (d, e) is the mean over points of ``var_name`` for the pair (posterior
-    mean in draw mode); the diagonal is each feature's curvature, not an
-    interaction.
+    Cell (d, e), below the diagonal, is the mean over points of ``var_name``
+    for the pair (posterior mean in draw mode), shaded from white (0) to dark
+    (the largest pair). The diagonal — each feature's curvature, how fast its
+    own effect bends, not an interaction — is left out; it stays in the
+    result (``idata["sensitivity"]["rsens2"]`` with ``feature == feature_bis``).
 
     Parameters
     ----------
@@ -57,7 +98,8 @@ def plot_interactions(
     group : str
         The group holding it.
     plot_collection, backend, visuals, **pc_kwargs
-        As in :func:`pm_sens.plot_importance`; visuals ``"cells"`` and ``"ticks"``.
+        As in :func:`pm_sens.plot_importance`; visuals ``"cells"`` (keyword
+        ``text_size``), ``"ticks"`` and ``"title"``.
 
     Returns
     -------
@@ -75,19 +117,23 @@ def plot_interactions(
     kept = mean.notnull().any("feature_bis").values
     mean = mean.isel(feature=kept, feature_bis=kept)
     matrix = xr.Dataset({var_name: mean})
-    pc = wrap_collection(matrix, plot_collection, backend, [], pc_kwargs)
+    labels = [str(f) for f in matrix["feature"].values]
+    side = max(CELL * max(len(labels) - 1, 1) + label_width(labels) + 1.0, MIN_SIDE)
+    pc = wrap_collection(matrix, plot_collection, backend, [], pc_kwargs, (side, side), 1)
     kwargs = visual_kwargs(visuals, "cells")
     if kwargs is not False:
-        kwargs.setdefault("color", "C0")
-        pc.map(_cells, "cells", data=matrix, **kwargs)
+        kwargs = {"alpha": 1.0, **kwargs}
+        pc.map(_cells, "cells", data=matrix, store_artist=False, **kwargs)
     kwargs = visual_kwargs(visuals, "ticks")
     if kwargs is not False:
-        labels = [str(f) for f in matrix["feature"].values]
-        positions = list(range(len(labels)))
-        pc.map(set_xticks, "xticks", values=positions, labels=labels, store_artist=False, **kwargs)
-        pc.map(_yticks, "yticks", labels=labels, store_artist=False)
-    # half a cell of margin around the matrix, so edge cells are not cut
-    limits = (-0.5, matrix.sizes["feature"] - 0.5)
-    pc.map(set_xlim, "xlim", limits=limits, store_artist=False)
-    pc.map(set_ylim, "ylim", limits=limits, store_artist=False)
+        pc.map(_ticks, "ticks", data=matrix, labels=labels, store_artist=False, **kwargs)
+    kwargs = visual_kwargs(visuals, "title")
+    if kwargs is not False:
+        unit = axis_label(var_name).removeprefix(measure_name(var_name)).strip(" ()")
+        text = f"{measure_name(var_name)} of each pair\n({unit}; mean over points)"
+        pc.map(labelled_title, "title", data=matrix, text=text, **kwargs)
+    # the lower triangle, half a cell of margin around it; first row at the top
+    n = matrix.sizes["feature"]
+    pc.map(set_xlim, "xlim", limits=(-0.5, n - 1.5), store_artist=False)
+    pc.map(set_ylim, "ylim", limits=(n - 0.5, 0.5), store_artist=False)
     return pc

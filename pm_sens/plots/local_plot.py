@@ -2,25 +2,37 @@
 
 import numpy as np
 import xarray as xr
-from arviz_base.labels import BaseLabeller
-from arviz_plots.visuals import labelled_title, scatter_xy
+from arviz_plots.visuals import ci_line_y, scatter_xy
 
 from pm_sens._validate import check_names_in, group_dataset
-from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
+from pm_sens.plots._common import (
+    add_legend,
+    axis_label,
+    feature_title,
+    grid_shape,
+    interval_quantiles,
+    label_axes,
+    resolve_backend,
+    tidy_ticks,
+    visual_kwargs,
+    wrap_collection,
+)
 
 _MAX_GROUPS = 10
+#: Plots per row, and the size of one plot in inches.
+MAX_COLS, PANEL_SIZE = 4, (3.2, 2.6)
 
 
 def _local_values(dataset, var_name):
+    """The local values (point, feature), with draws kept if there are any."""
     if var_name not in dataset or "feature" not in dataset[var_name].dims:
         valid = [n for n in dataset.data_vars if "feature" in dataset[n].dims]
         raise ValueError(
             f"var_name={var_name!r} is not a local measure of the group; valid: {valid}"
         )
     local = dataset[var_name]
-    if "chain" in local.dims:
-        local = local.mean(("chain", "draw"))  # posterior mean of the local value
-    if "feature_bis" in local.dims or local.ndim != 2:
+    sample_dims = [d for d in ("chain", "draw") if d in local.dims]
+    if "feature_bis" in local.dims or local.ndim - len(sample_dims) != 2:
         raise ValueError(f"var_name={var_name!r} has no (point, feature) local values")
     return local
 
@@ -53,6 +65,7 @@ def plot_local(
     group="sensitivity",
     features=None,
     color_by=None,
+    ci_prob=None,
     plot_collection=None,
     backend=None,
     visuals=None,
@@ -60,9 +73,10 @@ def plot_local(
 ):
     """Plot local sensitivity against the values of each feature, point by point.
 
-    One plot per feature: every point's local value of ``var_name`` (posterior
-    mean in draw mode) against its value of that feature — where in the input
-    space a feature matters.
+    One plot per feature: every point's local value of ``var_name`` against its
+    value of that feature — where in the input space a feature matters. In draw
+    mode each point is its posterior mean with a line for its posterior
+    interval.
 
     Parameters
     ----------
@@ -76,38 +90,70 @@ def plot_local(
         Features to plot; default all.
     color_by : str, optional
         Colour the points by a coordinate along the point dimension (e.g. a group
-        index) or by another feature (its quartiles when it has many values).
+        index) or by another feature (its quartiles when it has many values),
+        with a legend.
+    ci_prob : float, optional
+        Probability of the posterior intervals (draw mode); default ArviZ's
+        ``stats.ci_prob``.
     plot_collection, backend, visuals, **pc_kwargs
-        As in :func:`pm_sens.plot_importance`; visuals ``"points"`` and ``"title"``.
+        As in :func:`pm_sens.plot_importance`; visuals ``"points"``,
+        ``"interval"``, ``"title"``, ``"labels"`` and ``"legend"``.
 
     Returns
     -------
     arviz_plots.PlotCollection
     """
     backend = resolve_backend(backend, plot_collection)
+    quantiles = interval_quantiles(ci_prob)
     dataset = group_dataset(dt, group)
     local = _local_values(dataset, var_name)
     if features is not None:
         local = local.sel(
             feature=check_names_in("features", features, list(local["feature"].values))
         )
+    sample_dims = [d for d in ("chain", "draw") if d in local.dims]
     x = dataset["input_value"].sel(feature=local["feature"])
-    points = xr.concat([x, local], dim="plot_axis").assign_coords(plot_axis=["x", "y"])
-    points = points.drop_vars([c for c in points.coords if c not in points.dims]).to_dataset(
-        name=var_name
-    )
+    estimate = local.mean(sample_dims)
+    points = _stacked([x, estimate], ["x", "y"], var_name)
+    rows, cols = grid_shape(local.sizes["feature"], MAX_COLS)
+    figsize = (cols * PANEL_SIZE[0], rows * PANEL_SIZE[1])
     pc = wrap_collection(
-        points.sel(plot_axis="y"), plot_collection, backend, ["feature"], pc_kwargs
+        points.sel(plot_axis="y"), plot_collection, backend, ["feature"], pc_kwargs, figsize, cols
     )
+    point_dim = next(d for d in estimate.dims if d != "feature")
+    groups = _groups(dataset, estimate, color_by)
+    kwargs = visual_kwargs(visuals, "interval")
+    if sample_dims and kwargs is not False:
+        bounds = local.quantile(quantiles, dim=sample_dims)
+        intervals = _stacked(
+            [x, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
+            ["x", "y_bottom", "y_top"],
+            var_name,
+        )
+        for i, (_, mask) in enumerate(groups):
+            options = {"color": f"C{i}", "alpha": 0.4, "width": 1.0, **kwargs}
+            subset = intervals.isel({point_dim: mask})
+            pc.map(ci_line_y, f"interval_{i}", data=subset, **options)
     kwargs = visual_kwargs(visuals, "points")
     if kwargs is not False:
-        point_dim = next(d for d in local.dims if d != "feature")
-        for i, (label, mask) in enumerate(_groups(dataset, local, color_by)):
-            subset = points.isel({point_dim: mask})
+        for i, (_, mask) in enumerate(groups):
             options = {"color": f"C{i}", **kwargs}
-            pc.map(scatter_xy, f"points_{i}" if color_by else "points", data=subset, **options)
-            del label
+            pc.map(scatter_xy, f"points_{i}", data=points.isel({point_dim: mask}), **options)
     kwargs = visual_kwargs(visuals, "title")
     if kwargs is not False:
-        pc.map(labelled_title, "title", subset_info=True, labeller=BaseLabeller(), **kwargs)
+        pc.map(feature_title, "title", subset_info=True, **kwargs)
+    kwargs = visual_kwargs(visuals, "labels")
+    if kwargs is not False:
+        label_axes(pc, "input value", axis_label(var_name), **kwargs)
+    if color_by is not None and visual_kwargs(visuals, "legend") is not False:
+        add_legend(pc, [label for label, _ in groups], title=color_by)
+    tidy_ticks(pc)
     return pc
+
+
+def _stacked(arrays, axes, name):
+    """Arrays stacked along ``plot_axis`` as a Dataset of one variable, without extra coords."""
+    stacked = xr.concat(arrays, dim="plot_axis", coords="minimal", compat="override")
+    stacked = stacked.assign_coords(plot_axis=axes)
+    stacked = stacked.drop_vars([c for c in stacked.coords if c not in stacked.dims])
+    return stacked.to_dataset(name=name)

@@ -1,15 +1,33 @@
 """plot_partial_dependence: PDP with posterior band and ICE curves."""
 
 import xarray as xr
-from arviz_base import rcParams
-from arviz_base.labels import BaseLabeller
 from arviz_plots.plot_collection import backend_from_object
-from arviz_plots.visuals import labelled_title, line_xy, multiple_lines
+from arviz_plots.visuals import line_xy, multiple_lines
 
-from pm_sens._validate import check_choice, check_names_in, check_probability, group_dataset
-from pm_sens.plots._common import resolve_backend, visual_kwargs, wrap_collection
+from pm_sens._validate import check_choice, check_names_in, group_dataset
+from pm_sens.plots._common import (
+    add_legend,
+    feature_title,
+    grid_shape,
+    interval_quantiles,
+    label_axes,
+    resolve_backend,
+    tidy_ticks,
+    visual_kwargs,
+    wrap_collection,
+)
 
 KINDS = ("mean", "entropy", "log_likelihood")
+#: The y axis of each kind.
+Y_LABELS = {
+    "mean": "predictive mean",
+    "entropy": "predictive entropy (nats)",
+    "log_likelihood": "log density of observed y",
+}
+#: Plots per row, and the size of one plot in inches.
+MAX_COLS, PANEL_SIZE = 4, (3.2, 2.6)
+#: Drawing order: ICE curves behind the band, the PDP in front.
+ICE_Z, BAND_Z, PDP_Z = 1, 2, 3
 
 
 def _band(da, target, **kwargs):
@@ -63,7 +81,7 @@ def plot_partial_dependence(
         Probability of the posterior band (mean PDP); default ArviZ's.
     plot_collection, backend, visuals, **pc_kwargs
         As in :func:`pm_sens.plot_importance`; visuals ``"band"``, ``"pdp"``,
-        ``"ice"`` and ``"title"``.
+        ``"ice"``, ``"title"``, ``"labels"`` and ``"legend"``.
 
     Returns
     -------
@@ -71,6 +89,7 @@ def plot_partial_dependence(
     """
     check_choice("kind", kind, KINDS)
     backend = resolve_backend(backend, plot_collection)
+    quantiles = interval_quantiles(ci_prob)
     dataset = group_dataset(dt, "partial_dependence")
     if f"{kind}_pdp" not in dataset:
         raise ValueError(f"kind={kind!r} was not computed; run partial_dependence(kind=...)")
@@ -82,7 +101,9 @@ def plot_partial_dependence(
     base = xr.Dataset({kind: pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])})
     if "component" in base.dims:
         base = base.sel(component="total", drop=True)
-    pc = wrap_collection(base, plot_collection, backend, ["feature"], pc_kwargs)
+    rows, cols = grid_shape(base.sizes["feature"], MAX_COLS)
+    figsize = (cols * PANEL_SIZE[0], rows * PANEL_SIZE[1])
+    pc = wrap_collection(base, plot_collection, backend, ["feature"], pc_kwargs, figsize, cols)
 
     kwargs = visual_kwargs(visuals, "ice")
     if ice and f"{kind}_ice" in dataset and kwargs is not False:
@@ -90,7 +111,7 @@ def plot_partial_dependence(
         if "component" in curves.dims:
             curves = curves.sel(component="total", drop=True)
         point_dim = next(d for d in curves.dims if d not in ("feature", "grid"))
-        kwargs = {"color": "B2", "alpha": 0.3, **kwargs}
+        kwargs = {"color": "B2", "alpha": 0.3, "zorder": ICE_Z, **kwargs}
         pc.map(
             multiple_lines,
             "ice",
@@ -101,19 +122,20 @@ def plot_partial_dependence(
         )
     kwargs = visual_kwargs(visuals, "band")
     if "chain" in pdp.dims and kwargs is not False:
-        prob = (
-            rcParams["stats.ci_prob"] if ci_prob is None else check_probability("ci_prob", ci_prob)
-        )
-        bounds = pdp.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=("chain", "draw"))
+        bounds = pdp.quantile(quantiles, dim=("chain", "draw"))
         band = xr.concat(
             [grid_value, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
             dim="plot_axis",
         ).assign_coords(plot_axis=["x", "y_bottom", "y_top"])
         pc.map(
-            _band, "band", data=xr.Dataset({kind: band}), **{"alpha": 0.3, "color": "C0", **kwargs}
+            _band,
+            "band",
+            data=xr.Dataset({kind: band}),
+            **{"alpha": 0.4, "color": "C0", "zorder": BAND_Z, **kwargs},
         )
     kwargs = visual_kwargs(visuals, "pdp")
     if kwargs is not False:
+        kwargs = {"width": 2.0, "zorder": PDP_Z, **kwargs}
         curve = pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])
         if "component" in curve.dims:
             for i, component in enumerate(curve["component"].values):
@@ -125,5 +147,11 @@ def plot_partial_dependence(
             pc.map(line_xy, "pdp", data=xr.Dataset({kind: line}), **{"color": "C0", **kwargs})
     kwargs = visual_kwargs(visuals, "title")
     if kwargs is not False:
-        pc.map(labelled_title, "title", subset_info=True, labeller=BaseLabeller(), **kwargs)
+        pc.map(feature_title, "title", subset_info=True, **kwargs)
+    kwargs = visual_kwargs(visuals, "labels")
+    if kwargs is not False:
+        label_axes(pc, "input value", Y_LABELS[kind], **kwargs)
+    if "component" in pdp.dims and visual_kwargs(visuals, "legend") is not False:
+        add_legend(pc, list(pdp["component"].values), title="entropy")
+    tidy_ticks(pc)
     return pc
