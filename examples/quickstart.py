@@ -50,12 +50,12 @@ def main():
     idata = pm_sens.sensitivity(idata, model, interactions=True)
     print("\nMoment-matched posterior predictive (the papers' setting);")
     print("intervals: 89% Bayesian bootstrap over the observations")
-    print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
+    print(pm_sens.summary(idata))
     save(pm_sens.plot_interactions(idata), "quickstart_interactions")
 
     idata = pm_sens.sensitivity(idata, model, mode="draw")
     print("\nPer posterior draw: posterior mean and 89% interval of each input's importance")
-    print(pm_sens.summary(idata).to_string(index=False, float_format="{:.3f}".format))
+    print(pm_sens.summary(idata))
     save(pm_sens.plot_importance(idata), "quickstart_importance")
 
 

@@ -7,6 +7,15 @@ from pm_sens.graph.predictive import Predictive
 from pm_sens.summary import summary
 from pm_sens.uncertainty import partial_dependence, permutation_importance
 
+#: The plots, loaded (with arviz-plots) on first use.
+_PLOTS = (
+    "plot_importance",
+    "plot_interactions",
+    "plot_local",
+    "plot_partial_dependence",
+    "plot_permutation_importance",
+)
+
 __all__ = [
     "Predictive",
     "__version__",
@@ -15,16 +24,8 @@ __all__ = [
     "permutation_importance",
     "sensitivity",
     "summary",
+    *_PLOTS,
 ]
-
-
-_PLOTS = (
-    "plot_importance",
-    "plot_interactions",
-    "plot_local",
-    "plot_partial_dependence",
-    "plot_permutation_importance",
-)
 
 
 def __getattr__(name):
@@ -34,3 +35,8 @@ def __getattr__(name):
 
         return getattr(plots, name)
     raise AttributeError(f"module 'pm_sens' has no attribute {name!r}")
+
+
+def __dir__():
+    """The module's names with the plots, so tab completion offers them."""
+    return sorted(set(globals()) | set(_PLOTS))

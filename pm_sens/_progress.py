@@ -2,7 +2,29 @@
 
 from contextlib import contextmanager
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+def progress_columns():
+    """What a bar shows: the task, the bar, draws done, time taken and time left.
+
+    The time taken stays on the finished bar, so a log says how long each step took.
+    """
+    return (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} draws"),
+        TextColumn("elapsed"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
 
 
 @contextmanager
@@ -11,12 +33,6 @@ def progress_bar(description, total, enabled):
     if not enabled:
         yield lambda n=1: None
         return
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} draws"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, transient=False) as progress:
+    with Progress(*progress_columns(), transient=False) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)

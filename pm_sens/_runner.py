@@ -31,6 +31,7 @@ from pm_sens._validate import (
     check_seed,
     is_lazy,
 )
+from pm_sens._version import __version__
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.model_queries import is_float
@@ -399,6 +400,23 @@ def point_coordinates(ctx):
         if var not in ctx.inputs and np.ndim(value) == 1 and var.name != dim:
             coords[var.name] = (dim, value)
     return coords
+
+
+def result_attrs(ctx):
+    """Attributes every result group carries: what was explained, with which inputs and draws.
+
+    ``inputs`` names the containers treated as continuous inputs (a rate per
+    unit), ``categorical_inputs`` those compared level by level; containers in
+    neither were held at their values.
+    """
+    return {
+        "likelihood": ctx.predictive.family,
+        "var_name": ctx.predictive.var_name or "",
+        "inputs": [str(v.name) for v in ctx.inputs],
+        "categorical_inputs": [level.label for level in ctx.levels],
+        "num_draws": ctx.draws.count,
+        "pm_sens_version": __version__,
+    }
 
 
 def per_draw_shape(ctx, array):

@@ -21,6 +21,7 @@ from pm_sens._runner import (
     moment_pass,
     per_draw_shape,
     point_coordinates,
+    result_attrs,
 )
 from pm_sens._validate import (
     as_name_list,
@@ -30,7 +31,6 @@ from pm_sens._validate import (
     check_positive,
     warn,
 )
-from pm_sens._version import __version__
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
@@ -532,7 +532,8 @@ def sensitivity(
         versions). A list computes several in one call.
     mode : {"moment", "draw"}
         ``"moment"``: the posterior predictive mixture, matched by moments to one
-        family (SPEC §2); the mean-based methods use the mixture mean.
+        family (user guide, "Moment mode and draw mode"); the mean-based methods
+        use the mixture mean.
         ``"draw"``: the likelihood of each posterior draw, giving the posterior
         distribution of each measure.
     alpha : float
@@ -691,15 +692,12 @@ def sensitivity(
         "mode": mode,
         "alpha": alpha,
         "family": matched.name,
-        "likelihood": ctx.predictive.family,
-        "var_name": ctx.predictive.var_name or "",
         "parametrization": "mean-variance",
         "fisher": fisher_note,
         "delta": delta,
         "kl_scheme": kl_scheme,
         "var_nodes": var_nodes,
-        "num_draws": ctx.draws.count,
-        "pm_sens_version": __version__,
+        **result_attrs(ctx),
     }
     if generic is not None:
         attrs["rule_mass_error"] = generic.mass_error

@@ -13,12 +13,12 @@ from pm_sens._runner import (
     make_context,
     per_draw_shape,
     point_coordinates,
+    result_attrs,
 )
 from pm_sens._validate import (
     check_finite_array,
     check_optional_positive_int,
 )
-from pm_sens._version import __version__
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.likelihoods import check_statistic
 from pm_sens.measures.integrated_gradients import (
@@ -157,8 +157,10 @@ def integrated_gradients(
         "feature")``), ``completeness_gap`` (``("chain", "draw", point_dim)``:
         ``Σ_d IG_d − (F(x) − F(b))``, zero up to quadrature error), and
         ``value`` / ``baseline_value`` (F at the points and at their baselines,
-        same dims as the gap); dask arrays when the points or the posterior
-        are dask-backed. Attrs record the statistic and n_steps.
+        same dims as the gap); coordinate ``input_value`` ``(point_dim,
+        "feature")`` holds the inputs at the points; dask arrays when the
+        points or the posterior are dask-backed. Attrs record the statistic,
+        n_steps and the containers treated as inputs.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
     ctx = make_context(
@@ -200,15 +202,14 @@ def integrated_gradients(
             "draw": ctx.draws.draw,
             **point_coordinates(ctx),
             "feature": ctx.points.features,
+            # the inputs at the points, for plotting attributions against them
+            "input_value": ((ctx.points.point_dim, "feature"), np.asarray(x)),
         },
         attrs={
             "method": "integrated_gradients",
             "statistic": statistic,
             "n_steps": n_steps,
-            "likelihood": ctx.predictive.family,
-            "var_name": ctx.predictive.var_name or "",
-            "num_draws": ctx.draws.count,
-            "pm_sens_version": __version__,
+            **result_attrs(ctx),
         },
     )
     return attach(idata, "attribution", dataset, extend_inferencedata)

@@ -108,7 +108,7 @@ def _global_samples(name, da, n_bootstrap, rng, skipna):
     return estimate, samples.transpose("sample", "feature")
 
 
-def _per_sd(name, da):
+def per_sd(name, da):
     """A per-unit measure times the sd of each continuous input over the points.
 
     Categorical inputs (a level change) and constant columns keep their values.
@@ -307,7 +307,7 @@ def _curve_table(dataset, names, ci_prob, ci_kind):
 def _variable_blocks(name, da, by, scale, **options):
     """Global samples of one variable: per entropy component, and per group of ``by``."""
     if scale == "sd":
-        da = _per_sd(name, da)
+        da = per_sd(name, da)
     if "component" in da.dims:
         return [
             block

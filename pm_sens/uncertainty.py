@@ -5,7 +5,14 @@ import xarray as xr
 
 from pm_sens import families
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._runner import compiled_for, draw_pass, make_context, moment_pass, per_draw_shape
+from pm_sens._runner import (
+    compiled_for,
+    draw_pass,
+    make_context,
+    moment_pass,
+    per_draw_shape,
+    result_attrs,
+)
 from pm_sens._validate import (
     as_name_list,
     check_bool,
@@ -14,7 +21,6 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_percentiles,
 )
-from pm_sens._version import __version__
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
@@ -288,10 +294,7 @@ def permutation_importance(
             "kind": kinds,
             "n_repeats": n_repeats,
             "random_seed": "none" if random_seed is None else str(random_seed),
-            "likelihood": ctx.predictive.family,
-            "var_name": ctx.predictive.var_name or "",
-            "num_draws": ctx.draws.count,
-            "pm_sens_version": __version__,
+            **result_attrs(ctx),
         },
     )
     if "entropy" not in kinds:
@@ -463,10 +466,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
             "kind": kinds,
             "grid_resolution": grid_resolution,
             "percentiles": list(percentiles),
-            "likelihood": ctx.predictive.family,
-            "var_name": ctx.predictive.var_name or "",
-            "num_draws": ctx.draws.count,
-            "pm_sens_version": __version__,
+            **result_attrs(ctx),
         },
     )
     return attach(idata, "partial_dependence", dataset, extend_inferencedata)

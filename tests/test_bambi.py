@@ -225,7 +225,30 @@ def test_unbuilt_bambi_model_is_refused(rng, data):
 def test_import_pm_sens_does_not_import_the_optional_extras():
     code = (
         "import sys, pm_sens\n"
+        "plots = [n for n in pm_sens.__all__ if n.startswith('plot_')]\n"
+        "assert len(plots) == 5 and set(plots) <= set(dir(pm_sens)), plots\n"
         "print(sorted(m for m in ('bambi', 'dask', 'arviz_plots') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "[]"  # listing the plots does not load arviz-plots
+
+
+def test_an_offset_column_is_an_input_until_left_out(rng, data):
+    """``offset(np.log(z))`` in a Poisson formula: z is an input by default (the
+    result's attrs say so) and leaves the inputs with ``inputs=``."""
+    model = bmb.Model("count ~ x + offset(np.log(z))", data, family="poisson")
+    model.build()
+    draws = {"Intercept": rng.normal(size=(1, 3)), "x": rng.normal(size=(1, 3))}
+    out = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+    assert out["sensitivity"].attrs["inputs"] == ["x", "z"]
+    # exp(a + b x + log z) = z exp(a + b x): R-sens of z per draw is sqrt(mu) / z
+    mu = np.exp(draws["Intercept"][0][:, None] + draws["x"][0][:, None] * data.x.to_numpy())
+    mu = mu * data.z.to_numpy()
+    np.testing.assert_allclose(
+        out["sensitivity"]["rsens"].isel(chain=0).sel(feature="z"),
+        np.sqrt(mu) / data.z.to_numpy(),
+    )
+    left_out = pm_sens.sensitivity(
+        posterior(draws), model, inputs="x", mode="draw", progressbar=False
+    )["sensitivity"]
+    assert left_out.attrs["inputs"] == ["x"] and list(left_out["feature"].values) == ["x"]

@@ -1,6 +1,8 @@
 """Engine behaviour: compiled graphs reused, labels carried over, thinning, the
 generic Fisher fallback, user-built predictives."""
 
+import re
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -181,4 +183,6 @@ def test_no_output_at_all_without_progress_bars(logistic, capfd):
     captured = capfd.readouterr()
     assert captured.out == "" and captured.err == ""
     pm_sens.sensitivity(idata, model, progressbar=True)
-    assert "R-sens" in capfd.readouterr().out
+    finished = capfd.readouterr().out
+    assert "R-sens" in finished
+    assert re.search(r"elapsed \d+:\d\d:\d\d", finished)  # the time taken stays in the log

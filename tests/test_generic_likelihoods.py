@@ -7,6 +7,8 @@ with the KL divergences computed from SciPy densities (sums over the support,
 of the summation/quadrature route.
 """
 
+import contextlib
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -27,17 +29,19 @@ def _sigmoid(z):
 
 def _kl_discrete(logpmf_p, logpmf_q, top=400):
     k = np.arange(top)
-    lp, lq = logpmf_p(k), logpmf_q(k)
-    p = np.exp(lp)
-    return np.sum(np.where(p > 0, p * (lp - lq), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):  # log 0 where there is no mass
+        lp, lq = logpmf_p(k), logpmf_q(k)
+        p = np.exp(lp)
+        return np.sum(np.where(p > 0, p * (lp - lq), 0.0))
 
 
 def _kl_continuous(logpdf_p, logpdf_q, low, high, masses=()):
     """∫ p log(p/q) over (low, high), plus point masses (log mass p, log mass q)."""
 
     def integrand(y):
-        lp = logpdf_p(y)
-        return np.exp(lp) * (lp - logpdf_q(y)) if np.isfinite(lp) else 0.0
+        with np.errstate(over="ignore"):  # SciPy's logpdf far in a tail (Gumbel's exp(-x))
+            lp = logpdf_p(y)
+            return np.exp(lp) * (lp - logpdf_q(y)) if np.isfinite(lp) else 0.0
 
     value = integrate.quad(integrand, low, high, epsabs=1e-15, epsrel=1e-12, limit=500)[0]
     return value + sum(np.exp(mp) * (mp - mq) for mp, mq in masses)
@@ -250,7 +254,7 @@ def _custom_logp(value, mu, sigma):
 
 def _zip_logpmf(x):
     poisson = stats.poisson(np.exp(B * x))
-    return lambda k: np.log(0.3 * (k == 0) + 0.7 * poisson.pmf(k))
+    return lambda k: np.log(0.3 * (k == 0) + 0.7 * poisson.pmf(k))  # -inf past the mass
 
 
 def _nbinom(mu, alpha):
@@ -332,14 +336,22 @@ def test_kl_and_mean_baselines_through_the_generic_route(name):
     E[y] = ψ μ for both (hurdle Gamma: ψ·μ; zero-inflated binomial: ψ·n·p)."""
     build, _ = CASES[name]
     model, idata = _fit(build)
-    out = pm_sens.sensitivity(
-        idata,
-        model,
-        mode="draw",
-        method=["rsens", "kl", "ead", "aed", "var"],
-        kl_scheme="central",
-        progressbar=False,
-    )["sensitivity"]
+    # VAR's outer Gauss–Hermite nodes reach exp(B x) where the hurdle Gamma's
+    # density spikes at 0, and the quadrature says how well it still integrates
+    expected_warning = (
+        pytest.warns(UserWarning, match=r"integrates its density to 1 only within 0.002")
+        if name == "hurdle_gamma"
+        else contextlib.nullcontext()
+    )
+    with expected_warning:
+        out = pm_sens.sensitivity(
+            idata,
+            model,
+            mode="draw",
+            method=["rsens", "kl", "ead", "aed", "var"],
+            kl_scheme="central",
+            progressbar=False,
+        )["sensitivity"]
     np.testing.assert_allclose(out["kl"].values, out["rsens"].values, rtol=1e-5)
     if name == "hurdle_gamma":  # 0.7 exp(B x)
         slope = 0.7 * B * np.exp(B * XS)

@@ -210,3 +210,14 @@ def test_data_in_a_prior_only_is_not_an_input(rng):
     draws = {"x_true": rng.normal(size=(1, 2, n)), "b": rng.normal(size=(1, 2, 2))}
     out = pm_sens.sensitivity(posterior(draws), model, progressbar=False)
     assert list(out["sensitivity"]["feature"].values) == ["z"]
+
+
+def test_results_say_which_containers_were_inputs(radon_like):
+    model, idata, *_ = radon_like
+    group = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    assert group.attrs["inputs"] == ["floor", "uranium"]  # uranium read per house
+    assert group.attrs["categorical_inputs"] == ["county_idx"]
+    only = pm_sens.permutation_importance(
+        idata, model, inputs="floor", kind="entropy", n_repeats=1, progressbar=False
+    )["permutation_importance"]
+    assert only.attrs["inputs"] == ["floor"] and only.attrs["categorical_inputs"] == []

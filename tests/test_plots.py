@@ -60,6 +60,15 @@ def test_plot_interactions(idata, tmp_path):
         f"{pairs.isel(feature=i, feature_bis=j).item():.2g}" for i, j in [(1, 0), (2, 0), (2, 1)]
     ]
     assert [t for t in texts if t[0].isdigit()] == expected  # the pairs, not the diagonal
+    per_sd = pm_sens.plot_interactions(idata, scale="sd", backend="matplotlib")
+    sd = idata["sensitivity"]["input_value"].std("obs").values
+    expected = [
+        f"{pairs.isel(feature=i, feature_bis=j).item() * sd[i] * sd[j]:.2g}"
+        for i, j in [(1, 0), (2, 0), (2, 1)]
+    ]
+    texts = assert_readable(per_sd)
+    assert [t for t in texts if t[0].isdigit()] == expected
+    assert "R-sens2 of each pair\n(per sd of each input; mean over points)" in texts
     pc.savefig(tmp_path / "interactions.png")
     assert (tmp_path / "interactions.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"var_name='rsens' is not a pairwise measure"):

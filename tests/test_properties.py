@@ -327,6 +327,7 @@ PLOT_ARGS = {
     "plot_interactions": {
         "var_name": ["nope", "rsens", 5],
         "group": ["nope", 5],
+        "scale": ["nope", None],
         "backend": ["nope", 5],
     },
 }

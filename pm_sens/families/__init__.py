@@ -41,7 +41,7 @@ MOMENT_FAMILIES: dict[str, Family] = {
     )
 }
 
-#: The moment-matched family chosen for each likelihood support (SPEC §2).
+#: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
 DEFAULT_MOMENT_FAMILY = {
     "real": "normal",
     "positive": "gamma",

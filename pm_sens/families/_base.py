@@ -53,7 +53,7 @@ class Family:
         ``whitened_hessian(phi, jac, hess, **fixed) -> (u, corr)``, the second
         derivatives mapped to the mean–variance parametrization by the chain
         rule and whitened there (R-sens2 is not invariant to the
-        parametrization; SPEC §3 pins mean–variance). Without it, `whitened`
+        parametrization; the papers pin mean–variance). Without it, `whitened`
         of ``hess``.
     """
 

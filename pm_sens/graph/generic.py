@@ -177,7 +177,7 @@ def _support_bounds(out):
 
 
 def _support_name(rv):
-    """The moment-matching support of a continuous likelihood (SPEC §2)."""
+    """The moment-matching support of a continuous likelihood (user guide, "Likelihoods")."""
     try:
         bounds = _support_bounds(rv)
     except NotImplementedError:

@@ -7,7 +7,7 @@ Cholesky depends on the draw only, so after draw vectorization it is one
 batched factorization per chunk, shared by all points and features.
 
 For a latent GP ``f`` with link ``h``, each draw's predictive mean ``E[h(f*)]``
-has closed forms (SPEC §3): identity μ; exp ``exp(μ + v/2)``; probit
+has closed forms: identity μ; exp ``exp(μ + v/2)``; probit
 ``Φ(μ/sqrt(1 + v))``; square ``μ² + v``; logistic (and any callable link) by
 Gauss–Hermite quadrature.
 """

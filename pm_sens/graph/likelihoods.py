@@ -4,7 +4,7 @@ For each supported likelihood, a :class:`Likelihood` maps PyMC's own parameters
 (in the order of ``op.dist_params``) to
 
 - ``draw_parameters``: the family's parameters in the mean–variance
-  parametrization (SPEC §3) whose Fisher information ``draw_family`` gives;
+  parametrization whose Fisher information ``draw_family`` gives;
 - ``moments``: the per-draw predictive mean (or class probabilities) and
   variance, averaged over draws for the moment-matched predictive.
 """

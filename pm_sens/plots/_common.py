@@ -10,7 +10,7 @@ from arviz_plots import PlotCollection
 from arviz_plots.plot_collection import backend_from_object
 
 from pm_sens._validate import check_choice, check_probability
-from pm_sens.summary import PER_UNIT, PER_UNIT_PAIR, summary
+from pm_sens.summary import PER_UNIT, PER_UNIT_PAIR, SIGNED, summary
 
 #: arviz-plots backends.
 BACKENDS = ("matplotlib", "bokeh", "plotly", "none")
@@ -25,7 +25,7 @@ MEASURES = {
     "rsens2": ("R-sens2", "per unit of each input"),
     "eah": ("EAH", "per unit of each input"),
     "aeh": ("AEH", "per unit of each input"),
-    "ig": ("IG", "mean |attribution|"),
+    "ig": ("IG", "attribution, units of the explained quantity"),
     "entropy_pfi": ("entropy PFI", "nats per point"),
     "likelihood_pfi": ("likelihood PFI", "nats per point"),
 }
@@ -61,12 +61,17 @@ def measure_name(variable):
     return f"{name}: {component.rstrip(']')}" if component else name
 
 
-def axis_label(variable, scale="input"):
-    """The measure and its unit, e.g. ``R-sens (per unit of input)`` or ``(per sd of input)``."""
+def axis_label(variable, scale="input", global_=False):
+    """The measure and its unit, e.g. ``R-sens (per unit of input)`` or ``(per sd of input)``.
+
+    ``global_``: the label of the global importance, ``mean |IG|`` for signed measures.
+    """
     base = variable.partition("[")[0]
     name, unit = MEASURES.get(base, (base, ""))
     if scale == "sd" and base in PER_UNIT + PER_UNIT_PAIR:
         unit = unit.replace("unit", "sd")
+    if global_ and base in SIGNED:
+        name = f"mean |{name}|"
     return f"{name} ({unit})" if unit else name
 
 

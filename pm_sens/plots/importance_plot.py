@@ -148,7 +148,7 @@ def plot_importance(
             text = _panel_title(name, len(names), counts[name])
             pc.map(labelled_title, "title", data=data, text=text, **title)
         if xlabel is not False:
-            text = axis_label(name, scale)
+            text = axis_label(name, scale, global_=True)
             pc.map(labelled_x, "xlabel", data=data, text=text, store_artist=False, **xlabel)
     limits = (-(dataset.sizes["rank"] - 0.5), 0.5)
     pc.map(set_ylim, "ylim", limits=limits, store_artist=False)

@@ -5,7 +5,7 @@ import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import labelled_title, set_xlim, set_ylim
 
-from pm_sens._validate import group_dataset
+from pm_sens._validate import check_choice, group_dataset
 from pm_sens.plots._common import (
     axis_label,
     label_width,
@@ -14,6 +14,7 @@ from pm_sens.plots._common import (
     visual_kwargs,
     wrap_collection,
 )
+from pm_sens.summary import SCALES, per_sd
 
 #: Side of one cell in inches (room for a 6-character value at 7 points).
 CELL = 0.5
@@ -39,7 +40,8 @@ def _cells(da, target, text_size=7, **kwargs):
     """Each pair (row below column) as a square shaded by its value, the value written in it."""
     backend = backend_from_object(target)
     values = np.asarray(da)
-    largest = np.nanmax(values) if np.isfinite(values).any() else 0.0
+    pairs = values[np.tril_indices(len(values), k=-1)]
+    largest = np.nanmax(pairs) if np.isfinite(pairs).any() else 0.0
     artists = []
     for row, col in zip(*np.tril_indices(len(values), k=-1), strict=True):
         value = values[row, col]
@@ -76,6 +78,7 @@ def plot_interactions(
     *,
     var_name="rsens2",
     group="sensitivity",
+    scale="input",
     plot_collection=None,
     backend=None,
     visuals=None,
@@ -97,6 +100,9 @@ def plot_interactions(
         ``"rsens2"``, ``"eah"`` or ``"aeh"``.
     group : str
         The group holding it.
+    scale : {"input", "sd"}
+        As in :func:`pm_sens.summary`: per unit of each input of the pair, or
+        per standard deviation of each (the value times both sds).
     plot_collection, backend, visuals, **pc_kwargs
         As in :func:`pm_sens.plot_importance`; visuals ``"cells"`` (keyword
         ``text_size``), ``"ticks"`` and ``"title"``.
@@ -106,11 +112,12 @@ def plot_interactions(
     arviz_plots.PlotCollection
     """
     backend = resolve_backend(backend, plot_collection)
+    check_choice("scale", scale, SCALES)
     dataset = group_dataset(dt, group)
     if var_name not in dataset or "feature_bis" not in dataset[var_name].dims:
         valid = [n for n in dataset.data_vars if "feature_bis" in dataset[n].dims]
         raise ValueError(f"var_name={var_name!r} is not a pairwise measure; valid: {valid}")
-    da = dataset[var_name]
+    da = per_sd(var_name, dataset[var_name]) if scale == "sd" else dataset[var_name]
     average = [d for d in da.dims if d not in ("feature", "feature_bis")]
     mean = da.mean(average).transpose("feature", "feature_bis")
     # features with no pairwise values (categorical inputs, constant columns) are left out
@@ -129,7 +136,7 @@ def plot_interactions(
         pc.map(_ticks, "ticks", data=matrix, labels=labels, store_artist=False, **kwargs)
     kwargs = visual_kwargs(visuals, "title")
     if kwargs is not False:
-        unit = axis_label(var_name).removeprefix(measure_name(var_name)).strip(" ()")
+        unit = axis_label(var_name, scale).removeprefix(measure_name(var_name)).strip(" ()")
         text = f"{measure_name(var_name)} of each pair\n({unit}; mean over points)"
         pc.map(labelled_title, "title", data=matrix, text=text, **kwargs)
     # the lower triangle, half a cell of margin around it; first row at the top

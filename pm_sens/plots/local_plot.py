@@ -81,11 +81,12 @@ def plot_local(
     Parameters
     ----------
     dt : xarray.DataTree
-        Holds the group written by :func:`pm_sens.sensitivity`.
+        Holds the group written by :func:`pm_sens.sensitivity` (or by
+        :func:`pm_sens.integrated_gradients`).
     var_name : str
-        A local measure: ``"rsens"``, ``"kl"``, ``"var"``, ``"ead"``.
+        A local measure: ``"rsens"``, ``"kl"``, ``"var"``, ``"ead"`` (or ``"ig"``).
     group : str
-        The group holding it.
+        The group holding it: ``"sensitivity"`` or ``"attribution"``.
     features : list of str, optional
         Features to plot; default all.
     color_by : str, optional
