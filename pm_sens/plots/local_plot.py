@@ -55,7 +55,12 @@ def _groups(dataset, local, color_by):
         edges = np.quantile(values, [0.25, 0.5, 0.75])
         codes = np.searchsorted(edges, values)
         return [(f"{color_by} q{k + 1}", codes == k) for k in range(4)]
-    return [(f"{color_by}={level}", values == level) for level in levels]
+    return [(f"{color_by}={_short(level)}", values == level) for level in levels]
+
+
+def _short(level):
+    """A level as a legend shows it: floats to 3 significant digits."""
+    return f"{level:.3g}" if isinstance(level, float | np.floating) else str(level)
 
 
 def plot_local(
