@@ -110,6 +110,16 @@ def grid_shape(n_plots, max_cols):
     return rows, math.ceil(n_plots / rows)
 
 
+#: Plots per row of a grid with one plot per feature, and the size of one, in inches.
+MAX_COLS, PANEL_SIZE = 4, (3.2, 2.6)
+
+
+def feature_grid_size(n_features):
+    """Figure size (inches) and columns of a grid with one plot per feature."""
+    rows, cols = grid_shape(n_features, MAX_COLS)
+    return (cols * PANEL_SIZE[0], rows * PANEL_SIZE[1]), cols
+
+
 def label_width(labels):
     """Inches a column of tick labels takes at the default font size."""
     return CHAR_WIDTH * max((len(str(label)) for label in labels), default=0)

@@ -8,8 +8,8 @@ from pm_sens._validate import check_names_in, group_dataset
 from pm_sens.plots._common import (
     add_legend,
     axis_label,
+    feature_grid_size,
     feature_title,
-    grid_shape,
     interval_quantiles,
     label_axes,
     resolve_backend,
@@ -19,8 +19,6 @@ from pm_sens.plots._common import (
 )
 
 _MAX_GROUPS = 10
-#: Plots per row, and the size of one plot in inches.
-MAX_COLS, PANEL_SIZE = 4, (3.2, 2.6)
 
 
 def _local_values(dataset, var_name):
@@ -121,8 +119,7 @@ def plot_local(
     x = dataset["input_value"].sel(feature=local["feature"])
     estimate = local.mean(sample_dims)
     points = _stacked([x, estimate], ["x", "y"], var_name)
-    rows, cols = grid_shape(local.sizes["feature"], MAX_COLS)
-    figsize = (cols * PANEL_SIZE[0], rows * PANEL_SIZE[1])
+    figsize, cols = feature_grid_size(local.sizes["feature"])
     pc = wrap_collection(
         points.sel(plot_axis="y"), plot_collection, backend, ["feature"], pc_kwargs, figsize, cols
     )

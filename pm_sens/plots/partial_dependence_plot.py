@@ -7,8 +7,8 @@ from arviz_plots.visuals import line_xy, multiple_lines
 from pm_sens._validate import check_choice, check_names_in, group_dataset
 from pm_sens.plots._common import (
     add_legend,
+    feature_grid_size,
     feature_title,
-    grid_shape,
     interval_quantiles,
     label_axes,
     resolve_backend,
@@ -24,8 +24,6 @@ Y_LABELS = {
     "entropy": "predictive entropy (nats)",
     "log_likelihood": "log density of observed y",
 }
-#: Plots per row, and the size of one plot in inches.
-MAX_COLS, PANEL_SIZE = 4, (3.2, 2.6)
 #: Drawing order: ICE curves behind the band, the PDP in front.
 ICE_Z, BAND_Z, PDP_Z = 1, 2, 3
 
@@ -101,8 +99,7 @@ def plot_partial_dependence(
     base = xr.Dataset({kind: pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])})
     if "component" in base.dims:
         base = base.sel(component="total", drop=True)
-    rows, cols = grid_shape(base.sizes["feature"], MAX_COLS)
-    figsize = (cols * PANEL_SIZE[0], rows * PANEL_SIZE[1])
+    figsize, cols = feature_grid_size(base.sizes["feature"])
     pc = wrap_collection(base, plot_collection, backend, ["feature"], pc_kwargs, figsize, cols)
 
     kwargs = visual_kwargs(visuals, "ice")
