@@ -10,9 +10,11 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 4. Permutation importance ÷ (repeats × features + 1) forward evaluations
    (bench_uncertainty.py), and the default entropy calls on a Poisson
    regression with exposure (bench_count_entropy.py, target <= 10 s each).
-5. Scaling of time and peak memory with S, N and D (moment-mode R-sens, each in
+5. summary and importance at S=4000, D=10 ÷ one NumPy mean over the points
+   (bench_summary.py, target summary <= 50 ms).
+6. Scaling of time and peak memory with S, N and D (moment-mode R-sens, each in
    a fresh process), up to S=4000, N=100000, D=20 (target < 2 GB).
-6. Local values larger than memory: draw-mode R-sens on dask-backed points at
+7. Local values larger than memory: draw-mode R-sens on dask-backed points at
    S=4000, N=100000, D=20 (64 GB of local values) reduced block by block to each
    draw's mean over points; time ÷ the moment-mode call and peak memory.
 """
@@ -26,6 +28,7 @@ import numpy as np
 sys.path.insert(0, "benchmarks")
 import bench_count_entropy  # noqa: E402
 import bench_rsens  # noqa: E402
+import bench_summary  # noqa: E402
 import bench_uncertainty  # noqa: E402
 from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
 
@@ -118,6 +121,7 @@ def main():
     )
     bench_uncertainty.main()
     bench_count_entropy.main()
+    bench_summary.main()
     if quick:
         configs = [(400, 1000, 5), (800, 1000, 5)]
     else:

@@ -4,7 +4,7 @@ from pm_sens._version import __version__
 from pm_sens.api import sensitivity
 from pm_sens.attribution import integrated_gradients
 from pm_sens.graph.predictive import Predictive
-from pm_sens.summary import summary
+from pm_sens.summary import importance, summary
 from pm_sens.uncertainty import partial_dependence, permutation_importance
 
 #: The plots, loaded (with arviz-plots) on first use.
@@ -19,6 +19,7 @@ _PLOTS = (
 __all__ = [
     "Predictive",
     "__version__",
+    "importance",
     "integrated_gradients",
     "partial_dependence",
     "permutation_importance",

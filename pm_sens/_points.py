@@ -152,7 +152,10 @@ def resolve_inputs(
 
     candidates = [v for v in variables if eligible(v)]
     if inputs is None:
-        pool = predictive.inputs if differentiable else variables
+        # permutations and grids may also move integer per-point containers, but a
+        # predictive over new inputs (a GP's) has only its own inputs: the data it
+        # holds are its training set
+        pool = variables if not differentiable and predictive.data_per_point else predictive.inputs
         chosen = [v for v in pool if (is_float(v) or not differentiable) and per_point(v)]
         grouped = [
             v

@@ -81,18 +81,26 @@ def _global_samples(name, da, n_bootstrap, rng, skipna):
     of ``attrs["values"]``.
     """
     da = abs(da) if name in SIGNED else da
-    nonfinite = ~np.isfinite(da)
-    da = da.where(~nonfinite)
     points = _point_dims(da)
-    over = points + [d for d in ("chain", "draw", "repeat") if d in da.dims]
-    estimate = xr.Dataset(
-        {"importance": da.mean(over, skipna=skipna), "nonfinite": nonfinite.sum(over)},
-        attrs={"values": int(np.prod([da.sizes[d] for d in over]))},
-    )
+    repeats = [d for d in ("chain", "draw", "repeat") if d in da.dims]
+    attrs = {"values": int(np.prod([da.sizes[d] for d in points + repeats]))}
+    by_sample = None if da.chunks else da.mean(points, skipna=False)
+    if by_sample is not None and np.isfinite(by_sample.values).all():
+        # a mean over values with a nan or inf among them is not finite, so every
+        # local value is: the estimate follows from one pass over them
+        importance = by_sample.mean(repeats)
+        nonfinite = xr.zeros_like(importance, dtype=int)
+    else:
+        nonfinite = ~np.isfinite(da)
+        da = da.where(~nonfinite)
+        by_sample = da.mean(points, skipna=skipna)
+        importance = da.mean(points + repeats, skipna=skipna)
+        nonfinite = nonfinite.sum(points + repeats)
+    estimate = xr.Dataset({"importance": importance, "nonfinite": nonfinite}, attrs=attrs)
     if "chain" in da.dims:
-        samples = da.mean(points, skipna=skipna).stack(sample=SAMPLE_DIMS)
+        samples = by_sample.stack(sample=SAMPLE_DIMS)
     elif "repeat" in da.dims:
-        samples = da.mean(points, skipna=skipna).rename(repeat="sample")
+        samples = by_sample.rename(repeat="sample")
     elif points:
         stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
         weights = _bootstrap_weights(rng, n_bootstrap, stacked)
@@ -131,6 +139,47 @@ def _ci_bounds(da, ci_prob, ci_kind, dims):
     """Lower and upper interval bounds over ``dims`` (ETI or HDI)."""
     bounds = (hdi if ci_kind == "hdi" else eti)(da, prob=ci_prob, dim=list(dims))
     return bounds.sel(ci_bound="lower", drop=True), bounds.sel(ci_bound="upper", drop=True)
+
+
+def importance(idata, var_name="rsens", *, group="sensitivity", scale="input"):
+    """Global importance of each feature (or pair) as a DataArray, the draws kept.
+
+    The mean over the points of the local values (of their absolute values for
+    signed attributions such as ``ig``): the number :func:`summary` ranks, before
+    any interval, ranking or table — for loops over data sets or models.
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        Holds the group written by a pm_sens function.
+    var_name : str
+        A variable of the group with a feature dim: ``"rsens"``, ``"rsens2"``,
+        ``"kl"``, ``"ig"``, ``"entropy_pfi"``, …
+    group : str
+        ``"sensitivity"``, ``"attribution"`` or ``"permutation_importance"``.
+    scale : {"input", "sd"}
+        As in :func:`summary`: per unit of each input, or per standard deviation.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("feature",)`` (moment mode), ``("chain", "draw", "feature")``
+        (draw mode, attribution), ``("repeat", "feature"[, "component"])``
+        (permutation importance); second-order variables keep ``feature_bis``
+        (the diagonal is each feature's curvature). A feature with a non-finite
+        local value (nan, inf) gets nan; :func:`summary` counts and names them.
+    """
+    check_choice("scale", scale, SCALES)
+    dataset = group_dataset(idata, group)
+    valid = _variables(dataset, None)
+    if var_name not in valid:
+        raise ValueError(
+            f"var_name={var_name!r} is not a per-feature variable of group {group!r}; "
+            f"valid: {valid}"
+        )
+    da = per_sd(var_name, dataset[var_name]) if scale == "sd" else dataset[var_name]
+    da = abs(da) if var_name in SIGNED else da
+    return da.mean(_point_dims(da), skipna=False).rename(var_name)
 
 
 def _interval(samples, ci_prob, ci_kind):

@@ -302,6 +302,35 @@ def permutation_importance(
     return attach(idata, "permutation_importance", dataset, extend_inferencedata)
 
 
+def _custom_grids(grid, labels, selected, integer):
+    """``grid`` validated: {column index: 1-D array of finite values} for the selected features."""
+    if grid is None:
+        return {}
+    if not isinstance(grid, dict):
+        raise TypeError(
+            f"grid={grid!r} is not valid; give a dict {{feature: values}}, e.g. "
+            f"{{{labels[selected[0]]!r}: [0.0, 1.0, 2.0]}}"
+        )
+    chosen = [labels[d] for d in selected]
+    custom = {}
+    for name, values in grid.items():
+        if name not in chosen:
+            raise ValueError(f"grid has feature {name!r}, not among the features {chosen}")
+        values = check_finite_array(f"grid[{name!r}]", values)
+        d = labels.index(name)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(
+                f"grid[{name!r}] has shape {values.shape}; give a non-empty 1-D list of values"
+            )
+        if integer[d] and not np.array_equal(values, np.round(values)):
+            raise ValueError(
+                f"grid[{name!r}]={values.tolist()} holds non-integers; {name!r} is an integer "
+                "input (a group index or flag), so its grid values must be its levels"
+            )
+        custom[d] = values
+    return custom
+
+
 def _integer_columns(ctx):
     """Whether each feature column comes from an integer container."""
     return [
@@ -325,6 +354,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     kind=("mean", "entropy"),
     grid_resolution=50,
     percentiles=(0.05, 0.95),
+    grid=None,
     ice=True,
     predictive=None,
     num_draws=None,
@@ -354,6 +384,11 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         Quantile grid size per float feature (duplicates removed).
     percentiles : tuple of float
         Range of the quantile grid. Integer inputs use their observed levels.
+    grid : dict, optional
+        Explicit grid values per feature, ``{"x1": [0.0, 0.5, 1.0]}`` (as
+        scikit-learn's ``custom_values``), in the order given; the other
+        features get the quantile grid. Values of an integer input must be
+        integers (its levels).
     ice : bool
         Also return the per-point curves.
 
@@ -396,7 +431,13 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     ]
     x = feature_matrix(ctx.points.values, ctx.inputs)
     integer = _integer_columns(ctx)
-    grids = [feature_grid(x[:, d], grid_resolution, percentiles, integer[d]) for d in selected]
+    custom = _custom_grids(grid, labels, selected, integer)
+    grids = [
+        custom[d]
+        if d in custom
+        else feature_grid(x[:, d], grid_resolution, percentiles, integer[d])
+        for d in selected
+    ]
     points_grid = grid_features(x, selected, grids)  # (F, K, N, D)
     n_features, width, n = points_grid.shape[:3]
     rows = points_grid.reshape(-1, x.shape[1])
@@ -465,6 +506,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
             "method": "partial_dependence",
             "kind": kinds,
             "grid_resolution": grid_resolution,
+            "custom_grid": sorted(labels[d] for d in custom),
             "percentiles": list(percentiles),
             **result_attrs(ctx),
         },

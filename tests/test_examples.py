@@ -1,5 +1,6 @@
 """Every example runs from a clean checkout (small sizes where the example allows)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,17 @@ QUICK = {
     "gp_regression.py": ["--quick"],
     "gp_poisson.py": ["--quick"],
     "bambi_radon.py": ["--quick"],
+    "counts_exposure.py": ["--quick"],
+}
+#: What each example's output must show, as regular expressions (default: a ranked
+#: table of some measure).
+CLAIMS = {
+    "counts_exposure.py": [
+        r"inputs=\['traffic', 'temp_c', 'log_exposure'\], categorical_inputs=\['rain'\]",
+        r"log_exposure\s+rate\s+[\d.]+\s+1\n",  # the offset ranks first by default
+        r"temp_c\s+rate\s+0\.0[0-9]+\s+0\.[23]",  # small per degree, a third of traffic per sd
+        r"EAH of the linear predictor, traffic:temp_c: 0\.0e\+00",  # additive on η
+    ],
 }
 
 
@@ -26,4 +38,7 @@ def test_example_runs(script):
         timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "rsens" in result.stdout or "pfi" in result.stdout
+    for claim in CLAIMS.get(script, []):
+        assert re.search(claim, result.stdout), f"{claim!r} not in:\n{result.stdout[-3000:]}"
+    if script not in CLAIMS:
+        assert "rsens" in result.stdout or "pfi" in result.stdout

@@ -259,3 +259,37 @@ def test_marginal_gp_model_without_a_gp_predictive_gets_a_clear_error(rng, data)
     idata = posterior({"ls": LS[None, None]})
     with pytest.raises(ValueError, match=r"'y' is multivariate.*Predictive.from_gp"):
         pm_sens.sensitivity(idata, model)
+
+
+@pytest.mark.parametrize("n_new", [6, 25])  # another size than the training set, and the same
+def test_permutations_and_grids_follow_the_gp_predictive_inputs(rng, data, n_new):
+    """Training data held in pm.Data are the GP's, not per-point features: PFI and PDP
+    move only the predictive's X, and the PDP is the GP conditional mean on the grid."""
+    x, _ = data
+    x_new = rng.uniform(-1, 1, size=(n_new, D))
+    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1]
+    with pm.Model() as model:
+        xd, yd = pm.Data("X_train", x), pm.Data("y_train", y)
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        eta = pm.HalfNormal("eta", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
+        gp.marginal_likelihood("y", X=xd, y=yd, sigma=SIGMA)
+    idata = posterior(_hyperparameters())
+    pred = pm_sens.Predictive.from_gp(gp, feature_names=["u", "v"])
+    options = dict(predictive=pred, points={"X": x_new}, progressbar=False)
+    pdp = pm_sens.partial_dependence(idata, model, kind="mean", grid_resolution=5, **options)[
+        "partial_dependence"
+    ]
+    assert list(pdp["feature"].values) == ["u", "v"]
+    assert pdp.attrs["inputs"] == ["X"]
+    grid = pdp["grid_value"].sel(feature="u").values
+    for k, g in enumerate(grid):
+        moved = x_new.copy()
+        moved[:, 0] = g
+        mean = _conditional(x, y, moved, SIGMA**2)[0]
+        np.testing.assert_allclose(pdp["mean_ice"].sel(feature="u").values[k], mean, rtol=1e-8)
+    pfi = pm_sens.permutation_importance(
+        idata, model, kind="entropy", n_repeats=2, random_seed=0, **options
+    )["permutation_importance"]
+    assert list(pfi["feature"].values) == ["u", "v"]
+    assert np.all(np.isfinite(pfi["entropy_pfi"].values))

@@ -195,7 +195,14 @@ def wide():
     idata = posterior({"b": draws})
     idata["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", rng.poisson(1.0, n))}))
     options = {"progressbar": False}
-    idata = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, **options)
+    idata = pm_sens.sensitivity(idata, model, mode="draw", **options)
+    # the layout needs R-sens2's shape, not its values: products of R-sens, which
+    # spare the tests the second-derivative graph of 20 inputs
+    group = idata["sensitivity"].to_dataset()
+    rsens = group["rsens"]
+    group["rsens2"] = rsens * rsens.rename(feature="feature_bis")
+    group = group.assign_coords(feature_bis=group["feature"].values)
+    idata["sensitivity"] = xr.DataTree(group)
     idata = pm_sens.permutation_importance(idata, model, n_repeats=3, **options)
     return pm_sens.partial_dependence(idata, model, grid_resolution=8, **options)
 

@@ -149,14 +149,23 @@ def test_partial_dependence_curves_as_tables(fitted):
 
 
 def test_printed_table_shows_every_row_within_100_columns(rng, monkeypatch):
+    import xarray as xr
+
     names = [f"long_feature_name_{i:02d}" for i in range(20)]
-    n = 25
-    with pm.Model(coords={"col": names}) as model:
-        xd = pm.Data("X", rng.normal(size=(n, 20)), dims=("obs", "col"))
-        b = pm.Normal("b", dims="col")
-        pm.Poisson("y", mu=pm.math.exp(0.2 * xd @ b), observed=np.ones(n, int))
-    idata = posterior({"b": rng.normal(0.5, 0.2, size=(1, 10, 20))})
-    idata = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)
+    local = rng.gamma(2.0, size=(25, 20))
+    pairs = rng.gamma(2.0, size=(25, 20, 20))
+    group = xr.Dataset(
+        {
+            "rsens": (("obs", "feature"), local),
+            "rsens2": (("obs", "feature", "feature_bis"), (pairs + pairs.transpose(0, 2, 1))),
+        },
+        coords={
+            "feature": names,
+            "feature_bis": names,
+            "feature_kind": ("feature", ["rate"] * 20),
+        },
+    )
+    idata = xr.DataTree.from_dict({"sensitivity": group})
     monkeypatch.setenv("COLUMNS", "100")
     table = pm_sens.summary(idata)
     text = str(table)
@@ -169,3 +178,31 @@ def test_printed_table_shows_every_row_within_100_columns(rng, monkeypatch):
     assert lines[0] == "rsens" and "rsens2" in lines  # one block per variable, under its name
     assert "variable" not in lines[1] and lines[1].split()[0] == "feature"
     assert type(table.head(3)) is type(table)
+
+
+def test_importance_is_the_mean_over_points_with_the_draws_kept(fitted):
+    model, idata = fitted
+    draw = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, progressbar=False)
+    got = pm_sens.importance(draw)
+    assert got.dims == ("chain", "draw", "feature") and got.name == "rsens"
+    local = draw["sensitivity"]["rsens"]
+    np.testing.assert_allclose(got.values, local.mean("obs").values)
+    table = pm_sens.summary(draw, var_names="rsens").set_index("feature")
+    np.testing.assert_allclose(
+        table.loc[list(got["feature"].values), "importance"], got.mean(("chain", "draw"))
+    )
+    pairs = pm_sens.importance(draw, "rsens2")
+    assert pairs.dims == ("chain", "draw", "feature", "feature_bis")
+    sd = local["input_value"].std("obs").values
+    np.testing.assert_allclose(
+        pm_sens.importance(draw, scale="sd").values, got.values * sd, rtol=1e-12
+    )
+    moment = pm_sens.importance(pm_sens.sensitivity(idata, model, progressbar=False))
+    assert moment.dims == ("feature",)
+    ig = pm_sens.integrated_gradients(idata, model, n_steps=8, progressbar=False)
+    np.testing.assert_allclose(
+        pm_sens.importance(ig, "ig", group="attribution").values,
+        abs(ig["attribution"]["ig"]).mean("obs").values,
+    )
+    with pytest.raises(ValueError, match=r"var_name='kl' is not a per-feature variable"):
+        pm_sens.importance(draw, "kl")

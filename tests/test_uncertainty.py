@@ -178,6 +178,37 @@ def test_pdp_is_the_average_of_ice_and_linear_ice_are_lines(linear):
     np.testing.assert_allclose(flat, np.broadcast_to(flat[:1], flat.shape))
 
 
+def test_pdp_on_explicit_grid_values(linear):
+    model, idata, x, beta = linear
+    values = [2.0, -1.0, 0.25]  # kept in the order given
+    out = pm_sens.partial_dependence(
+        idata,
+        model,
+        kind="mean",
+        features=["a", "b"],
+        grid={"a": values},
+        grid_resolution=4,
+        progressbar=False,
+    )["partial_dependence"]
+    np.testing.assert_array_equal(out["grid_value"].sel(feature="a").values[:3], values)
+    assert np.isnan(out["grid_value"].sel(feature="a").values[3])  # b has 4 quantiles
+    pdp = out["mean_pdp"].sel(feature="a").values.reshape(-1, 4)[:, :3]  # (draw, grid)
+    expected = np.array(values)[None, :] * beta[:, :1] + (x[:, 1].mean() * beta[:, 1:])
+    np.testing.assert_allclose(pdp, expected, rtol=1e-10)
+    assert out.attrs["custom_grid"] == ["a"]
+    bad = {
+        "grid=\\[1\\] is not valid; give a dict": [1],
+        "grid has feature 'unused', not among the features \\['a', 'b'\\]": {"unused": [1.0]},
+        "grid\\['a'\\] has shape \\(0,\\)": {"a": []},
+        "grid\\['a'\\] has 1 non-finite": {"a": [0.0, np.nan]},
+    }
+    for message, grid in bad.items():
+        with pytest.raises((ValueError, TypeError), match=message):
+            pm_sens.partial_dependence(
+                idata, model, kind="mean", features=["a", "b"], grid=grid, progressbar=False
+            )
+
+
 def test_integer_inputs_use_levels_and_can_be_permuted(rng):
     n = 60
     group = rng.integers(0, 3, n)
@@ -196,6 +227,8 @@ def test_integer_inputs_use_levels_and_can_be_permuted(rng):
     grid = pdp["partial_dependence"]["grid_value"].sel(feature="group").values
     np.testing.assert_array_equal(grid[:3], [0, 1, 2])
     assert np.all(np.isnan(grid[3:]))
+    with pytest.raises(ValueError, match=r"grid\['group'\]=\[0.5, 1.0\] holds non-integers"):
+        pm_sens.partial_dependence(idata, model, kind="mean", grid={"group": [0.5, 1.0]})
     pfi = pm_sens.permutation_importance(idata, model, random_seed=0, progressbar=False)
     table = pm_sens.summary(pfi, group="permutation_importance")
     assert set(table.feature) == {"group", "x"}
