@@ -370,9 +370,13 @@ def all_groups(normal_fit):
 def test_plots_name_every_bad_argument(all_groups, plot, data):
     pytest.importorskip("arviz_plots")
     name, value = data.draw(_argument_cases(PLOT_ARGS[plot]))
+    import matplotlib.pyplot as plt
+
     before = {k: v.to_dataset().copy(deep=True) for k, v in all_groups.children.items()}
+    figures = plt.get_fignums()
     with pytest.raises((ValueError, TypeError)) as error:
         getattr(pm_sens, plot)(all_groups, **{name: value})
     assert name in str(error.value), f"{name}: {error.value}"
+    assert plt.get_fignums() == figures, f"{name}={value!r}: a figure was made before the error"
     for k, v in before.items():
         assert all_groups[k].to_dataset().identical(v)

@@ -119,12 +119,12 @@ def plot_local(
     x = dataset["input_value"].sel(feature=local["feature"])
     estimate = local.mean(sample_dims)
     points = _stacked([x, estimate], ["x", "y"], var_name)
+    point_dim = next(d for d in estimate.dims if d != "feature")
+    groups = _groups(dataset, estimate, color_by)
     figsize, cols = feature_grid_size(local.sizes["feature"])
     pc = wrap_collection(
         points.sel(plot_axis="y"), plot_collection, backend, ["feature"], pc_kwargs, figsize, cols
     )
-    point_dim = next(d for d in estimate.dims if d != "feature")
-    groups = _groups(dataset, estimate, color_by)
     kwargs = visual_kwargs(visuals, "interval")
     if sample_dims and kwargs is not False:
         bounds = local.quantile(quantiles, dim=sample_dims)
