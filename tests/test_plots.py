@@ -31,6 +31,8 @@ def test_plot_importance(idata, tmp_path):
     pc = pm_sens.plot_importance(idata, backend="matplotlib")
     for visual in ("point", "title"):
         assert set(pc.viz[visual].data_vars) == {"rsens", "kl", "rsens2"}
+    texts = assert_readable(pc)
+    assert {"R-sens (per unit of input)", "KL method (per unit of input)"} <= set(texts)
     pc.savefig(tmp_path / "importance.png")
     assert (tmp_path / "importance.png").stat().st_size > 1000
     only = pm_sens.plot_importance(idata, var_names="kl", visuals={"title": False})
@@ -46,6 +48,7 @@ def test_plot_local_and_colour_groups(radon_like, tmp_path):  # noqa: F811
     assert "interval_0" in pc.viz.children  # draw mode: posterior intervals
     grouped = pm_sens.plot_local(out, color_by="county_idx", backend="matplotlib")
     assert sum(name.startswith("points_") for name in grouped.viz.children) == 5
+    assert_readable(grouped)
     grouped.savefig(tmp_path / "local.png")
     assert (tmp_path / "local.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"color_by='zz' is neither a coordinate"):
@@ -105,6 +108,7 @@ def test_plot_partial_dependence(uncertainty, kind, tmp_path):
         assert {"band", "pdp"} <= set(pc.viz.children)
     if kind == "entropy":
         assert {"pdp_total", "pdp_aleatoric", "pdp_epistemic"} <= set(pc.viz.children)
+    assert_readable(pc)
     pc.savefig(tmp_path / f"pdp_{kind}.png")
     assert (tmp_path / f"pdp_{kind}.png").stat().st_size > 1000
 
@@ -113,6 +117,7 @@ def test_plot_permutation_importance(uncertainty, tmp_path):
     pc = pm_sens.plot_permutation_importance(uncertainty, backend="matplotlib")
     expected = {"entropy_pfi[total]", "entropy_pfi[aleatoric]", "entropy_pfi[epistemic]"}
     assert set(pc.viz["point"].data_vars) == expected | {"likelihood_pfi"}
+    assert_readable(pc)
     pc.savefig(tmp_path / "pfi.png")
     assert (tmp_path / "pfi.png").stat().st_size > 1000
 
