@@ -90,17 +90,29 @@ def _current_value(var, predictive):
     return predictive.defaults.get(var)
 
 
-def constant_columns(predictive, inputs):
-    """Whether each feature column is the same in every row of the model's data.
+def constant_columns(predictive, inputs, points):
+    """Whether each feature column holds one value in every row of the model's data
+    and of the points.
 
     Such a column (an intercept column of a design matrix) cannot explain any
-    variation between points, whatever its derivative.
+    variation between points, whatever its derivative. A container holding a
+    placeholder (e.g. zeros until the points are given) is not constant when
+    the points vary.
     """
     flags = []
     for var in inputs:
         value = _current_value(var, predictive)
         value = np.reshape(value, (np.shape(value)[0], -1))
-        flags.extend(np.ptp(value, axis=0) == 0 if len(value) > 1 else [False] * value.shape[1])
+        if len(value) < 2:
+            flags.extend([False] * value.shape[1])
+            continue
+        constant = np.ptp(value, axis=0) == 0
+        at_points = points.values.get(var)
+        if at_points is not None:
+            at_points = at_points.reshape(at_points.shape[0], -1)
+            low, high = (np.asarray(f(at_points, axis=0)) for f in (np.min, np.max))
+            constant &= (low == value[0]) & (high == value[0])
+        flags.extend(constant)
     return np.asarray(flags, dtype=bool)
 
 

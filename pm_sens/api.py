@@ -352,9 +352,10 @@ def _feature_kinds(ctx):
     """What each feature's values are: ``"rate"``, ``"constant"`` or ``"level"``.
 
     ``"rate"``: per unit of a continuous input; ``"constant"``: a column that is
-    the same in every row of the data; ``"level"``: a categorical input.
+    the same in every row of the data and of the points; ``"level"``: a
+    categorical input.
     """
-    constant = constant_columns(ctx.predictive, ctx.inputs)[_shown(ctx)]
+    constant = constant_columns(ctx.predictive, ctx.inputs, ctx.points)[_shown(ctx)]
     return [*np.where(constant, "constant", "rate"), *(["level"] * len(ctx.levels))]
 
 
@@ -594,7 +595,7 @@ def sensitivity(
         input: its ``rsens`` and ``kl`` values are the mean of ``levels_g`` over
         the other levels, weighted by the levels' frequency among the points, so
         common levels count more; methods with no level version give NaN) or
-        ``"constant"`` (a column that is the same in every row of the data, such
+        ``"constant"`` (a column that is the same in every row of the data and the points, such
         as a design matrix's intercept column: NaN, as no variation between
         points can come from it).
 

@@ -249,3 +249,23 @@ def test_every_function_refuses_an_index_outside_what_it_indexes(rng, level):
         pm_sens.permutation_importance(
             idata, model, points=points, observed=np.zeros(3), progressbar=False
         )
+
+
+def test_a_placeholder_container_is_not_constant_when_the_points_vary(rng):
+    """pm.Data holding zeros until the points are given (a common pattern when the
+    model is built before the data): its columns vary at the points, so they are
+    rates; an intercept column of ones stays constant at points that keep it."""
+    n = 20
+    with pm.Model(coords={"col": ["Intercept", "x"]}) as model:
+        xd = pm.Data("X", np.zeros((n, 2)), dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        pm.Normal("y", xd @ b, 1.0, observed=np.zeros(n), dims="obs")
+    idata = posterior({"b": rng.normal(size=(1, 4, 2))}, dims={"b": ["col"]})
+    points = np.column_stack([rng.normal(size=n), rng.normal(size=n)])
+    out = pm_sens.sensitivity(idata, model, points={"X": points}, progressbar=False)
+    out = out["sensitivity"]
+    assert list(out["feature_kind"].values) == ["rate", "rate"]
+    assert np.isfinite(out["rsens"].values).all()
+    points[:, 0] = 0.0  # the placeholder's own value at every point: nothing varies
+    out = pm_sens.sensitivity(idata, model, points={"X": points}, progressbar=False)
+    assert list(out["sensitivity"]["feature_kind"].values) == ["constant", "rate"]
