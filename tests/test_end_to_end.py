@@ -121,30 +121,3 @@ def test_hsgp_needs_no_special_path(rng):
     assert out["rsens"].dims == ("obs", "feature")
     importance = out["rsens"].mean("obs")
     assert importance.sel(feature="wave") > 2 * importance.sel(feature="slope")
-
-
-def test_rsens_is_even_where_ard_is_not_on_the_8_input_sine_benchmark(rng):
-    """002 §4.1: eight inputs U(−1, 1), y = Σ_j A_j sin(φ_j x_j) with φ from π/10 to π
-    and unit variance per term, noise sd 0.3, N = 300, a GP at its MAP. Every input is
-    equally relevant; ARD (inverse length-scales) favours the nonlinear ones strongly,
-    R-sens much less."""
-    n, d = 300, 8
-    x = rng.uniform(-1, 1, size=(n, d))
-    freq = np.linspace(np.pi / 10, np.pi, d)
-    amp = 1 / np.sqrt(0.5 - np.sin(2 * freq) / (4 * freq))
-    y = (amp * np.sin(freq * x)).sum(1) + rng.normal(0, 0.3, n)
-    with pm.Model() as model:
-        ls = pm.InverseGamma("ls", 2, 2, shape=d)
-        eta = pm.HalfNormal("eta", 5)
-        sigma = pm.HalfNormal("sigma", 1)
-        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(d, ls=ls))
-        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
-    out = pm_sens.sensitivity(
-        idata, model, predictive=pm_sens.Predictive.from_gp(gp), progressbar=False
-    )
-    rsens = out["sensitivity"]["rsens"].mean("point").values
-    ard = 1 / idata.posterior["ls"].values.ravel()
-    rsens_ratio, ard_ratio = rsens.max() / rsens.min(), ard.max() / ard.min()
-    assert ard_ratio > 4
-    assert rsens_ratio < 0.4 * ard_ratio

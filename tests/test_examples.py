@@ -9,7 +9,6 @@ import pytest
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 QUICK = {
-    "gp_regression.py": ["--quick"],
     "gp_poisson.py": ["--quick"],
     "bambi_radon.py": ["--quick"],
     "counts_exposure.py": ["--quick"],
