@@ -1,3 +1,5 @@
+import sys
+
 import arviz_base as azb
 import numpy as np
 import pymc as pm
@@ -8,6 +10,15 @@ import xarray as xr
 def posterior(draws, dims=None, coords=None):
     """DataTree with a posterior group from arrays shaped (chain, draw, ...)."""
     return azb.from_dict({"posterior": draws}, dims=dims or {}, coords=coords or {})
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close the figures a test made (matplotlib keeps them open until told)."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The papers' experiments (examples/papers), quick settings: the qualitative claims."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,8 @@ PAPERS = Path(__file__).parent.parent / "examples" / "papers"
 
 
 def _load(name):
+    if str(PAPERS) not in sys.path:  # the scripts import their shared module
+        sys.path.insert(0, str(PAPERS))
     spec = importlib.util.spec_from_file_location(name, PAPERS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -22,27 +25,27 @@ def test_paper000_table1_ranking_claims():
     derivative is large in the tails (x³), and AED fails on non-monotonic effects;
     the finite-difference KL method ranks exactly as R-sens."""
     ranking = _load("rsens_ranking")
-    results = ranking.run(20, ["student_t"])
-    column = {m: j for j, m in enumerate(ranking.METHODS)}
+    # the shapes the claims are about, and the methods that share R-sens's graph
+    # (plus KL): fewer graphs to compile than the script's quick setting
+    methods = ["rsens", "ead", "aed", "kl"]
+    results = ranking.run(20, ["student_t"], shapes=("x", "x^3", "sin(3x)"), methods=methods)
+    column = {m: j for j, m in enumerate(methods)}
 
     def mean_and_half(kind, shape, method):
         mean, half = ranking.interval(results["student_t", kind, shape])
         return mean[column[method]], half[column[method]]
 
     for kind in ("ground truth", "imperfect"):
-        for shape in ranking.SHAPES:
+        for shape in ("x", "x^3", "sin(3x)"):
             assert mean_and_half(kind, shape, "kl") == (0.0, 0.0)
-        for shape in ("sin(3x)", "exp(-x^2)"):  # AED averages signed slopes away
-            mean, _ = mean_and_half(kind, shape, "aed")
-            assert mean > 10, (kind, shape, mean)
+            mean, half = mean_and_half(kind, shape, "ead")
+            assert mean + half > -0.5, (kind, shape)  # never clearly worse than EAD
+        mean, _ = mean_and_half(kind, "sin(3x)", "aed")  # AED averages signed slopes away
+        assert mean > 10, (kind, mean)
     mean, half = mean_and_half("ground truth", "x^3", "ead")
     assert mean - half > 0  # R-sens better: EAD is dominated by the heavy tails
     mean, half = mean_and_half("imperfect", "x", "ead")
     assert mean - half > 0  # the biased tails mislead EAD, not R-sens
-    for shape in ranking.SHAPES:  # never clearly worse than EAD
-        mean, half = mean_and_half("ground truth", shape, "ead")
-        assert mean + half > -0.5, shape
-    assert np.isfinite(ranking.interval(results["student_t", "imperfect", "x^3"])[0]).all()
 
 
 @pytest.mark.slow
@@ -51,8 +54,9 @@ def test_paper002_sine_benchmark_claims():
     (inverse length-scales) strongly prefers the nonlinear ones; R-sens and the KL
     method much less, and with normal inputs they rate all eight nearly equal."""
     sine = _load("gp_sine_ard")
-    results = sine.run(3)
-    column = {m: k for k, m in enumerate(sine.METHODS)}
+    methods = ["ARD", "rsens", "kl"]  # VAR's graph left out: one compile less
+    results = sine.run(3, methods)
+    column = {m: k for k, m in enumerate(methods)}
     for distribution, relevance in results.items():
         ratios = (relevance.max(2) / relevance.min(2)).mean(0)
         assert ratios[column["ARD"]] > 3, distribution

@@ -29,6 +29,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pymc as pm
+from _repetitions import interval
 
 import pm_sens
 
@@ -80,7 +81,7 @@ def build_model():
     return model, pm_sens.Predictive.from_gp(gp, feature_names=names)
 
 
-def one_repetition(model, predictive, rng, distribution):
+def one_repetition(model, predictive, rng, distribution, methods=METHODS):
     x, y = generate(rng, distribution)
     with model:
         pm.set_data({"X_train": x, "y_train": y})
@@ -90,31 +91,32 @@ def one_repetition(model, predictive, rng, distribution):
         model,
         predictive=predictive,
         points={"X": x},
-        method=METHODS[1:],
+        method=methods[1:],
         kl_scheme="central",
         progressbar=False,
     )
     relevance = [1 / idata.posterior["ls"].values.ravel()]
-    relevance += [pm_sens.importance(out, m).values for m in METHODS[1:]]
+    relevance += [pm_sens.importance(out, m).values for m in methods[1:]]
     relevance = np.array(relevance)
     return relevance / relevance.max(1, keepdims=True)
 
 
-def run(repetitions, seed=2019):
-    """Scaled relevance per distribution: (repetitions, methods, inputs)."""
+def run(repetitions, methods=METHODS, seed=2019):
+    """Scaled relevance per distribution: (repetitions, methods, inputs).
+
+    ``methods`` starts with ``"ARD"``; the others are pm_sens methods.
+    """
     rng = np.random.default_rng(seed)
     model, predictive = build_model()
     return {
         distribution: np.array(
-            [one_repetition(model, predictive, rng, distribution) for _ in range(repetitions)]
+            [
+                one_repetition(model, predictive, rng, distribution, methods)
+                for _ in range(repetitions)
+            ]
         )
         for distribution in ("uniform", "normal")
     }
-
-
-def interval(values):
-    half = 1.96 * values.std(0, ddof=1) / np.sqrt(len(values))
-    return values.mean(0), half
 
 
 def print_table(results):

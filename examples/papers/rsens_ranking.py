@@ -36,6 +36,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
+from _repetitions import interval
 
 import pm_sens
 
@@ -117,7 +118,7 @@ def rank_errors(importance):
     return np.abs(ranks - TRUE_RANK).sum(-1)
 
 
-def one_repetition(model, rng, distribution, imperfect):
+def one_repetition(model, rng, distribution, imperfect, methods=METHODS):
     bias = rng.normal(0, BIAS_SD, D) if imperfect else np.zeros(D)
     idata = xr.DataTree.from_dict(
         {"posterior": xr.Dataset({"bias": (("chain", "draw", "predictor"), bias[None, None])})}
@@ -126,36 +127,33 @@ def one_repetition(model, rng, distribution, imperfect):
         idata,
         model,
         points={"X": predictors(rng, distribution)},
-        method=METHODS,
+        method=methods,
         kl_scheme="central",
         progressbar=False,
     )
-    importance = np.stack([pm_sens.importance(out, m).values for m in METHODS])
+    importance = np.stack([pm_sens.importance(out, m).values for m in methods])
     return rank_errors(importance)
 
 
-def run(repetitions, distributions, seed=2019):
-    """Relative rank errors: {(distribution, model kind, shape): (repetitions, methods)}."""
+def run(repetitions, distributions, shapes=tuple(SHAPES), methods=METHODS, seed=2019):
+    """Relative rank errors: {(distribution, model kind, shape): (repetitions, methods)}.
+
+    ``methods`` starts with ``"rsens"``, against which the others are compared.
+    """
     rng = np.random.default_rng(seed)
     results = {}
-    for shape in SHAPES:
+    for shape in shapes:
         model = build_model(shape)
         for distribution in distributions:
             for kind in ("ground truth", "imperfect"):
                 errors = np.array(
                     [
-                        one_repetition(model, rng, distribution, kind == "imperfect")
+                        one_repetition(model, rng, distribution, kind == "imperfect", methods)
                         for _ in range(repetitions)
                     ]
                 )
                 results[distribution, kind, shape] = errors - errors[:, :1]
     return results
-
-
-def interval(values):
-    mean = values.mean(0)
-    half = 1.96 * values.std(0, ddof=1) / np.sqrt(len(values))
-    return mean, half
 
 
 def print_table(results):
