@@ -366,14 +366,14 @@ def _empty_local(name, mode, ctx):
     return np.empty([sizes[d] for d in _dims(name, mode, "point")])
 
 
-def _with_levels(results, levels, ctx, mode):
+def _with_levels(results, levels, ctx, mode, kinds):
     """Results with one column per categorical input appended, constant columns NaN.
 
     A categorical input's column holds its level sensitivity for the methods
     that have one (`LEVEL_METHODS`), NaN for the others.
     """
     shown = _shown(ctx)
-    constant = np.asarray(_feature_kinds(ctx)[: shown.sum()]) == "constant"
+    constant = np.asarray(kinds[: shown.sum()]) == "constant"
     out = {}
     for name, value in results.items():
         dims = _dims(name, mode, "point")
@@ -417,7 +417,7 @@ def _append_column(value, column, axes):
     return value
 
 
-def result_dataset(results, ctx, mode, attrs, levels=None):
+def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
     n = points.n_points
@@ -431,7 +431,7 @@ def result_dataset(results, ctx, mode, attrs, levels=None):
     coords = {
         **point_coordinates(ctx),
         "feature": features,
-        "feature_kind": ("feature", _feature_kinds(ctx)),
+        "feature_kind": ("feature", kinds),
         # the inputs at the points, for plotting local values against them
         "input_value": ((points.point_dim, "feature"), np.concatenate([inputs, *own_levels], 1)),
     }
@@ -684,7 +684,9 @@ def sensitivity(
         if mode == "draw":
             dims = {name: ["chain", "draw", *d] for name, d in dims.items()}
         levels = run_local(ctx, partial(_levels, mode=mode, family=matched), dims, mode == "draw")
-    results = _with_levels(results, levels, ctx, mode)
+    # one look at the points (a pass over them when they are dask-backed)
+    kinds = _feature_kinds(ctx)
+    results = _with_levels(results, levels, ctx, mode, kinds)
     # the moment-matched families all have closed forms
     fisher_note = "closed form" if mode == "moment" else ctx.predictive.likelihood.route
 
@@ -712,6 +714,6 @@ def sensitivity(
     return attach(
         idata,
         "sensitivity",
-        result_dataset(results, ctx, mode, attrs, levels),
+        result_dataset(results, ctx, mode, attrs, kinds, levels),
         extend_inferencedata,
     )
