@@ -71,7 +71,7 @@ def forward_seconds(model, idata, repeats):
     """One vectorized forward evaluation of the per-draw parameters (no derivatives)."""
     ctx = default_context(model, idata)
     compiled = compiled_for(ctx, "draw", 0)
-    data = data_for_chunk(compiled, ctx.points.values, ctx.draws.count)
+    data = data_for_chunk(compiled, ctx.points.values)
     return best_of(lambda: compiled(data, ctx.draws.values), repeats)
 
 

@@ -61,7 +61,7 @@ def engine_and_loop_seconds(rng, chains, draws, n, d):
     ctx.progressbar = False
     compiled = compiled_for(ctx, "moment", 1)
     all_draws = ctx.draws.chunk(0, ctx.draws.count)
-    data = data_for_chunk(compiled, ctx.points.values, 1)
+    data = data_for_chunk(compiled, ctx.points.values)
 
     def vectorized():
         moment_pass(ctx, compiled, ctx.points.values, False, "")

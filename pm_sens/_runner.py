@@ -204,15 +204,9 @@ def _compile(ctx, mode, order, uses_variance, statistic):
     )
 
 
-def data_for_chunk(compiled, values, n_draws):
-    """Data arrays in compiled order; differentiated inputs get a draw axis in draw mode."""
-    out = []
-    for var in compiled.data_variables:
-        value = values[var]
-        if compiled.mode == "draw" and var in compiled.inputs:
-            value = np.broadcast_to(value, (n_draws, *np.shape(value)))
-        out.append(value)
-    return out
+def data_for_chunk(compiled, values):
+    """Data arrays in the compiled function's order."""
+    return [values[var] for var in compiled.data_variables]
 
 
 def check_locality(compiled, points, draws):
@@ -231,14 +225,14 @@ def check_locality(compiled, points, draws):
         }
         n = 2
     first = draws.chunk(0, 1)
-    base = compiled(data_for_chunk(compiled, values, 1), first)["phi"]
+    base = compiled(data_for_chunk(compiled, values), first)["phi"]
     for row in sorted({0, n // 2}):
         moved_values = dict(values)
         for var in moving:
             value = np.array(values[var], dtype=float)
             value[row] += 1e-3 * (np.abs(value[row]) + 1)
             moved_values[var] = value
-        moved = compiled(data_for_chunk(compiled, moved_values, 1), first)["phi"]
+        moved = compiled(data_for_chunk(compiled, moved_values), first)["phi"]
         others = np.arange(n) != row
         # nan or inf where the model is undefined is no sign of coupling (named later)
         same = np.isclose(
@@ -280,7 +274,7 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1):
                 # only this chunk of a lazily loaded posterior is read into memory
                 draws = ctx.draws.chunk(start, start + chunk)
                 size = len(draws[0])
-                out = compiled(data_for_chunk(compiled, values, size), draws)
+                out = compiled(data_for_chunk(compiled, values), draws)
                 check_outputs(ctx, compiled, slice(start, start + size), out)
                 yield start, size, out
                 advance(size)
@@ -296,7 +290,7 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1):
             if start is not None:
                 draws = ctx.draws.chunk(start, start + chunk)
                 size = len(draws[0])
-                data = data_for_chunk(compiled, values, size)
+                data = data_for_chunk(compiled, values)
                 pending.append((start, size, remote.submit(data, draws)))
             # keep a bounded number of chunks in flight; hand results back in order
             while pending and (start is None or len(pending) >= window):

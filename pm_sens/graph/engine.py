@@ -64,9 +64,14 @@ class CompiledPredictive:
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
+        # one array type per argument (Numba compiles the graph again for each
+        # new combination of memory layout and write flag)
+        arguments = [
+            np.require(a, requirements=("A", "C", "W")) for a in (*data_values, *draw_values)
+        ]
         with self.lock:
             try:
-                outputs = self.function(*data_values, *draw_values)
+                outputs = self.function(*arguments)
             except ValueError as error:
                 if "shape" not in str(error) or not self.fixed_array_shapes:
                     raise
@@ -227,13 +232,6 @@ class GenericStatistics:
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         n_draws = len(draw_values[0])
-        if self.mode == "moment":  # the draw-mode graph takes inputs with a draw axis
-            data_values = [
-                np.broadcast_to(value, (n_draws, *np.shape(value)))
-                if var in self.inputs
-                else value
-                for var, value in zip(self.data_variables, data_values, strict=True)
-            ]
         out = self.draws(data_values, draw_values)
         phi = np.broadcast_to(out["phi"], (n_draws, *out["phi"].shape[-2:]))
         raw = self.generic.raw_moments(phi, self.draws.varying, self.order)
@@ -357,8 +355,10 @@ def compile_predictive(
     params = pt.broadcast_arrays(*params)
 
     batch = {placeholders[rv]: _batched(rv) for rv in free_rvs}
-    if mode == "draw":
-        batch.update({s: _batched(s) for s in unbatched_inputs})
+    # draw mode differentiates per draw: the inputs get a draw axis, as a
+    # broadcast inside the graph (replaced below) so callers pass them once
+    per_draw = {s: _batched(s) for s in unbatched_inputs} if mode == "draw" else {}
+    batch.update(per_draw)
     wrts = [batch.get(s, s) for s in unbatched_inputs]
     params = pt.broadcast_arrays(*vectorize_graph(params, batch))
     one_dimensional = [np.ndim(data_values[x]) == 1 for x in inputs]
@@ -387,9 +387,15 @@ def compile_predictive(
     )
     outputs = [phi, *_derivatives(components, wrts, one_dimensional, n_features, order)]
     outputs += list(fixed.values())
+    if per_draw:
+        n_draws = batch[placeholders[free_rvs[0]]].shape[0]
+        outputs = graph_replace(
+            outputs,
+            {b: pt.broadcast_to(s, (n_draws, *s.shape)) for s, b in per_draw.items()},
+            strict=False,
+        )
     function = pytensor.function(
-        [batch.get(symbols[v], symbols[v]) for v in data_variables]
-        + [batch[placeholders[rv]] for rv in free_rvs],
+        [symbols[v] for v in data_variables] + [batch[placeholders[rv]] for rv in free_rvs],
         outputs,
         on_unused_input="ignore",
         mode=_compile_mode(),
