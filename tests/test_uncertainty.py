@@ -1,5 +1,7 @@
 """Uncertainty attribution: entropies, permutation importance, PDP and ICE."""
 
+import dataclasses
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -278,3 +280,76 @@ def test_more_discrete_mixture_entropies(rng, family, phi, fixed, dist):
     mixture = pmf.mean(0)
     np.testing.assert_allclose(acc.mixture_entropy(), -special.xlogy(mixture, mixture).sum(-1))
     np.testing.assert_allclose(acc.aleatoric(), -special.xlogy(pmf, pmf).sum(-1).mean(0))
+
+
+def _zero_modified_pmf(base_pmf, psi, hurdle):
+    """Brute-force pmf (..., Y) of a zero-inflated or hurdle law on a base pmf over 0..Y-1."""
+    psi = psi[..., None]
+    positive = psi * base_pmf / (1 - base_pmf[..., :1]) if hurdle else psi * base_pmf
+    zero = 1 - psi[..., 0] if hurdle else 1 - psi[..., 0] * (1 - base_pmf[..., 0])
+    return np.concatenate([zero[..., None], positive[..., 1:]], -1)
+
+
+@pytest.mark.parametrize(
+    ("family", "base", "hurdle"),
+    [
+        (families.ZERO_INFLATED_POISSON, lambda m: stats.poisson(m), False),
+        (families.HURDLE_POISSON, lambda m: stats.poisson(m), True),
+        (
+            families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
+            lambda m: stats.nbinom(0.7, 0.7 / (0.7 + m)),
+            False,
+        ),
+        (families.HURDLE_NEGATIVE_BINOMIAL, lambda m: stats.nbinom(0.7, 0.7 / (0.7 + m)), True),
+    ],
+    ids=["zip", "hurdle_poisson", "zinb", "hurdle_nb"],
+)
+def test_zero_modified_mixture_entropies_against_brute_force(rng, family, base, hurdle):
+    """The recurrence's zero override and scale (dispersion α = 0.7 < 1: NB's mode at 0)."""
+    means = rng.uniform(0.3, 8, size=(30, 4))
+    psi = rng.uniform(0.2, 0.9, size=means.shape)
+    theta = [means] if "poisson" in family.name else [means, np.full_like(means, 0.7)]
+    acc = EntropyAccumulator(family, 4)
+    for chunk in np.array_split(np.stack([psi, *theta], -1), 2):
+        acc.add(chunk)
+    pmf = _zero_modified_pmf(base(means[..., None]).pmf(np.arange(2000)), psi, hurdle)
+    np.testing.assert_allclose(pmf.sum(-1), 1, rtol=1e-9)
+    mixture = pmf.mean(0)
+    np.testing.assert_allclose(acc.mixture_entropy(), special.entr(mixture).sum(-1), rtol=1e-9)
+    np.testing.assert_allclose(acc.aleatoric(), special.entr(pmf).sum(-1).mean(0), rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("family", "phi"),
+    [
+        (families.MOMENT_FAMILIES["poisson"], lambda m: m[..., None]),
+        (families.NEGATIVE_BINOMIAL_MEAN_ALPHA, lambda m: np.stack([m, 3 + 0 * m], -1)),
+        # variance below the mean on some draws: the Poisson limit (α infinite)
+        (families.MOMENT_FAMILIES["negative_binomial"], lambda m: np.stack([m, m * 1.5 - 30], -1)),
+    ],
+    ids=["poisson", "nb_mean_alpha", "nb_mean_variance"],
+)
+def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
+    """Sums by recurrence from each draw's mode equal sums of the log pmf, in rows whose
+    draws are far apart (rate 1 and 3000 in one row: a draw's pmf underflows over most
+    of the row's window)."""
+    means = np.exp(rng.uniform(0, 8, size=(40, 5)))
+    means[:, 0] = np.where(np.arange(40) % 2, 1.0, 3000.0)
+    params = phi(means)
+    window = (
+        family.support_window(params.min(0), params.max(0), EntropyAccumulator.TAIL)
+        if family.support_window
+        else None
+    )
+    by_recurrence = EntropyAccumulator(family, 5, window=window)
+    by_log_pmf = EntropyAccumulator(
+        dataclasses.replace(family, pmf_recursion=None), 5, window=window
+    )
+    for acc in (by_recurrence, by_log_pmf):
+        for chunk in np.array_split(params, 3):
+            acc.add(chunk)
+    np.testing.assert_allclose(by_recurrence.pmf_sum, by_log_pmf.pmf_sum, rtol=1e-10, atol=1e-16)
+    np.testing.assert_allclose(by_recurrence.aleatoric(), by_log_pmf.aleatoric(), rtol=1e-11)
+    np.testing.assert_allclose(
+        by_recurrence.mixture_entropy(), by_log_pmf.mixture_entropy(), rtol=1e-11
+    )

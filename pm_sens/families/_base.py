@@ -40,6 +40,13 @@ class Family:
         (lower, upper)``, integer bounds per row holding all but ``tail`` of the
         mass of every law whose parameters lie between ``low`` and ``high``
         (componentwise minima and maxima over the draws, (..., M)).
+    pmf_recursion : callable, optional
+        Discrete families of Panjer's (a, b, 0) class, possibly modified at 0:
+        ``pmf_recursion(phi, **fixed) -> (a, b, log_base, zero, scale)``. On
+        y >= 1 the pmf is ``scale`` times a base pmf with ``p(y)/p(y−1) = a + b/y``
+        and log pmf ``log_base(y)``; at 0 it is ``zero``. ``zero`` and ``scale``
+        are None for the base law itself. Lets support sums run by recurrence
+        (`pm_sens.measures.entropy`) instead of a log pmf per count.
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -66,6 +73,7 @@ class Family:
     entropy: Callable[..., np.ndarray] | None = None
     support_upper: Callable[..., np.ndarray] | None = None
     support_window: Callable[..., tuple] | None = None
+    pmf_recursion: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
 

@@ -220,6 +220,24 @@ def support_upper(phi, tail):
     return _upper(phi[..., 0], _alpha(phi), tail)
 
 
+def _recursion(m, a):
+    """``p(y)/p(y−1) = c + c(α−1)/y`` with ``c = μ/(μ+α)``; ``μ/y`` where α is infinite."""
+    finite = np.isfinite(a)
+    safe = np.where(finite, a, 1.0)
+    c = np.where(finite, m / (m + safe), 0.0)
+    return c, np.where(finite, c * (safe - 1), m), lambda y: _logpmf(y, m, a), None, None
+
+
+def pmf_recursion_mean_alpha(phi):
+    """Panjer's (a, b) for NB given as (mean, α) (`Family.pmf_recursion`)."""
+    return _recursion(phi[..., 0], phi[..., 1])
+
+
+def pmf_recursion(phi):
+    """Panjer's (a, b) for NB given as (mean, variance); Poisson's where v <= m."""
+    return _recursion(phi[..., 0], _alpha(phi))
+
+
 FAMILY = Family(
     "negative_binomial",
     "count",
@@ -228,6 +246,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    pmf_recursion=pmf_recursion,
 )
 
 #: PyMC's own parametrization (mean μ, dispersion α), for per-draw likelihoods
@@ -240,5 +259,6 @@ FAMILY_MEAN_ALPHA = Family(
     log_density_mean_alpha,
     support_upper=support_upper_mean_alpha,
     support_window=support_window_mean_alpha,
+    pmf_recursion=pmf_recursion_mean_alpha,
     fisher_factors=diagonal_factors(_mean_scale, _alpha_scale),
 )

@@ -43,6 +43,12 @@ def support_window(low, high, tail):
     return np.maximum(lower, 0).astype(int), support_upper(high, tail / 2)
 
 
+def pmf_recursion(phi):
+    """``p(y)/p(y−1) = m/y``: Panjer's (a, b) = (0, m)."""
+    m = clip_positive(phi[..., 0])
+    return np.zeros_like(m), m, lambda y: log_density(phi, y), None, None
+
+
 FAMILY = Family(
     "poisson",
     "count",
@@ -52,5 +58,6 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     support_window=support_window,
+    pmf_recursion=pmf_recursion,
     fisher_factors=diagonal_factors(_rate_scale),
 )

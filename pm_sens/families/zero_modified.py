@@ -143,6 +143,18 @@ def _kl_divergence(log_density, support_upper):
     return kl_divergence
 
 
+def _pmf_recursion(base, hurdle):
+    def pmf_recursion(phi):
+        # ψ times the base on y >= 1 (over 1 − f₀ for a hurdle); the rest at 0
+        psi, theta, _, q0, _ = _pieces(base, phi)
+        a, b, log_base, _, _ = base.family.pmf_recursion(theta)
+        if hurdle:
+            return a, b, log_base, 1 - psi, psi / q0
+        return a, b, log_base, 1 - psi * q0, psi
+
+    return pmf_recursion
+
+
 def zero_modified(base, name, *, hurdle):
     """The zero-inflated (``hurdle=False``) or hurdle family on ``base``."""
     log_density = _log_density(base, hurdle)
@@ -155,4 +167,5 @@ def zero_modified(base, name, *, hurdle):
         _kl_divergence(log_density, support_upper),
         log_density,
         support_upper=support_upper,
+        pmf_recursion=_pmf_recursion(base, hurdle),
     )
