@@ -164,18 +164,44 @@ def _is_lazy_request(points):
     return False
 
 
-def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
+#: moment-mode derivatives of up to this many values (draws × rows ×
+#: features^order) run op by op in NumPy rather than compiled: the compile would
+#: take longer than the run (`pm_sens.graph.engine.BACKENDS`)
+INTERPRETED_WORK = 2e7
+
+
+def backend_for(ctx, mode, order, rows=None):
+    """How to run a graph: ``"python"`` (op by op in NumPy) or ``"numba"`` (compiled).
+
+    Per-draw graphs (draw mode) and forward graphs run in NumPy: their cost is
+    in large array operations that NumPy runs about as fast as the compiled
+    graph, with no compile. Moment-mode derivatives are averaged over draws
+    inside the graph, which the compiled graph does many times faster: compiled
+    unless the request is small. ``rows``: the number of rows the call
+    evaluates (stacked copies of the points), if not the points.
+    """
+    if mode == "draw" or order == 0:
+        return "python"
+    rows = max(ctx.points.n_points if rows is None else rows, 1)
+    work = ctx.draws.count * rows * max(len(ctx.points.features), 1) ** order
+    return "python" if work <= INTERPRETED_WORK else "numba"
+
+
+def compiled_for(ctx, mode, order, uses_variance=False, statistic=None, rows=None):
     """The compiled chunk function for these settings, built once per predictive.
 
-    The first function a call uses also checks locality (`check_locality`),
-    which every measure relies on (derivatives, and stacked copies of the points).
+    ``rows``: as in `backend_for`. The first function a call uses also checks
+    locality (`check_locality`), which every measure relies on (derivatives,
+    and stacked copies of the points).
     """
     values = ctx.points.values
+    backend = backend_for(ctx, mode, order, rows)
     key = (
         mode,
         order,
         uses_variance,
         statistic,
+        backend,
         tuple(v.name for v in ctx.inputs),
         tuple((v.name, np.shape(values[v])[1:]) for v in values),
         tuple(np.shape(v)[1:] for v in ctx.draws.values),
@@ -183,14 +209,14 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None):
     cache = ctx.predictive.compiled
     with _COMPILING:
         if key not in cache:
-            cache[key] = _compile(ctx, mode, order, uses_variance, statistic)
+            cache[key] = _compile(ctx, mode, order, uses_variance, statistic, backend)
     if not ctx.locality_checked:
         check_locality(cache[key], ctx.points, ctx.draws)
         ctx.locality_checked = True
     return cache[key]
 
 
-def _compile(ctx, mode, order, uses_variance, statistic):
+def _compile(ctx, mode, order, uses_variance, statistic, backend):
     return compile_predictive(
         ctx.predictive,
         ctx.model,
@@ -201,6 +227,7 @@ def _compile(ctx, mode, order, uses_variance, statistic):
         order=order,
         uses_variance=uses_variance,
         statistic=statistic,
+        backend=backend,
     )
 
 

@@ -219,10 +219,11 @@ def _stacked_measure(ctx, compiled, values, blocks, family, measure, width, desc
 
 def _kl(ctx, *, mode, family, steps, scheme):
     """Finite-difference KL sensitivity, local values (..., N, D)."""
-    compiled = compiled_for(ctx, mode, 0, mode == "moment" and family.uses_variance)
     x = feature_matrix(ctx.points.values, ctx.inputs)
     offsets = shift_offsets(steps, scheme)
     rows = np.concatenate([x, *(x + offset for offset in offsets)])
+    uses_variance = mode == "moment" and family.uses_variance
+    compiled = compiled_for(ctx, mode, 0, uses_variance, rows=len(rows))
     values = values_at(ctx.points, ctx.inputs, rows)
     measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
     kl = _stacked_measure(
@@ -268,10 +269,10 @@ def _mean_measures(gradient, methods, point_axis):
 
 def _var(ctx, *, mode, n_nodes, gaussian):
     """VAR: variance of the predictive mean along each feature's conditional."""
-    compiled = compiled_for(ctx, mode, 0, statistic="mean")
     x = feature_matrix(ctx.points.values, ctx.inputs)
     grid = conditional_points(x, n_nodes, gaussian)  # (Q, D, N, D)
     values = values_at(ctx.points, ctx.inputs, grid.reshape(-1, x.shape[1]))
+    compiled = compiled_for(ctx, mode, 0, statistic="mean", rows=grid[..., 0].size)
     if mode == "moment":
         moments, _ = moment_pass(ctx, compiled, values, False, "VAR")
         return {"var": var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)}

@@ -75,7 +75,7 @@ def _integrated_gradients(ctx, baseline, *, statistic, n_steps):
     n, d = x.shape
     rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
     values = values_at(ctx.points, ctx.inputs, rows)
-    compiled = compiled_for(ctx, "draw", 1, statistic=statistic)
+    compiled = compiled_for(ctx, "draw", 1, statistic=statistic, rows=len(rows))
     ig = np.empty((ctx.draws.count, n, d))
     at_x, at_b = np.empty((ctx.draws.count, n)), np.empty((ctx.draws.count, n))
 

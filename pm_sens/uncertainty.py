@@ -126,7 +126,7 @@ def _entropy_accumulator(ctx, compiled, values, n_rows):
 def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested."""
     family = ctx.predictive.likelihood.draw_family
-    compiled = compiled_for(ctx, "draw", 0)
+    compiled = compiled_for(ctx, "draw", 0, rows=n_rows)
     accumulator = _entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
 
@@ -152,7 +152,7 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
             matched = families.get_moment_family(
                 families.DEFAULT_MOMENT_FAMILY[ctx.predictive.likelihood.support]
             )
-            compiled = compiled_for(ctx, "moment", 0, matched.uses_variance)
+            compiled = compiled_for(ctx, "moment", 0, matched.uses_variance, rows=n_rows)
             moments, _ = moment_pass(ctx, compiled, values, matched.uses_variance, "mixture")
             total = matched.entropy(moments.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
@@ -457,7 +457,8 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
             pdp[draws] = mean.mean(-1)
             ice_sum[...] += mean.sum(0)
 
-        draw_pass(ctx, compiled_for(ctx, "draw", 0, statistic="mean"), values, "mean", consume)
+        compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=len(rows))
+        draw_pass(ctx, compiled, values, "mean", consume)
         data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
         if ice:
             data["mean_ice"] = (

@@ -186,3 +186,62 @@ def test_no_output_at_all_without_progress_bars(logistic, capfd):
     finished = capfd.readouterr().out
     assert "R-sens" in finished
     assert re.search(r"elapsed \d+:\d\d:\d\d", finished)  # the time taken stays in the log
+
+
+def _heteroscedastic(rng, n=30, d=3):
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        g = pm.Normal("g", shape=d)
+        pm.Normal(
+            "y", mu=xd @ b + xd[:, 0] * xd[:, 1], sigma=pm.math.exp(0.3 * xd @ g), observed=x[:, 0]
+        )
+    draws = {"b": rng.normal(size=(2, 25, d)), "g": rng.normal(size=(2, 25, d))}
+    return model, posterior(draws)
+
+
+def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
+    """Small moment-mode requests run op by op in NumPy, large ones compiled by
+    Numba: the same numbers (to rounding) for R-sens and R-sens2, means and
+    variances alike."""
+    model, idata = _heteroscedastic(rng)
+    results, backends = {}, {}
+    for backend, work in (("python", np.inf), ("numba", -1)):
+        monkeypatch.setattr(_runner, "INTERPRETED_WORK", work)
+        results[backend] = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)[
+            "sensitivity"
+        ]
+        compiled = _runner.predictive_for(model, None).compiled.values()
+        backends[backend] = {c.settings["backend"] for c in compiled}
+    assert backends == {"python": {"python"}, "numba": {"python", "numba"}}
+    for name in results["python"].data_vars:
+        np.testing.assert_allclose(
+            results["numba"][name].values, results["python"][name].values, rtol=1e-10, atol=1e-14
+        )
+
+
+def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkeypatch):
+    """Moment-mode derivatives' work is draws × rows × features^order: 40 × 10 ×
+    2^order here; per-draw and forward graphs always run in NumPy."""
+    model, idata, _ = logistic
+    ctx = _runner.make_context(
+        idata,
+        model,
+        var_name=None,
+        inputs=None,
+        points=None,
+        predictive=None,
+        num_draws=None,
+        random_seed=None,
+        memory_limit=1e9,
+        progressbar=False,
+        extend_inferencedata=False,
+    )
+    assert [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)] == ["python"] * 3
+    monkeypatch.setattr(_runner, "INTERPRETED_WORK", 40 * 10 * 2)
+    moment = [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)]
+    assert moment == ["python", "python", "numba"]
+    assert _runner.backend_for(ctx, "moment", 1, rows=21) == "numba"  # stacked copies
+    assert _runner.backend_for(ctx, "moment", 0, rows=10**6) == "python"  # forward only
+    assert _runner.backend_for(ctx, "draw", 2, rows=10**6) == "python"

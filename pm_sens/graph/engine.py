@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.compile.mode import get_default_mode
+from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
+from pytensor.link.vm import VMLinker
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -88,14 +90,27 @@ class CompiledPredictive:
         return result
 
 
-def _compile_mode():
-    """PyTensor's default mode (Numba), minus a rewrite that fails noisily.
+#: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
+#: tens of seconds the first time, cached on disk); "python" runs each op as a
+#: NumPy call, with no compiling, slower on large arrays (no fused loops)
+BACKENDS = ("numba", "python")
+
+
+def _compile_mode(backend):
+    """The PyTensor mode of ``backend``, minus a rewrite that fails noisily.
 
     PyTensor 3.3's ``orthogonal_solve_to_transpose_matmul`` raises (and logs a
     traceback) on draw-batched triangular solves, e.g. a GP's Cholesky solve;
     the rewrite would not apply to them anyway.
     """
-    return get_default_mode().excluding("orthogonal_solve_to_transpose_matmul")
+    if backend == "python":
+        mode = Mode(
+            VMLinker(use_cloop=False, c_thunks=False),
+            RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion", "cxx_only"]),
+        )
+    else:
+        mode = get_default_mode()
+    return mode.excluding("orthogonal_solve_to_transpose_matmul")
 
 
 def _symbolic_like(var, value):
@@ -185,7 +200,8 @@ def _class_count(params, inputs, first_values):
     p = params[0]
     if p.type.shape[-1] is not None:
         return p.type.shape[-1]
-    return int(pytensor.function(inputs, p.shape[-1], on_unused_input="ignore")(*first_values))
+    shape = pytensor.function(inputs, p.shape[-1], on_unused_input="ignore", mode="FAST_COMPILE")
+    return int(shape(*first_values))
 
 
 def _draw_components(predictive, params, n_classes, statistic):
@@ -226,7 +242,11 @@ class GenericStatistics:
         self.varying = list(range(n_components))
         self.fixed_names = []
         self.settings = dict(
-            mode=mode, order=order, uses_variance=uses_variance, statistic=statistic
+            mode=mode,
+            order=order,
+            uses_variance=uses_variance,
+            statistic=statistic,
+            backend=draws.settings["backend"],
         )
 
     def __call__(self, data_values, draw_values):
@@ -297,6 +317,7 @@ def compile_predictive(
     order,
     uses_variance,
     statistic=None,
+    backend="numba",
 ):
     """Build and compile the chunk function of ``predictive`` (see `CompiledPredictive`).
 
@@ -304,7 +325,7 @@ def compile_predictive(
     inputs and held containers) and ``draw_values`` (arrays (S, ...) per free
     RV) fix the trailing shapes the graph is compiled for. With ``statistic``
     (a name from `statistic_names`), the one component is that statistic: per
-    draw, or averaged over draws in moment mode.
+    draw, or averaged over draws in moment mode. ``backend``: one of `BACKENDS`.
     """
     generic = predictive.likelihood.generic
     if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
@@ -317,6 +338,7 @@ def compile_predictive(
             mode="draw",
             order=order,
             uses_variance=False,
+            backend=backend,
         )
         return GenericStatistics(
             draws,
@@ -398,7 +420,7 @@ def compile_predictive(
         [symbols[v] for v in data_variables] + [batch[placeholders[rv]] for rv in free_rvs],
         outputs,
         on_unused_input="ignore",
-        mode=_compile_mode(),
+        mode=_compile_mode(backend),
     )
     return CompiledPredictive(
         function=function,
@@ -409,6 +431,12 @@ def compile_predictive(
         order=order,
         varying=varying,
         fixed_names=list(fixed),
-        settings=dict(mode=mode, order=order, uses_variance=uses_variance, statistic=statistic),
+        settings=dict(
+            mode=mode,
+            order=order,
+            uses_variance=uses_variance,
+            statistic=statistic,
+            backend=backend,
+        ),
         fixed_array_shapes=fixed_array_shapes,
     )
