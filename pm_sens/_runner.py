@@ -340,6 +340,24 @@ def _component_names(ctx, compiled):
     return ["mean", "1 - mean"]
 
 
+def _first_problem(values, test):
+    """(index, value, count) of the first value failing ``test``, or None.
+
+    A list of arrays (draw-mode derivatives, one per parameter) is indexed with
+    the position in the list first.
+    """
+    parts = values if isinstance(values, list) else [values]
+    found, count = None, 0
+    for position, part in enumerate(parts):
+        bad = test(part)
+        n_bad = int(np.count_nonzero(bad))
+        if n_bad and found is None:
+            index = tuple(np.argwhere(bad)[0])
+            found = ((position, *index) if isinstance(values, list) else index, float(part[index]))
+        count += n_bad
+    return None if found is None else (*found, count)
+
+
 def check_outputs(ctx, compiled, draws, out):
     """A chunk's parameters must not be nan, nor its derivatives nan or inf.
 
@@ -352,10 +370,10 @@ def check_outputs(ctx, compiled, draws, out):
     for key, test, what in problems:
         if key not in out:
             continue
-        bad = test(out[key])
-        if not bad.any():
+        problem = _first_problem(out[key], test)
+        if problem is None:
             continue
-        index = np.argwhere(bad)[0]
+        index, value, count = problem
         names = _component_names(ctx, compiled)
         if key == "phi":
             component, rows = index[-1], index[:-1]
@@ -363,9 +381,8 @@ def check_outputs(ctx, compiled, draws, out):
             component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
             rows = index[1 : len(index) - (1 if key == "jac" else 2)]
         name = names[component] if component < len(names) else f"component {component}"
-        value = float(out[key][tuple(index)])
         point = np.asarray(ctx.points.point_coords)[rows[-1] % ctx.points.n_points].item()
-        span, count = f"draws {draws.start} to {draws.stop - 1}", int(bad.sum())
+        span = f"draws {draws.start} to {draws.stop - 1}"
         where, note = f"point {point!r}", f"the mixture of {span}; {count} such value(s)"
         if len(rows) == 2:  # draw mode
             s = draws.start + rows[0]

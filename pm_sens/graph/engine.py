@@ -39,12 +39,13 @@ class CompiledPredictive:
     - mode ``"moment"``: ``phi`` (N, M) chunk moments (class probabilities or
       mean, then the chunk's mixture variance when ``uses_variance``),
       with ``order >= 1`` ``jac`` (M, N, D), with ``order=2`` ``hess`` (M, N, D, D);
-    - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters, ``jac``
-      (V, S, N, D) and ``hess`` (V, S, N, D, D) for the V components listed
-      in ``varying``;
+    - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters, ``jac`` a list
+      of V arrays (S, N, D) and ``hess`` of V arrays (S, N, D, D), for the V
+      components listed in ``varying`` (separate arrays: stacking them would
+      copy the largest arrays of the call);
 
-    (derivatives put the parameter axis first, so each parameter's slice is
-    contiguous for the quadratic forms of `pm_sens.measures.rsens`);
+    (moment-mode derivatives put the parameter axis first, so each parameter's
+    slice is contiguous for the quadratic forms of `pm_sens.measures.rsens`);
     - ``fixed``: parameters held fixed by the family (Binomial ``n``).
     """
 
@@ -84,9 +85,12 @@ class CompiledPredictive:
                     "follow points of another number: put it in a pm.Data container and give "
                     f"its values in points= ({error})"
                 ) from None
-        names = ["phi", "jac", "hess"][: self.order + 1] + self.fixed_names
-        result = dict(zip(names, outputs, strict=True))
-        result["fixed"] = {n: result.pop(n) for n in self.fixed_names}
+        result, rest = {"phi": outputs[0]}, list(outputs[1:])
+        width = 1 if self.mode == "moment" else len(self.varying)
+        for name in ["jac", "hess"][: self.order]:
+            parts, rest = rest[:width], rest[width:]
+            result[name] = parts[0] if self.mode == "moment" else parts
+        result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
         return result
 
 
@@ -140,20 +144,20 @@ def _split_components(expr, n_classes):
 
 
 def _derivatives(components, wrts, one_dimensional, n_features, order):
+    """Per order up to ``order``, the list of each component's derivatives."""
     if order == 0:
         return []
     jac = [_point_gradient(c, wrts, one_dimensional) for c in components]
-    out = [pt.stack(jac)]
-    if order == 2:
-        hess = [
-            pt.stack(
-                [_point_gradient(j[..., d], wrts, one_dimensional) for d in range(n_features)],
-                axis=-2,
-            )
-            for j in jac
-        ]
-        out.append(pt.stack(hess))
-    return out
+    if order == 1:
+        return [jac]
+    hess = [
+        pt.stack(
+            [_point_gradient(j[..., d], wrts, one_dimensional) for d in range(n_features)],
+            axis=-2,
+        )
+        for j in jac
+    ]
+    return [jac, hess]
 
 
 def _moment_components(likelihood, params, uses_variance, n_classes):
@@ -407,7 +411,10 @@ def compile_predictive(
             if isinstance(c, Constant) and c.data.ndim and c.data.shape[0] > 1
         }
     )
-    outputs = [phi, *_derivatives(components, wrts, one_dimensional, n_features, order)]
+    outputs = [phi]
+    for derivatives in _derivatives(components, wrts, one_dimensional, n_features, order):
+        # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
+        outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
     outputs += list(fixed.values())
     if per_draw:
         n_draws = batch[placeholders[free_rvs[0]]].shape[0]
