@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 import xarray as xr
 from scipy import special
@@ -189,13 +190,17 @@ def test_no_output_at_all_without_progress_bars(logistic, capfd):
 
 
 def _heteroscedastic(rng, n=30, d=3):
+    """sd through softplus, mean through clip: ops NumPy has no ufunc for."""
     x = rng.normal(size=(n, d))
     with pm.Model() as model:
         xd = pm.Data("X", x)
         b = pm.Normal("b", shape=d)
         g = pm.Normal("g", shape=d)
         pm.Normal(
-            "y", mu=xd @ b + xd[:, 0] * xd[:, 1], sigma=pm.math.exp(0.3 * xd @ g), observed=x[:, 0]
+            "y",
+            mu=pm.math.clip(xd @ b, -2.0, 2.0) + xd[:, 0] * xd[:, 1],
+            sigma=pm.math.log1pexp(0.3 * xd @ g),
+            observed=x[:, 0],
         )
     draws = {"b": rng.normal(size=(2, 25, d)), "g": rng.normal(size=(2, 25, d))}
     return model, posterior(draws)
@@ -214,6 +219,8 @@ def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
         ]
         compiled = _runner.predictive_for(model, None).compiled.values()
         backends[backend] = {c.settings["backend"] for c in compiled}
+        interpreted = [c.function for c in compiled if c.settings["backend"] == "python"]
+        assert not any(engine._runs_element_by_element(f) for f in interpreted)
     assert backends == {"python": {"python"}, "numba": {"python", "numba"}}
     for name in results["python"].data_vars:
         np.testing.assert_allclose(
@@ -245,3 +252,20 @@ def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkey
     assert _runner.backend_for(ctx, "moment", 1, rows=21) == "numba"  # stacked copies
     assert _runner.backend_for(ctx, "moment", 0, rows=10**6) == "python"  # forward only
     assert _runner.backend_for(ctx, "draw", 2, rows=10**6) == "python"
+
+
+def test_an_op_numpy_cannot_run_whole_is_compiled(rng):
+    """A scalar op with no NumPy ufunc (trigamma) would run element by element
+    in Python: that graph is compiled instead, and R-sens is still |dμ/dx|/σ."""
+    x = rng.normal(size=12)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Normal("y", mu=pt.tri_gamma(pm.math.exp(xd * b)), sigma=0.5, observed=x)
+    b = rng.normal(scale=0.3, size=(1, 8))
+    out = pm_sens.sensitivity(posterior({"b": b}), model, mode="draw", progressbar=False)
+    compiled = _runner.predictive_for(model, None).compiled.values()
+    assert {c.settings["backend"] for c in compiled if c.settings["mode"] == "draw"} == {"numba"}
+    rate = np.exp(x * b[0][:, None])
+    expected = np.abs(special.polygamma(2, rate) * rate * b[0][:, None]) / 0.5
+    np.testing.assert_allclose(out["sensitivity"]["rsens"].values[0, ..., 0], expected, rtol=1e-9)

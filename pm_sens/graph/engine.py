@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
 from pytensor.link.vm import VMLinker
+from pytensor.tensor.elemwise import Elemwise
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -110,11 +113,47 @@ def _compile_mode(backend):
     if backend == "python":
         mode = Mode(
             VMLinker(use_cloop=False, c_thunks=False),
-            RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion", "cxx_only"]),
+            RewriteDatabaseQuery(
+                include=["fast_run"],
+                exclude=["fusion", "cxx_only"],
+                # after the stabilizing rewrites, which write log-sigmoids as softplus
+                extra_rewrites=[(in2out(_numpy_ufunc_forms), 48)],
+            ),
         )
     else:
         mode = get_default_mode()
     return mode.excluding("orthogonal_solve_to_transpose_matmul")
+
+
+#: scalar ops without a NumPy ufunc, which the NumPy linker would run one
+#: element at a time in Python, in forms made of ufuncs: ``clip`` (bambi's
+#: links clip), ``softplus`` (``pm.math.log1pexp``, and PyTensor's rewrites of
+#: log-sigmoids), ``log1mexp``
+_UFUNC_FORMS = {
+    ps.Clip: lambda x, low, high: pt.minimum(pt.maximum(x, low), high),
+    ps.Softplus: lambda x: pt.maximum(x, 0) + pt.log1p(pt.exp(-pt.abs(x))),
+    ps.Log1mexp: lambda x: pt.switch(x < -np.log(2), pt.log1p(-pt.exp(x)), pt.log(-pt.expm1(x))),
+}
+
+
+@node_rewriter([Elemwise])
+def _numpy_ufunc_forms(fgraph, node):
+    form = _UFUNC_FORMS.get(type(node.op.scalar_op))
+    return None if form is None else [form(*node.inputs)]
+
+
+def _runs_element_by_element(function):
+    """Whether the NumPy linker runs an elementwise op of ``function`` in Python.
+
+    That is, one element at a time: a scalar op with no NumPy ufunc.
+    """
+    for node in function.maker.fgraph.apply_nodes:
+        op = node.op
+        if not isinstance(op, Elemwise) or isinstance(op.scalar_op, ps.Add | ps.Mul | ps.Cast):
+            continue  # variadic sums and products fold NumPy's binary ufunc
+        if op.nfunc_spec is None or op.nfunc_spec[1] != len(node.inputs):
+            return True
+    return False
 
 
 def _symbolic_like(var, value):
@@ -132,6 +171,9 @@ def _batched(var):
 def _point_gradient(expr, wrts, one_dimensional):
     """``∂expr_i/∂x_i`` for every point, one column per feature: shape (..., N, D)."""
     grads = pytensor.grad(expr.sum(), wrts, disconnected_inputs="ignore")
+    if all(one_dimensional):
+        # stacked in front, each column one contiguous block, then viewed as (..., N, D)
+        return pt.moveaxis(pt.stack(grads), 0, -1)
     columns = [g[..., None] if flat else g for g, flat in zip(grads, one_dimensional, strict=True)]
     return pt.concatenate(columns, axis=-1) if len(columns) > 1 else columns[0]
 
@@ -141,6 +183,12 @@ def _split_components(expr, n_classes):
     if n_classes is None:
         return [expr]
     return [expr[..., k] for k in range(n_classes)]
+
+
+def _function(arguments, outputs, backend):
+    return pytensor.function(
+        arguments, outputs, on_unused_input="ignore", mode=_compile_mode(backend)
+    )
 
 
 def _derivatives(components, wrts, one_dimensional, n_features, order):
@@ -423,12 +471,11 @@ def compile_predictive(
             {b: pt.broadcast_to(s, (n_draws, *s.shape)) for s, b in per_draw.items()},
             strict=False,
         )
-    function = pytensor.function(
-        [symbols[v] for v in data_variables] + [batch[placeholders[rv]] for rv in free_rvs],
-        outputs,
-        on_unused_input="ignore",
-        mode=_compile_mode(backend),
-    )
+    arguments = [symbols[v] for v in data_variables] + [batch[placeholders[rv]] for rv in free_rvs]
+    function = _function(arguments, outputs, backend)
+    if backend == "python" and _runs_element_by_element(function):
+        backend = "numba"  # an op NumPy would loop over in Python: compile instead
+        function = _function(arguments, outputs, backend)
     return CompiledPredictive(
         function=function,
         data_variables=data_variables,
