@@ -431,7 +431,7 @@ def compile_predictive(
     batch = {placeholders[rv]: _batched(rv) for rv in free_rvs}
     # draw mode differentiates per draw: the inputs get a draw axis, as a
     # broadcast inside the graph (replaced below) so callers pass them once
-    per_draw = {s: _batched(s) for s in unbatched_inputs} if mode == "draw" else {}
+    per_draw = {s: _batched(s) for s in unbatched_inputs} if mode == "draw" and order else {}
     batch.update(per_draw)
     wrts = [batch.get(s, s) for s in unbatched_inputs]
     params = pt.broadcast_arrays(*vectorize_graph(params, batch))
