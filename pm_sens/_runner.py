@@ -279,7 +279,8 @@ def check_locality(compiled, points, draws):
 def _chunk_size(ctx, n_rows, n_components, mode, order):
     """Draws per chunk so that parameters, derivatives and temporaries fit the limit."""
     n_features = len(ctx.points.features)
-    per_row = (n_components + 1) * (n_features + 4) * (1 + max(order - 1, 0) * n_features)
+    per_parameter = 4 + (n_features if order else 0)  # temporaries, and gradients
+    per_row = (n_components + 1) * per_parameter * (1 + max(order - 1, 0) * n_features)
     per_draw = 8 * n_rows * per_row * (4 if mode == "draw" else 2)
     return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
 
