@@ -326,13 +326,15 @@ def test_zero_modified_mixture_entropies_against_brute_force(rng, family, base, 
         (families.NEGATIVE_BINOMIAL_MEAN_ALPHA, lambda m: np.stack([m, 3 + 0 * m], -1)),
         # variance below the mean on some draws: the Poisson limit (α infinite)
         (families.MOMENT_FAMILIES["negative_binomial"], lambda m: np.stack([m, m * 1.5 - 30], -1)),
+        (families.ZERO_INFLATED_POISSON, lambda m: np.stack([0.3 + m / 5000, m], -1)),
     ],
-    ids=["poisson", "nb_mean_alpha", "nb_mean_variance"],
+    ids=["poisson", "nb_mean_alpha", "nb_mean_variance", "zip"],
 )
 def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
-    """Sums by recurrence from each draw's mode equal sums of the log pmf, in rows whose
-    draws are far apart (rate 1 and 3000 in one row: a draw's pmf underflows over most
-    of the row's window)."""
+    """Sums by recurrence equal sums of the log pmf, in rows whose draws are far apart
+    (rate 1 and 3000 in one row: a draw's pmf underflows over most of the row's
+    window, and where the row's draws walk together the pmf of rate 1 has underflowed:
+    those walk alone)."""
     means = np.exp(rng.uniform(0, 8, size=(40, 5)))
     means[:, 0] = np.where(np.arange(40) % 2, 1.0, 3000.0)
     params = phi(means)

@@ -9,8 +9,6 @@ entropy, an upper bound on the mixture's for the Normal (maximum entropy at
 fixed variance).
 """
 
-import functools
-
 import numpy as np
 from scipy import special
 
@@ -62,34 +60,50 @@ class EntropyAccumulator:
         if self.family.pmf_recursion is not None:
             self._add_by_recursion(phi, fixed)
             return
+        for rows, width in self._row_groups():
+            self._add_rows(rows, width, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+
+    def _row_groups(self):
+        """(rows, width): the rows in groups of similar support width, each with its widest."""
         if self.widths is None:
-            groups = [slice(None)]  # every row, without copying phi
-        else:
-            split = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
-            groups = [rows for rows in split if len(rows)]
-        for rows in groups:
-            self._add_rows(rows, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+            return [(slice(None), self.pmf_sum.shape[1])]  # every row, without copying
+        split = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
+        return [(rows, int(self.widths[rows].max())) for rows in split if len(rows)]
 
     def _add_by_recursion(self, phi, fixed):
         """Support sums of an (a, b, 0)-class family by its pmf recurrence (`recursion_sums`)."""
         a, b, log_base, zero, scale = self.family.pmf_recursion(phi, **fixed)
+        shape = phi.shape[:2]
+        a, b = np.broadcast_arrays(a, b)
         widths = self.pmf_sum.shape[1] if self.widths is None else self.widths
         upper = self.lower + np.broadcast_to(widths, self.lower.shape) - 1
         with np.errstate(divide="ignore", invalid="ignore"):
             mode = np.floor(np.where(a < 1, b / (1 - a), 0.0))
-        start = np.clip(np.nan_to_num(mode), self.lower, upper).astype(np.int64)
+        mode = np.clip(mode, self.lower, upper).astype(np.int64)
+        # all draws of a row walk together from the draws' mean mode, except those
+        # whose pmf there is too small to grow back without underflow: from their own
+        center = mode.mean(0).astype(np.int64)
+        log_start = np.broadcast_to(log_base(center), shape)
+        alone = ~(log_start >= _LOG_SMALLEST_START)
+        start = np.where(alone, mode, center) if alone.any() else None
+        if start is not None:
+            log_start = np.where(alone, log_base(start), log_start)
         recursion_sums(
-            *np.broadcast_arrays(a, b, start, log_base(start)),
-            np.full(a.shape, np.nan) if zero is None else np.broadcast_to(zero, a.shape),
-            np.ones(a.shape) if scale is None else np.broadcast_to(scale, a.shape),
+            a,
+            b,
+            center,
+            start,
+            log_start,
+            alone,
+            zero,
+            scale,
             self.lower,
             upper,
             self.pmf_sum,
             self.aleatoric_sum,
         )
 
-    def _add_rows(self, rows, phi, fixed):
-        width = self.pmf_sum.shape[1] if self.widths is None else int(self.widths[rows].max())
+    def _add_rows(self, rows, width, phi, fixed):
         y = self.lower[rows, None] + np.arange(width)
         block = max(1, _MAX_CELLS // (phi.shape[1] * width))
         for start in range(0, len(phi), block):
@@ -109,120 +123,66 @@ class EntropyAccumulator:
 
     def mixture_entropy(self):
         """Exact entropy of the discrete mixture per row."""
-        return special.entr(self.pmf_sum / self.count).sum(-1)
+        out = np.empty(len(self.pmf_sum))
+        for rows, width in self._row_groups():
+            out[rows] = special.entr(self.pmf_sum[rows, :width] / self.count).sum(-1)
+        return out
 
 
 #: counts whose pmf is below this, beyond the mode, end a recurrence (the mass
 #: left out is at most this times the window's width)
 _NEGLIGIBLE_PMF = 1e-20
+#: a draw whose log pmf at its row's common start is below this walks from its own
+#: mode (the pmf, ~1e-261 there, can grow back by products without underflow)
+_LOG_SMALLEST_START = -600.0
 
 
-def recursion_sums(a, b, start, log_start, zero, scale, lower, upper, pmf_sum, aleatoric_sum):
+def recursion_sums(
+    a, b, center, start, log_start, alone, zero, scale, lower, upper, pmf_sum, aleatoric_sum
+):
     """Add draws' pmfs and ``−Σ p log p`` over each row's counts, by recurrence.
 
-    Per draw and row (arrays (S, R)), the base pmf runs from its mode ``start``
-    (log pmf ``log_start``) up and down the row's counts ``lower..upper`` (R,)
-    by Panjer's recurrence ``p(y) = p(y−1) (a + b/y)``: a product and a sum per
-    count, no log pmf, until it falls below `_NEGLIGIBLE_PMF` (it only
-    decreases away from the mode). On y >= 1 the pmf is ``scale`` times the
-    base; at 0 it is ``zero`` where that is not nan. Adds in place to
-    ``pmf_sum`` (R, W), column k for count ``lower + k``, and to
+    Per draw and row (arrays (S, R)), the base pmf runs from its start (log
+    pmf ``log_start``) up and down the row's counts ``lower..upper`` (R,) by
+    Panjer's recurrence ``p(y) = p(y−1) (a + b/y)``, a product per count and no
+    log pmf, until every draw's pmf is below `_NEGLIGIBLE_PMF` and falling. The
+    draws of a row walk together from the row's ``center`` (R,), a vector
+    operation per count, except where ``alone`` (S, R): those start from their
+    own ``start`` (None if no draw is alone). On y >= 1 the pmf is ``scale``
+    times the base; at 0 it is ``zero``; either may be None (no change). Adds
+    in place to ``pmf_sum`` (R, W), column k for count ``lower + k``, and to
     ``aleatoric_sum`` (R,) the sum over draws of the entropies.
     """
+    from pm_sens.measures._recurrence import recursion_kernel
+
+    shape, poisson = alone.shape, not np.any(a)
+    flags = (zero is not None, scale is not None, poisson)
+    order = np.argsort(alone, axis=0, kind="stable") if alone.any() else None
+
+    def by_row(x):
+        """(S, R) → (R, S), per row the draws walking together first."""
+        x = np.broadcast_to(x, shape)
+        return np.ascontiguousarray((x if order is None else np.take_along_axis(x, order, 0)).T)
+
+    b = by_row(b)
+    # what the kernel does not read is left as zeros, or b (same type)
+    a = np.zeros(b.shape) if poisson else by_row(a)
+    scale, zero = (b if x is None else by_row(x) for x in (scale, zero))
+    start = np.zeros(b.shape, np.int64) if start is None else by_row(start).astype(np.int64)
     counts = np.arange(1, int(upper.max(initial=0)) + 2, dtype=float)
-    arrays = [np.ascontiguousarray(x, dtype=float) for x in (a, b, log_start, zero, scale)]
-    _recursion_kernel()(
-        *arrays[:2],
-        np.ascontiguousarray(start, dtype=np.int64),
-        *arrays[2:],
-        np.ascontiguousarray(lower, dtype=np.int64),
-        np.ascontiguousarray(upper, dtype=np.int64),
-        np.log(counts),
-        1 / counts,
-        _NEGLIGIBLE_PMF,
+    recursion_kernel(
+        (a, b, scale, zero),
+        start,
+        by_row(log_start),
+        alone.sum(0),
+        np.asarray(center, dtype=np.int64),
+        np.asarray(lower, dtype=np.int64),
+        np.asarray(upper, dtype=np.int64),
+        flags,
+        (np.log(counts), 1 / counts, _NEGLIGIBLE_PMF),
         pmf_sum,
         aleatoric_sum,
     )
-
-
-@functools.cache
-def _recursion_kernel():
-    """The compiled loop of `recursion_sums` (Numba, cached on disk; parallel over rows)."""
-    import numba
-
-    @numba.njit(inline="always")
-    def mass(y, p, log_p, k, log_k, zero, log_zero):
-        """The pmf at count y and its log: ``zero`` at 0 unless nan, else k p(y)."""
-        if y == 0 and not np.isnan(zero):
-            return zero, log_zero
-        return k * p, log_k + log_p
-
-    @numba.njit(parallel=True, cache=True)
-    def kernel(
-        a,
-        b,
-        start,
-        log_start,
-        zero,
-        scale,
-        lower,
-        upper,
-        log_y,
-        inverse_y,
-        negligible,
-        pmf_sum,
-        aleatoric_sum,
-    ):
-        n_draws, n_rows = a.shape
-        for row in numba.prange(n_rows):
-            low, high, p_log_p = lower[row], upper[row], 0.0
-            for s in range(n_draws):
-                a_s, b_s, y0, k, z = (
-                    a[s, row],
-                    b[s, row],
-                    start[s, row],
-                    scale[s, row],
-                    zero[s, row],
-                )
-                poisson = a_s == 0.0  # log(b/y) from the table of log y
-                log_b = np.log(b_s) if poisson and b_s > 0 else 0.0
-                log_k = np.log(k) if k > 0 else 0.0
-                log_z = np.log(z) if z > 0 else 0.0
-                # up from the mode: p(y) = p(y − 1) (a + b/y)
-                log_p, y = log_start[s, row], y0
-                p = np.exp(log_p)
-                while True:
-                    value, log_value = mass(y, p, log_p, k, log_k, z, log_z)
-                    pmf_sum[row, y - low] += value
-                    if value > 0:
-                        p_log_p += value * log_value
-                    if y >= high:
-                        break
-                    y += 1
-                    ratio = a_s + b_s * inverse_y[y - 1]
-                    if ratio <= 0.0:
-                        break
-                    p *= ratio
-                    log_p += log_b - log_y[y - 1] if poisson else np.log(ratio)
-                    if p < negligible and ratio < 1.0:
-                        break
-                # down from the mode: p(y − 1) = p(y) / (a + b/y)
-                log_p, y = log_start[s, row], y0
-                p = np.exp(log_p)
-                while y > low:
-                    ratio = a_s + b_s * inverse_y[y - 1]
-                    p /= ratio
-                    log_p -= log_b - log_y[y - 1] if poisson else np.log(ratio)
-                    y -= 1
-                    if p < negligible and ratio > 1.0:
-                        break
-                    value, log_value = mass(y, p, log_p, k, log_k, z, log_z)
-                    pmf_sum[row, y - low] += value
-                    if value > 0:
-                        p_log_p += value * log_value
-            aleatoric_sum[row] -= p_log_p
-
-    return kernel
 
 
 def entropy_components(total, aleatoric):
