@@ -21,15 +21,12 @@ Run: .venv/bin/python examples/papers/gp_sine_ard.py [--quick]
     full: 200 repetitions, as the paper: 654 s on 2 cores.
 """
 
-import sys
-import time
 import warnings
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pymc as pm
-from _repetitions import interval
+from _repetitions import command_line, interval, save
 
 import pm_sens
 
@@ -46,7 +43,6 @@ PAPER = {
     "uniform": "ARD: about half the inputs near 0; KL, VAR: nonlinear inputs preferred, less",
     "normal": "KL, VAR: all eight nearly equal; ARD still prefers the nonlinear inputs",
 }
-FIGURES = Path(__file__).parent.parent / "figures"
 
 
 def amplitudes(distribution):
@@ -150,20 +146,8 @@ def save_figure(results):
         ax.set_xlabel("input (1: most linear, 8: most nonlinear)")
     axes[0].set_ylabel("relevance (max = 1)")
     axes[1].legend()
-    FIGURES.mkdir(exist_ok=True)
-    path = FIGURES / "paper002_sine_ard.png"
-    fig.savefig(path)
-    print(f"saved {path}")
-
-
-def main(quick=False):
-    start = time.perf_counter()
-    results = run(5 if quick else 200)
-    print_table(results)
-    save_figure(results)
-    print(f"\nfinished in {time.perf_counter() - start:.0f} s")
-    return results
+    save(fig, "paper002_sine_ard")
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    command_line(run, print_table, save_figure, quick=5, full=200)

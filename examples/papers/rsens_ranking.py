@@ -29,14 +29,13 @@ Run: .venv/bin/python examples/papers/rsens_ranking.py [--quick]
 
 import sys
 import time
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from _repetitions import interval
+from _repetitions import interval, save
 
 import pm_sens
 
@@ -92,7 +91,6 @@ PAPER = {
         "exp(-x^2)": (0.0, 20.5, -0.1),
     },
 }
-FIGURES = Path(__file__).parent.parent / "figures"
 
 
 def build_model(shape):
@@ -194,10 +192,7 @@ def save_figure(results, distribution):
         ax.set_xlabel("effect shape f(x)")
     axes[0].set_ylabel("rank error minus R-sens's")
     axes[1].legend(title="method")
-    FIGURES.mkdir(exist_ok=True)
-    path = FIGURES / f"paper000_ranking_{distribution}.png"
-    fig.savefig(path)
-    print(f"saved {path}")
+    save(fig, f"paper000_ranking_{distribution}")
 
 
 def main(quick=False):
