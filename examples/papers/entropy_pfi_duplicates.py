@@ -21,7 +21,7 @@ Likelihood-PFI does not change and the Entropy-PFI of x5 and x10 rises a
 little.
 
 Run: .venv/bin/python examples/papers/entropy_pfi_duplicates.py [--quick]
-    --quick: 1 repetition; full: 5.
+    --quick: 1 repetition; full: 5 per version, 527 s on 2 cores (mostly NUTS).
 """
 
 import matplotlib

@@ -23,7 +23,7 @@ per input beside that of the true E[y|x] (exp(1 + f) or Φ(f), integrated by
 quadrature).
 
 Run: .venv/bin/python examples/papers/gp_ig_links.py [--quick]
-    --quick: 1 repetition per link; full: 10.
+    --quick: 1 repetition per link; full: 10, 57 s on 2 cores.
 """
 
 import warnings
