@@ -168,6 +168,10 @@ def _is_lazy_request(points):
 #: features^order) run op by op in NumPy rather than compiled: the compile would
 #: take longer than the run (`pm_sens.graph.engine.BACKENDS`)
 INTERPRETED_WORK = 2e7
+#: draws × rows per chunk of a graph run in NumPy, so that its temporaries stay in
+#: the CPU's cache (chunks as large as memory allows made a default partial
+#: dependence 30 % slower)
+CACHED_CELLS = 1_500_000
 
 
 def backend_for(ctx, mode, order, rows=None):
@@ -285,14 +289,18 @@ def _chunk_size(ctx, n_rows, n_components, mode, order):
     return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
 
 
-def _chunks(ctx, compiled, values, n_components, description, steps=1):
+def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
+    A graph run in NumPy gets chunks of about `CACHED_CELLS` draws × rows, or
+    ``min_draws`` if the consumer needs more (within the memory limit).
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
     n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
     chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
+    if compiled.settings["backend"] == "python":
+        chunk = min(chunk, max(CACHED_CELLS // n_rows, min_draws, 1))
     chunk = min(chunk, -(-ctx.draws.count // steps))
     starts = range(0, ctx.draws.count, chunk)
     client = active_client() if ctx.draws.lazy else None
@@ -419,13 +427,14 @@ def moment_pass(ctx, compiled, values, uses_variance, description):
     return moments, fixed
 
 
-def draw_pass(ctx, compiled, values, description, consume, steps=1):
+def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1):
     """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
 
     ``steps``: at least this many chunks, so that the progress bar moves when
-    ``consume`` is the long part.
+    ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
+    works best with (see `_chunks`).
     """
-    for start, size, out in _chunks(ctx, compiled, values, 2, description, steps):
+    for start, size, out in _chunks(ctx, compiled, values, 2, description, steps, min_draws):
         consume(slice(start, start + size), out)
 
 

@@ -25,6 +25,7 @@ from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
     COMPONENTS,
+    DRAWS_TOGETHER,
     EntropyAccumulator,
     MixtureLogDensity,
     entropy_components,
@@ -139,9 +140,18 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
         if log_density is not None:
             log_density.add(family.log_density(phi, observed_rows, **fixed))
 
-    # the support sums of a discrete family's entropy are the long part: show them move
-    steps = 10 if accumulator is not None and family.discrete else 1
-    draw_pass(ctx, compiled, values, "predictive draws", consume, steps=steps)
+    # the support sums of a discrete family's entropy are the long part: show them
+    # move, and give them enough draws at once to walk together
+    sums = accumulator is not None and family.discrete
+    draw_pass(
+        ctx,
+        compiled,
+        values,
+        "predictive draws",
+        consume,
+        steps=10 if sums else 1,
+        min_draws=DRAWS_TOGETHER if sums else 1,
+    )
     out = {}
     if log_density is not None:
         out["log_likelihood"] = log_density.value()

@@ -13,6 +13,8 @@ import numpy as np
 from scipy import special
 
 _MAX_CELLS = 20_000_000  # draws × rows × support values held at once
+#: draws per call of the support sums that keep their vector loops over draws full
+DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
 
 
