@@ -1,13 +1,39 @@
-"""What the reproductions share: the 95 % interval of a mean over repetitions, where
-figures go, and the command line."""
+"""What the reproductions share: the GP regression most of them fit, the 95 %
+interval of a mean over repetitions, where figures go, and the command line."""
 
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pymc as pm
+
+import pm_sens
 
 FIGURES = Path(__file__).parent.parent / "figures"
+
+
+def ard_gp(n, d, sigma_scale=1.0):
+    """A GP regression with an ARD squared-exponential kernel on n points of d inputs,
+    its data in ``X_train``/``y_train`` (set by `fit_map`, so the graphs compile
+    once); returns the model and the GP's predictive (inputs x1..xd)."""
+    with pm.Model() as model:
+        x = pm.Data("X_train", np.zeros((n, d)))
+        y = pm.Data("y_train", np.zeros(n))
+        ls = pm.InverseGamma("ls", 2, 2, shape=d)
+        eta = pm.HalfNormal("eta", 5)
+        sigma = pm.HalfNormal("sigma", sigma_scale)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(d, ls=ls))
+        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
+    names = [f"x{j + 1}" for j in range(d)]
+    return model, pm_sens.Predictive.from_gp(gp, feature_names=names)
+
+
+def fit_map(model, x, y):
+    """Set a GP model's training data and fit it at its MAP (the papers' setting)."""
+    with model:
+        pm.set_data({"X_train": x, "y_train": y})
+        return pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
 
 
 def interval(values):

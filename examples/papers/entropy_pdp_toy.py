@@ -25,7 +25,7 @@ import warnings
 import matplotlib
 import numpy as np
 import pymc as pm
-from _repetitions import command_line, interval, save
+from _repetitions import command_line, fit_map, interval, save
 
 import pm_sens
 
@@ -74,9 +74,7 @@ def one_repetition(model, predictive, rng):
     entropy at the test points (N_TEST,)."""
     x, y = generate(rng, N_TRAIN)
     x_test, _ = generate(rng, N_TEST)
-    with model:
-        pm.set_data({"X_train": x, "y_train": y})
-        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
+    idata = fit_map(model, x, y)
     out = pm_sens.partial_dependence(
         idata,
         model,

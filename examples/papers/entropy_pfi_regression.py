@@ -22,8 +22,7 @@ import warnings
 
 import matplotlib
 import numpy as np
-import pymc as pm
-from _repetitions import command_line, interval, save
+from _repetitions import ard_gp, command_line, fit_map, interval, save
 
 import pm_sens
 
@@ -55,25 +54,10 @@ def generate(rng, noise_variance):
     return x, mean + rng.normal(0, np.sqrt(noise_variance), 2 * N)
 
 
-def build_model():
-    """One GP model; each repetition sets its data (so the graphs compile once)."""
-    with pm.Model() as model:
-        x = pm.Data("X_train", np.zeros((N, D)))
-        y = pm.Data("y_train", np.zeros(N))
-        ls = pm.InverseGamma("ls", 2, 2, shape=D)
-        eta = pm.HalfNormal("eta", 5)
-        sigma = pm.HalfNormal("sigma", 2)
-        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
-        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-    return model, pm_sens.Predictive.from_gp(gp, feature_names=NAMES)
-
-
 def one_repetition(model, predictive, rng, noise_variance):
     """(Likelihood-PFI, Entropy-PFI (total)), each (D,), on the test half."""
     x, y = generate(rng, noise_variance)
-    with model:
-        pm.set_data({"X_train": x[:N], "y_train": y[:N]})
-        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
+    idata = fit_map(model, x[:N], y[:N])
     out = pm_sens.permutation_importance(
         idata,
         model,
@@ -92,7 +76,7 @@ def one_repetition(model, predictive, rng, noise_variance):
 def run(repetitions, seed=2024):
     """{noise variance: (repetitions, 2 measures, D)}."""
     rng = np.random.default_rng(seed)
-    model, predictive = build_model()
+    model, predictive = ard_gp(N, D, sigma_scale=2)
     return {
         variance: np.array(
             [one_repetition(model, predictive, rng, variance) for _ in range(repetitions)]

@@ -28,8 +28,7 @@ import warnings
 
 import matplotlib
 import numpy as np
-import pymc as pm
-from _repetitions import command_line, interval, save
+from _repetitions import ard_gp, command_line, fit_map, interval, save
 
 import pm_sens
 
@@ -54,25 +53,10 @@ def generate(rng):
     return x, y + rng.normal(0, NOISE, N)
 
 
-def build_model():
-    """One GP model; each repetition sets its data (so the graphs compile once)."""
-    with pm.Model() as model:
-        x = pm.Data("X_train", np.zeros((N, D)))
-        y = pm.Data("y_train", np.zeros(N))
-        ls = pm.InverseGamma("ls", 2, 2, shape=D)
-        eta = pm.HalfNormal("eta", 5)
-        sigma = pm.HalfNormal("sigma", 1)
-        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
-        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-    return model, pm_sens.Predictive.from_gp(gp, feature_names=NAMES)
-
-
 def one_repetition(model, predictive, rng):
     """Scaled R-sens (D,) and R-sens2 of every pair (len(PAIRS),)."""
     x, y = generate(rng)
-    with model:
-        pm.set_data({"X_train": x, "y_train": y})
-        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
+    idata = fit_map(model, x, y)
     out = pm_sens.sensitivity(
         idata, model, predictive=predictive, points={"X": x}, interactions=True, progressbar=False
     )
@@ -85,7 +69,7 @@ def one_repetition(model, predictive, rng):
 def run(repetitions, seed=2020):
     """(single (repetitions, D), pairs (repetitions, len(PAIRS)))."""
     rng = np.random.default_rng(seed)
-    model, predictive = build_model()
+    model, predictive = ard_gp(N, D)
     results = [one_repetition(model, predictive, rng) for _ in range(repetitions)]
     return tuple(np.array(r) for r in zip(*results, strict=True))
 

@@ -25,8 +25,7 @@ import warnings
 
 import matplotlib
 import numpy as np
-import pymc as pm
-from _repetitions import command_line, interval, save
+from _repetitions import ard_gp, command_line, fit_map, interval, save
 
 import pm_sens
 
@@ -63,25 +62,9 @@ def generate(rng, distribution):
     return x, y
 
 
-def build_model():
-    """One GP model; each repetition sets its data (so the graphs compile once)."""
-    with pm.Model() as model:
-        x = pm.Data("X_train", np.zeros((N, D)))
-        y = pm.Data("y_train", np.zeros(N))
-        ls = pm.InverseGamma("ls", 2, 2, shape=D)
-        eta = pm.HalfNormal("eta", 5)
-        sigma = pm.HalfNormal("sigma", 1)
-        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
-        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-    names = [f"x{j + 1}" for j in range(D)]
-    return model, pm_sens.Predictive.from_gp(gp, feature_names=names)
-
-
 def one_repetition(model, predictive, rng, distribution, methods=METHODS):
     x, y = generate(rng, distribution)
-    with model:
-        pm.set_data({"X_train": x, "y_train": y})
-        idata = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
+    idata = fit_map(model, x, y)
     out = pm_sens.sensitivity(
         idata,
         model,
@@ -103,7 +86,7 @@ def run(repetitions, methods=METHODS, seed=2019):
     ``methods`` starts with ``"ARD"``; the others are pm_sens methods.
     """
     rng = np.random.default_rng(seed)
-    model, predictive = build_model()
+    model, predictive = ard_gp(N, D)
     return {
         distribution: np.array(
             [
