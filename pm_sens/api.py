@@ -15,7 +15,9 @@ from pm_sens._points import (
     values_at,
 )
 from pm_sens._runner import (
+    check_outputs,
     compiled_for,
+    data_for_chunk,
     draw_pass,
     make_context,
     moment_pass,
@@ -145,7 +147,9 @@ def _warn_saturated(phi, family):
 def _rsens(ctx, *, mode, family, alpha, order):
     """R-sens (and R-sens2), local values (..., N, D[, D])."""
     uses_variance = mode == "moment" and family.uses_variance
-    compiled = compiled_for(ctx, mode, order, uses_variance)
+    # draw-mode R-sens alone is computed inside the graph (`WhitenedNorm`)
+    whitened = mode == "draw" and order == 1
+    compiled = compiled_for(ctx, mode, order, uses_variance, whitened=whitened)
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, uses_variance, "R-sens")
         _check_matched(moments.phi, family)
@@ -169,15 +173,33 @@ def _rsens(ctx, *, mode, family, alpha, order):
             derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)
         ]
 
+    def derivatives(draws):
+        """The chunk's derivatives, for the quadratic forms in NumPy."""
+        exact = compiled_for(ctx, "draw", 1)
+        chunk_draws = ctx.draws.chunk(draws.start, draws.stop)
+        chunk = exact(data_for_chunk(exact, ctx.points.values), chunk_draws)
+        check_outputs(ctx, exact, draws, chunk)
+        return chunk
+
     def consume(draws, chunk):
+        if whitened:
+            norm = chunk["norm"]
+            if norm is not None and compiled.norm_is_exact(norm):
+                out["rsens"][draws] = norm
+                if alpha != 1:
+                    out["rsens"][draws] *= np.sqrt(alpha)
+                return
+            # squares that over- or underflowed, or a non-diagonal information
+            chunk = derivatives(draws)
         phi = np.broadcast_to(chunk["phi"], (draws.stop - draws.start, *chunk["phi"].shape[-2:]))
         fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
         jac = all_components(chunk["jac"], phi.shape[-1])
-        out["rsens"][draws] = rsens_local(jac, partial(draw_family.whitened, phi, **fixed), alpha)
+        whiten = partial(draw_family.whitened, phi, **fixed)
+        rsens_local(jac, whiten, alpha, out=out["rsens"][draws])
         if order == 2:
             hess = all_components(chunk["hess"], phi.shape[-1])
             whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
-            out["rsens2"][draws] = rsens2_local(hess, whiten, alpha)
+            rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}

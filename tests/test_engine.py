@@ -230,7 +230,7 @@ def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
 
 def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkeypatch):
     """Moment-mode derivatives' work is draws × rows × features^order: 40 × 10 ×
-    2^order here; per-draw and forward graphs always run in NumPy."""
+    2^order here; forward graphs and per-draw derivatives always run in NumPy."""
     model, idata, _ = logistic
     ctx = _runner.make_context(
         idata,
@@ -252,6 +252,9 @@ def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkey
     assert _runner.backend_for(ctx, "moment", 1, rows=21) == "numba"  # stacked copies
     assert _runner.backend_for(ctx, "moment", 0, rows=10**6) == "python"  # forward only
     assert _runner.backend_for(ctx, "draw", 2, rows=10**6) == "python"
+    # draw-mode R-sens computed in the graph follows the work, as moment mode does
+    assert _runner.backend_for(ctx, "draw", 1, whitened=True) == "python"
+    assert _runner.backend_for(ctx, "draw", 1, rows=21, whitened=True) == "numba"
 
 
 def test_an_op_numpy_cannot_run_whole_is_compiled(rng):
@@ -265,7 +268,96 @@ def test_an_op_numpy_cannot_run_whole_is_compiled(rng):
     b = rng.normal(scale=0.3, size=(1, 8))
     out = pm_sens.sensitivity(posterior({"b": b}), model, mode="draw", progressbar=False)
     compiled = _runner.predictive_for(model, None).compiled.values()
-    assert {c.settings["backend"] for c in compiled if c.settings["mode"] == "draw"} == {"numba"}
+    # the forward graph holds tri_gamma; R-sens's graph only its derivative (a ufunc)
+    forward = [c for c in compiled if c.settings["mode"] == "draw" and c.settings["order"] == 0]
+    assert [c.settings["backend"] for c in forward] == ["numba"]
     rate = np.exp(x * b[0][:, None])
     expected = np.abs(special.polygamma(2, rate) * rate * b[0][:, None]) / 0.5
     np.testing.assert_allclose(out["sensitivity"]["rsens"].values[0, ..., 0], expected, rtol=1e-9)
+
+
+def _draw_mode_model(kind, rng, n=20, d=2):
+    """A model of ``kind`` with two inputs; both of its parameters vary where it has two."""
+    x = rng.normal(size=(n, d))
+    counts = rng.integers(0, 5, n)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        g = pm.Normal("g", shape=d)
+        eta, zeta = xd @ b, 0.3 * (xd @ g)
+        if kind == "poisson_offset":
+            exposure = pm.Data("exposure", rng.uniform(1, 3, n))
+            pm.Poisson("y", mu=pm.math.exp(eta + pm.math.log(exposure)), observed=counts)
+        elif kind == "negative_binomial":
+            pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=pm.math.exp(zeta), observed=counts)
+        elif kind == "binomial":
+            pm.Binomial("y", n=5, logit_p=eta, observed=counts)
+        elif kind == "gamma":
+            pm.Gamma("y", mu=pm.math.exp(eta), sigma=pm.math.exp(zeta), observed=counts + 1.0)
+        elif kind == "student_t":
+            pm.StudentT("y", nu=4, mu=eta, sigma=pm.math.exp(zeta), observed=x[:, 0])
+        elif kind == "lognormal":
+            pm.LogNormal("y", mu=eta, sigma=pm.math.exp(zeta), observed=counts + 1.0)
+        elif kind == "categorical":
+            weights = pt.stack([eta, zeta, -eta], axis=-1)
+            pm.Categorical("y", p=pm.math.softmax(weights, axis=-1), observed=counts % 3)
+        else:  # beta: its (mean, variance) information is not diagonal
+            mean = pm.math.sigmoid(eta)
+            pm.Beta("y", mu=mean, sigma=0.2 * mean * (1 - mean), observed=np.full(n, 0.5))
+    draws = {"b": rng.normal(scale=0.5, size=(2, 15, d)), "g": rng.normal(size=(2, 15, d))}
+    return model, posterior(draws)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "poisson_offset",
+        "negative_binomial",
+        "binomial",
+        "gamma",
+        "student_t",
+        "lognormal",
+        "categorical",
+        "beta",
+    ],
+)
+def test_draw_mode_rsens_in_the_graph_equals_the_numpy_forms(kind, rng, monkeypatch):
+    """Draw-mode R-sens is computed inside the graph from the family's whitening
+    scales (`WhitenedNorm`); the NumPy quadratic forms on the graph's derivatives
+    stay the reference. Where the information is not diagonal (Beta; LogNormal in
+    mean and variance) the graph's value is not used."""
+    model, idata = _draw_mode_model(kind, rng)
+    used = []
+    exact = engine.WhitenedNorm.norm_is_exact
+    monkeypatch.setattr(
+        engine.WhitenedNorm,
+        "norm_is_exact",
+        lambda self, norm: used.append(exact(self, norm)) or used[-1],
+    )
+    in_graph = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert used == ([] if kind in ("beta", "lognormal") else [True])
+    monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
+    reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert (in_graph["rsens"].values > 0).all()
+    np.testing.assert_allclose(
+        in_graph["rsens"].values, reference["rsens"].values, rtol=1e-12, atol=0
+    )
+
+
+def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monkeypatch):
+    """Large draw-mode requests compute R-sens in a Numba-compiled graph: the same
+    numbers as the NumPy quadratic forms (two parameters, softplus and clip)."""
+    model, idata = _heteroscedastic(rng)
+    monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    compiled = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    backends = {
+        c.settings["backend"]
+        for c in _runner.predictive_for(model, None).compiled.values()
+        if c.settings.get("whitened")
+    }
+    assert backends == {"numba"}
+    monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
+    reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    np.testing.assert_allclose(
+        compiled["rsens"].values, reference["rsens"].values, rtol=1e-12, atol=0
+    )

@@ -42,6 +42,11 @@ def _model(kind, x):
         elif kind == "normal_sd":  # sd e^x: R-sens = √2
             pm.Normal("y", mu=0.0, sigma=pm.math.exp(eta), observed=np.zeros(len(x)))
             truth = np.full(len(x), np.sqrt(2))
+        elif kind == "normal_both":  # mean c·x, sd e^(c·x): R-sens = c·sqrt(sd⁻² + 2)
+            # c = 1e±170: the two whitened derivatives are fine, their squares are not
+            c = 10.0 ** np.array([-170, -170, 0, 170, 170])
+            pm.Normal("y", mu=c * eta, sigma=pm.math.exp(c * eta), observed=np.zeros(len(x)))
+            truth = c * np.sqrt(np.exp(-2 * c * x) + 2)
         elif kind == "binomial":  # 4 trials, logit x
             pm.Binomial("y", n=4, logit_p=eta, observed=zeros)
             truth = 2 * _logistic_factor(x)
@@ -57,6 +62,7 @@ POINTS = {
     "negative_binomial": [0.5, 1.0, 0.0, -1.0, 2.0, 0.3],
     "normal_mean": [0.3, -1.0, 1.0, 2.0, -0.5],
     "normal_sd": [-690.0, -300.0, 0.0, 300.0, 690.0],
+    "normal_both": [0.0, 1.0, 0.5, 1e-170, 0.0],
     "logistic": [-700.0, -40.0, 0.0, 40.0, 700.0],
     "binomial": [-700.0, -40.0, 0.0, 40.0, 700.0],
 }

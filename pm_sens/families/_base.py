@@ -87,8 +87,35 @@ class Family:
         """Whether moment matching needs the mixture variance, not only the mean."""
         return self.parameters == ("mean", "variance")
 
+    def whitening(self, phi, given, **fixed):
+        """The information's square-root diagonal and correlation on ``given``.
+
+        Parameters
+        ----------
+        phi : ndarray, shape (..., M)
+        given : list of int
+            The K parameters (indices into the M) to whiten.
+
+        Returns
+        -------
+        scales : ndarray (..., K)
+            ``s_m = sqrt(I_mm)``.
+        corr : ndarray (..., K, K) or None
+            ``I_mk / (s_m s_k)``; None when I is diagonal on ``given`` (at every
+            point, for families without ``fisher_factors``).
+        """
+        if self.fisher_factors is not None:
+            return self.fisher_factors(phi, given, **fixed)
+        info = self.fisher_information(phi, **fixed)[..., given, :][..., :, given]
+        scales = np.sqrt(np.maximum(np.diagonal(info, axis1=-2, axis2=-1), 0))
+        if len(given) < 2 or not np.any(info[..., ~np.eye(len(given), dtype=bool)]):
+            return scales, None
+        outer = scales[..., :, None] * scales[..., None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return scales, np.where(outer > 0, info / outer, 0.0)
+
     def whitened(self, phi, derivatives, trailing, **fixed):
-        """Derivatives scaled by the information's square-root diagonal.
+        """Derivatives scaled by the information's square-root diagonal (`whitening`).
 
         Parameters
         ----------
@@ -107,16 +134,7 @@ class Family:
             ``Jᵀ I J = Σ_mk u_m corr_mk u_k``.
         """
         given = [m for m, d in enumerate(derivatives) if d is not None]
-        corr = None
-        if self.fisher_factors is not None:
-            scales, corr = self.fisher_factors(phi, given, **fixed)
-        else:
-            info = self.fisher_information(phi, **fixed)[..., given, :][..., :, given]
-            scales = np.sqrt(np.maximum(np.diagonal(info, axis1=-2, axis2=-1), 0))
-            if len(given) > 1:
-                outer = scales[..., :, None] * scales[..., None, :]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    corr = np.where(outer > 0, info / outer, 0.0)
+        scales, corr = self.whitening(phi, given, **fixed)
         expand = (Ellipsis,) + (None,) * trailing
         u = [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)]
         return u, corr

@@ -70,14 +70,23 @@ class CompiledPredictive:
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
+        outputs = self.run(*data_values, *draw_values)
+        result, rest = {"phi": outputs[0]}, list(outputs[1:])
+        width = 1 if self.mode == "moment" else len(self.varying)
+        for name in ["jac", "hess"][: self.order]:
+            parts, rest = rest[:width], rest[width:]
+            result[name] = parts[0] if self.mode == "moment" else parts
+        result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
+        return result
+
+    def run(self, *arrays):
+        """The compiled function's outputs on ``arrays``, with a clear shape error."""
         # one array type per argument (Numba compiles the graph again for each
         # new combination of memory layout and write flag)
-        arguments = [
-            np.require(a, requirements=("A", "C", "W")) for a in (*data_values, *draw_values)
-        ]
+        arguments = [np.require(a, requirements=("A", "C", "W")) for a in arrays]
         with self.lock:
             try:
-                outputs = self.function(*arguments)
+                return self.function(*arguments)
             except ValueError as error:
                 if "shape" not in str(error) or not self.fixed_array_shapes:
                     raise
@@ -88,13 +97,57 @@ class CompiledPredictive:
                     "follow points of another number: put it in a pm.Data container and give "
                     f"its values in points= ({error})"
                 ) from None
-        result, rest = {"phi": outputs[0]}, list(outputs[1:])
-        width = 1 if self.mode == "moment" else len(self.varying)
-        for name in ["jac", "hess"][: self.order]:
-            parts, rest = rest[:width], rest[width:]
-            result[name] = parts[0] if self.mode == "moment" else parts
-        result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
-        return result
+
+
+@dataclass
+class WhitenedNorm(CompiledPredictive):
+    """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
+
+    Calling it returns what the forward function (``forward``, order 0) returns
+    plus ``norm`` (S, N, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
+    (`pm_sens.families.Family.whitening` of the forward's parameters, in NumPy),
+    the derivatives never leaving the graph. ``norm`` is None where the family's
+    information is not diagonal on the varying parameters. With more than one
+    varying parameter the squares may over- or underflow: `norm_is_exact` says
+    whether the chunk's values can be used as they are.
+    """
+
+    forward: CompiledPredictive | None = None
+    family: object = None
+
+    def __call__(self, data_values, draw_values):
+        """The forward function's outputs and ``norm``, on data and draw arrays."""
+        out = self.forward(data_values, draw_values)
+        phi = np.broadcast_to(out["phi"], (len(draw_values[0]), *out["phi"].shape[-2:]))
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in out["fixed"].items()}
+        scales, corr = self.family.whitening(phi, self.varying, **fixed)
+        out["norm"] = None
+        if corr is None:
+            (out["norm"],) = self.run(*data_values, *draw_values, scales)
+        return out
+
+    def norm_is_exact(self, norm):
+        """Whether no square in ``norm`` over- or underflowed (nor any value is nan)."""
+        if len(self.varying) == 1:  # |s ∂φ|: no squares
+            return bool(norm.max(initial=0.0) < np.inf)
+        smallest, largest = norm.min(initial=np.inf), norm.max(initial=0.0)
+        return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
+
+
+#: below this, a sum of squares under the root may have lost digits to underflow
+_SMALLEST_SAFE_NORM = 1e-140
+
+
+def _whitened_norm(jac, scales):
+    """``sqrt(Σ_m (s_m ∂φ_m)²)``, or ``|s ∂φ|`` for one parameter.
+
+    From the derivatives (S, N, D) and the scales (S, N, K) of the K varying
+    parameters.
+    """
+    u = [j * scales[..., m, None] for m, j in enumerate(jac)]
+    if len(u) == 1:
+        return pt.abs(u[0])
+    return pt.sqrt(pt.add(*(x**2 for x in u)))
 
 
 #: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
@@ -370,6 +423,8 @@ def compile_predictive(
     uses_variance,
     statistic=None,
     backend="numba",
+    whitened=False,
+    forward=None,
 ):
     """Build and compile the chunk function of ``predictive`` (see `CompiledPredictive`).
 
@@ -378,6 +433,8 @@ def compile_predictive(
     RV) fix the trailing shapes the graph is compiled for. With ``statistic``
     (a name from `statistic_names`), the one component is that statistic: per
     draw, or averaged over draws in moment mode. ``backend``: one of `BACKENDS`.
+    ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
+    with ``forward`` the same predictive compiled with order 0 (built if None).
     """
     generic = predictive.likelihood.generic
     if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
@@ -464,6 +521,10 @@ def compile_predictive(
         # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
         outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
     outputs += list(fixed.values())
+    extra_arguments = []
+    if whitened:
+        extra_arguments = [pt.tensor("scales", dtype="float64", shape=(None, None, len(varying)))]
+        outputs = [_whitened_norm(outputs[1 : 1 + len(varying)], extra_arguments[0])]
     if per_draw:
         n_draws = batch[placeholders[free_rvs[0]]].shape[0]
         outputs = graph_replace(
@@ -472,11 +533,12 @@ def compile_predictive(
             strict=False,
         )
     arguments = [symbols[v] for v in data_variables] + [batch[placeholders[rv]] for rv in free_rvs]
+    arguments += extra_arguments
     function = _function(arguments, outputs, backend)
     if backend == "python" and _runs_element_by_element(function):
         backend = "numba"  # an op NumPy would loop over in Python: compile instead
         function = _function(arguments, outputs, backend)
-    return CompiledPredictive(
+    compiled = dict(
         function=function,
         data_variables=data_variables,
         free_rvs=free_rvs,
@@ -494,3 +556,19 @@ def compile_predictive(
         ),
         fixed_array_shapes=fixed_array_shapes,
     )
+    if not whitened:
+        return CompiledPredictive(**compiled)
+    if forward is None:
+        forward = compile_predictive(
+            predictive,
+            model,
+            inputs,
+            data_values,
+            draw_values,
+            mode="draw",
+            order=0,
+            uses_variance=uses_variance,
+            backend="python",  # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
+        )
+    compiled["settings"]["whitened"] = True
+    return WhitenedNorm(**compiled, forward=forward, family=likelihood.draw_family)

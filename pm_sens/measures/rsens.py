@@ -17,31 +17,34 @@ import numpy as np
 _SMALLEST_SAFE = 1e-280
 
 
-def _form(u, corr, expand):
-    """``Σ_mk u_m corr_mk u_k``, elementwise."""
-    total = np.zeros(u[0].shape)
-    term = np.empty_like(total)
+def _form(u, corr, expand, out=None):
+    """``Σ_mk u_m corr_mk u_k``, elementwise (corr None: the identity)."""
+    total = np.multiply(u[0], u[0], out=out)
+    term = np.empty_like(total) if len(u) > 1 else None
     for m in range(len(u)):
-        np.multiply(u[m], u[m], out=term)
-        total += term
-        for k in range(m + 1, len(u)):
+        if m:
+            np.multiply(u[m], u[m], out=term)
+            total += term
+        for k in range(m + 1, len(u) if corr is not None else 0):
             np.multiply(u[m], u[k], out=term)
             term *= 2 * corr[..., m, k][expand]
             total += term
     return total
 
 
-def _norm(u, corr, trailing, alpha):
-    """``sqrt(α Σ u corr u)``, without overflow or underflow of the squares."""
-    if corr is None:  # |u| itself: hypot scales internally (u is ours to overwrite)
-        out = np.abs(u[0], out=u[0])
-        for other in u[1:]:
-            np.hypot(out, other, out=out)
+def _norm(u, corr, trailing, alpha, out=None):
+    """``sqrt(α Σ u corr u)``, without overflow or underflow of the squares.
+
+    Written into ``out`` when given (an array of the result's shape).
+    """
+    if corr is None and len(u) == 1:  # |u| itself
+        out = np.abs(u[0], out=out)
         if alpha != 1:
             out *= np.sqrt(alpha)
         return out
     expand = (Ellipsis,) + (None,) * trailing
-    total = _form(u, corr, expand)
+    with np.errstate(over="ignore", under="ignore"):  # such values are redone below
+        total = _form(u, corr, expand, out)
     rescale = np.nonzero(~np.isfinite(total) | (total < _SMALLEST_SAFE))
     # round-off can leave tiny negatives where the form is 0
     np.maximum(total, 0, out=total)
@@ -61,7 +64,7 @@ def _norm(u, corr, trailing, alpha):
     return out
 
 
-def rsens_local(jac, whiten, alpha=1.0):
+def rsens_local(jac, whiten, alpha=1.0, out=None):
     """Local R-sens per feature.
 
     Parameters
@@ -73,15 +76,17 @@ def rsens_local(jac, whiten, alpha=1.0):
         parameters (and fixed values) bound.
     alpha : float
         Rényi order; the measure scales as ``sqrt(alpha)``.
+    out : ndarray (..., D), optional
+        Where to write the result.
 
     Returns
     -------
     ndarray, shape (..., D)
     """
-    return _norm(*whiten(jac, trailing=1), trailing=1, alpha=alpha)
+    return _norm(*whiten(jac, trailing=1), trailing=1, alpha=alpha, out=out)
 
 
-def rsens2_local(hess, whiten, alpha=1.0):
+def rsens2_local(hess, whiten, alpha=1.0, out=None):
     """Local R-sens2 per feature pair (diagonal: curvature, not interaction).
 
     Parameters
@@ -93,9 +98,11 @@ def rsens2_local(hess, whiten, alpha=1.0):
         parameters and first derivatives bound.
     alpha : float
         Rényi order.
+    out : ndarray (..., D, D), optional
+        Where to write the result.
 
     Returns
     -------
     ndarray, shape (..., D, D), symmetric
     """
-    return _norm(*whiten(hess), trailing=2, alpha=alpha)
+    return _norm(*whiten(hess), trailing=2, alpha=alpha, out=out)
