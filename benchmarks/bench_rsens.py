@@ -104,6 +104,12 @@ def ratios(name, build, rng, chains, draws, n, d, repeats):
     )
     draw = run(mode="draw")
     print(f"  R-sens, draw mode                   {draw:8.3f} s   {draw / forward:6.2f}x forward")
+    # the floor under draw mode: its result is D times the forward's output
+    fill = best_of(lambda: np.empty((chains * draws, n, d)).fill(1.0), repeats)
+    print(
+        f"  a fresh (S, N, D) array, filled     {fill:8.3f} s   {fill / forward:6.2f}x forward"
+        "   (draw mode's result, written once)"
+    )
     second = run(interactions=True)
     print(
         f"  R-sens + R-sens2, moment mode       {second:8.3f} s   {second / forward:6.2f}x forward"
