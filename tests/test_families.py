@@ -11,6 +11,7 @@ from scipy import integrate, stats
 
 from pm_sens import families
 from pm_sens.families import negative_binomial
+from pm_sens.families._base import softplus
 
 
 def _normal(phi):
@@ -483,3 +484,10 @@ def test_second_order_is_in_the_mean_variance_parametrization(
     h_mv = _mean_variance_hessian(to_mean_variance, phi, jac, hess)
     info = moment_family.fisher_information(to_mean_variance(phi)[None], **fixed)[0]
     np.testing.assert_allclose(got, np.einsum("ide,ij,jde->de", h_mv, info, h_mv), rtol=1e-6)
+
+
+def test_softplus_is_logaddexp_on_both_tails():
+    x = np.array([-1e3, -745.0, -40.0, -1e-300, 0.0, 1e-300, 1e-8, 3.0, 40.0, 700.0, 1e300])
+    expected = np.logaddexp(0, x)
+    np.testing.assert_allclose(softplus(x), expected, rtol=4e-16, atol=0)
+    assert softplus(np.array([-1e3]))[0] == 0.0 and np.isinf(softplus(np.array([np.inf]))[0])

@@ -14,6 +14,7 @@ from pm_sens.families._base import (
     diagonal_factors,
     log1p_gap,
     outer,
+    softplus,
 )
 
 
@@ -120,11 +121,11 @@ def kl_divergence_logit(phi_p, phi_q):
 
 
 def log_density_logit(phi, y):
-    """Log pmf at y ∈ {0, 1}: ``−softplus(∓η)`` (−inf elsewhere)."""
-    eta = phi[..., 0]
-    return np.where(
-        y == 1, -np.logaddexp(0, -eta), np.where(y == 0, -np.logaddexp(0, eta), -np.inf)
-    )
+    """Log pmf at y ∈ {0, 1}: ``−softplus((1 − 2y) η)`` (−inf elsewhere)."""
+    y = np.asarray(y)
+    logp = -softplus((1 - 2 * y) * phi[..., 0])
+    inside = (y == 0) | (y == 1)
+    return logp if inside.all() else np.where(inside, logp, -np.inf)
 
 
 FAMILY_LOGIT = Family(

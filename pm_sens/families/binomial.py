@@ -5,7 +5,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 from pm_sens.families import bernoulli
-from pm_sens.families._base import Family
+from pm_sens.families._base import Family, softplus
 
 
 def fisher_information(phi, n):
@@ -76,7 +76,7 @@ def log_density_logit(phi, y, n):
     eta, n, y = phi[..., 0], np.asarray(n), np.asarray(y)
     inside = (y >= 0) & (y <= n) & (y == np.round(y))
     log_choose = gammaln(n + 1) - gammaln(y + 1) - gammaln(np.maximum(n - y, 0) + 1)
-    value = log_choose - y * np.logaddexp(0, -eta) - (n - y) * np.logaddexp(0, eta)
+    value = log_choose - y * softplus(-eta) - (n - y) * softplus(eta)
     return np.where(inside, value, -np.inf)
 
 
