@@ -298,6 +298,9 @@ def _draw_mode_model(kind, rng, n=20, d=2):
             pm.StudentT("y", nu=4, mu=eta, sigma=pm.math.exp(zeta), observed=x[:, 0])
         elif kind == "lognormal":
             pm.LogNormal("y", mu=eta, sigma=pm.math.exp(zeta), observed=counts + 1.0)
+        elif kind == "normal_two_containers":  # a 2-D and a 1-D input, both parameters
+            t = pm.Data("t", rng.normal(size=n))
+            pm.Normal("y", mu=eta + g[0] * t, sigma=pm.math.exp(zeta * t), observed=x[:, 0])
         elif kind == "categorical":
             weights = pt.stack([eta, zeta, -eta], axis=-1)
             pm.Categorical("y", p=pm.math.softmax(weights, axis=-1), observed=counts % 3)
@@ -314,6 +317,7 @@ def _draw_mode_model(kind, rng, n=20, d=2):
         "poisson_offset",
         "negative_binomial",
         "binomial",
+        "normal_two_containers",
         "gamma",
         "student_t",
         "lognormal",

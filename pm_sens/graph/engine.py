@@ -139,16 +139,20 @@ class WhitenedNorm(CompiledPredictive):
 _SMALLEST_SAFE_NORM = 1e-140
 
 
-def _whitened_norm(jac, scales):
-    """``sqrt(Σ_m (s_m ∂φ_m)²)``, or ``|s ∂φ|`` for one parameter.
+def _whitened_norm(grads, scales, one_dimensional):
+    """``sqrt(Σ_m (s_m ∂φ_m)²)``, or ``|s ∂φ|`` for one parameter: (S, N, D).
 
-    From the derivatives (S, N, D) and the scales (S, N, K) of the K varying
-    parameters.
+    ``grads[m]`` holds the derivatives of the m-th varying parameter with
+    respect to each input ((S, N) for a 1-D input, (S, N, D_x) for a 2-D one),
+    ``scales`` (S, N, K) the K varying parameters' scales. The norm is taken
+    per input, then the columns are put side by side.
     """
-    u = [j * scales[..., m, None] for m, j in enumerate(jac)]
-    if len(u) == 1:
-        return pt.abs(u[0])
-    return pt.sqrt(pt.add(*(x**2 for x in u)))
+    columns = []
+    for i, flat in enumerate(one_dimensional):
+        scale = [scales[..., m] if flat else scales[..., m, None] for m in range(len(grads))]
+        u = [g[i] * s for g, s in zip(grads, scale, strict=True)]
+        columns.append(pt.abs(u[0]) if len(u) == 1 else pt.sqrt(pt.add(*(x**2 for x in u))))
+    return _feature_columns(columns, one_dimensional, features_last=True)
 
 
 #: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
@@ -228,12 +232,14 @@ def _point_gradient(expr, wrts, one_dimensional):
     return _feature_columns(grads, one_dimensional)
 
 
-def _feature_columns(grads, one_dimensional):
+def _feature_columns(grads, one_dimensional, features_last=False):
     """Gradients per input as one array (..., N, D).
 
-    A 1-D input's gradient is (..., N), a 2-D one's (..., N, D_x).
+    A 1-D input's gradient is (..., N), a 2-D one's (..., N, D_x). 1-D inputs'
+    columns are stacked in front and viewed as (..., N, D), unless
+    ``features_last`` asks for an array laid out as (..., N, D).
     """
-    if all(one_dimensional):
+    if all(one_dimensional) and not features_last:
         # stacked in front, each column one contiguous block, then viewed as (..., N, D)
         return pt.moveaxis(pt.stack(grads), 0, -1)
     columns = [g[..., None] if flat else g for g, flat in zip(grads, one_dimensional, strict=True)]
@@ -548,17 +554,19 @@ def compile_predictive(
             if isinstance(c, Constant) and c.data.ndim and c.data.shape[0] > 1
         }
     )
-    outputs = [phi]
-    for derivatives in _derivatives(
-        components, wrts, one_dimensional, n_features, order, backend == "python"
-    ):
-        # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
-        outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
-    outputs += list(fixed.values())
     extra_arguments = []
     if whitened:
         extra_arguments = [pt.tensor("scales", dtype="float64", shape=(None, None, len(varying)))]
-        outputs = [_whitened_norm(outputs[1 : 1 + len(varying)], extra_arguments[0])]
+        grads = [pytensor.grad(c.sum(), wrts, disconnected_inputs="ignore") for c in components]
+        outputs = [_whitened_norm(grads, extra_arguments[0], one_dimensional)]
+    else:
+        outputs = [phi]
+        for derivatives in _derivatives(
+            components, wrts, one_dimensional, n_features, order, backend == "python"
+        ):
+            # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
+            outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
+        outputs += list(fixed.values())
     if per_draw:
         n_draws = batch[placeholders[free_rvs[0]]].shape[0]
         outputs = graph_replace(
