@@ -168,9 +168,11 @@ def _is_lazy_request(points):
 #: features^order) run op by op in NumPy rather than compiled: the compile would
 #: take longer than the run (`pm_sens.graph.engine.BACKENDS`)
 INTERPRETED_WORK = 2e7
-#: draws × rows per chunk of a graph run in NumPy, so that its temporaries stay in
-#: the CPU's cache (chunks as large as memory allows made a default partial
-#: dependence 30 % slower)
+#: values (draws × rows × features^order) per chunk of a graph run in NumPy or of
+#: a per-draw graph, so that its temporaries stay in the CPU's cache and below
+#: the allocator's 32 MB threshold, above which every chunk's arrays are fresh
+#: pages (chunks as large as memory allows made a default partial dependence
+#: 30 % slower, and draw-mode R-sens 2x slower)
 CACHED_CELLS = 1_500_000
 
 
@@ -301,8 +303,9 @@ def _chunk_size(ctx, n_rows, n_components, mode, order):
 def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
-    A graph run in NumPy gets chunks of about `CACHED_CELLS` draws × rows, or
-    ``min_draws`` if the consumer needs more (within the memory limit).
+    A graph run in NumPy, or a per-draw graph, gets chunks of about
+    `CACHED_CELLS` values, or ``min_draws`` if the consumer needs more (within
+    the memory limit).
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
