@@ -33,6 +33,7 @@ from pm_sens._validate import (
     check_positive,
     warn,
 )
+from pm_sens.graph.engine import per_draw_parameters
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
@@ -191,8 +192,7 @@ def _rsens(ctx, *, mode, family, alpha, order):
                 return
             # squares that over- or underflowed, or a non-diagonal information
             chunk = derivatives(draws)
-        phi = np.broadcast_to(chunk["phi"], (draws.stop - draws.start, *chunk["phi"].shape[-2:]))
-        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
+        phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
         jac = all_components(chunk["jac"], phi.shape[-1])
         whiten = partial(draw_family.whitened, phi, **fixed)
         rsens_local(jac, whiten, alpha, out=out["rsens"][draws])

@@ -22,6 +22,7 @@ from pm_sens._validate import (
     check_percentiles,
 )
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
+from pm_sens.graph.engine import per_draw_parameters
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
     COMPONENTS,
@@ -132,9 +133,7 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
 
     def consume(draws, chunk):
-        size = draws.stop - draws.start
-        phi = np.broadcast_to(chunk["phi"], (size, *chunk["phi"].shape[-2:]))
-        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in chunk["fixed"].items()}
+        phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
         if accumulator is not None:
             accumulator.add(phi, **fixed)
         if log_density is not None:

@@ -119,8 +119,7 @@ class WhitenedNorm(CompiledPredictive):
     def __call__(self, data_values, draw_values):
         """The forward function's outputs and ``norm``, on data and draw arrays."""
         out = self.forward(data_values, draw_values)
-        phi = np.broadcast_to(out["phi"], (len(draw_values[0]), *out["phi"].shape[-2:]))
-        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in out["fixed"].items()}
+        phi, fixed = per_draw_parameters(out, len(draw_values[0]))
         scales, corr = self.family.whitening(phi, self.varying, **fixed)
         out["norm"] = None
         if corr is None:
@@ -133,6 +132,16 @@ class WhitenedNorm(CompiledPredictive):
             return bool(norm.max(initial=0.0) < np.inf)
         smallest, largest = norm.min(initial=np.inf), norm.max(initial=0.0)
         return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
+
+
+def per_draw_parameters(out, n_draws):
+    """A draw-mode chunk's ``phi`` (S, R, M) and fixed parameters (S, R).
+
+    The draw axis is broadcast where they do not depend on the draws.
+    """
+    phi = np.broadcast_to(out["phi"], (n_draws, *out["phi"].shape[-2:]))
+    fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in out["fixed"].items()}
+    return phi, fixed
 
 
 #: below this, a sum of squares under the root may have lost digits to underflow
@@ -395,7 +404,7 @@ class GenericStatistics:
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         n_draws = len(draw_values[0])
         out = self.draws(data_values, draw_values)
-        phi = np.broadcast_to(out["phi"], (n_draws, *out["phi"].shape[-2:]))
+        phi, _ = per_draw_parameters(out, n_draws)
         raw = self.generic.raw_moments(phi, self.draws.varying, self.order)
         # per draw: values (S, N, 2) of (E y, E y²), derivatives (S, N, 2, D[, D]) in x
         values, derivatives = raw[0], []

@@ -11,6 +11,8 @@ The form is evaluated on whitened derivatives ``u_m = sqrt(I_mm) ∂φ_m`` (see
 1e300 (``∂φ ≈ 1e300``, ``I = 1e-300``) gives R-sens 1e150, not inf·0.
 """
 
+from itertools import combinations
+
 import numpy as np
 
 # below this, Σ u² may have lost digits to underflow: recomputed after scaling
@@ -21,14 +23,13 @@ def _form(u, corr, expand, out=None):
     """``Σ_mk u_m corr_mk u_k``, elementwise (corr None: the identity)."""
     total = np.multiply(u[0], u[0], out=out)
     term = np.empty_like(total) if len(u) > 1 else None
-    for m in range(len(u)):
-        if m:
-            np.multiply(u[m], u[m], out=term)
-            total += term
-        for k in range(m + 1, len(u) if corr is not None else 0):
-            np.multiply(u[m], u[k], out=term)
-            term *= 2 * corr[..., m, k][expand]
-            total += term
+    for m in range(1, len(u)):
+        np.multiply(u[m], u[m], out=term)
+        total += term
+    for m, k in combinations(range(len(u)) if corr is not None else (), 2):
+        np.multiply(u[m], u[k], out=term)
+        term *= 2 * corr[..., m, k][expand]
+        total += term
     return total
 
 
