@@ -8,7 +8,7 @@ process (a function built inside another is compiled anew each time).
 import numba
 import numpy as np
 
-# reassociation lets the sums and maxima over draws run as vector operations
+# reassociation lets the sums over draws run as vector operations
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
@@ -25,57 +25,76 @@ def _log_where_positive(x, needed):
 
 
 @numba.njit(inline="always", fastmath=_FAST)
-def _add_mass(y, low, p, log_p, k, log_k, modified, scaled, pmf_row):
-    """Add the draws' pmf at count y to ``pmf_row``; return their sum of p log p."""
-    total, p_log_p = 0.0, 0.0
-    if y == 0 and modified:  # the zero's own mass: added by _walk, reached or not
-        return 0.0
+def _add_start(y, low, p, log_p, k, log_k, scaled, pmf_row):
+    """Add the draws' pmf at their start y to ``pmf_row``; return their sum of p log p."""
+    p_log_p = 0.0
     if scaled:
         for s in range(len(p)):
-            value = k[s] * p[s]
-            total += value
-            p_log_p += value * (log_k[s] + log_p[s])
+            pmf_row[y - low] += k[s] * p[s]
+            p_log_p += k[s] * p[s] * (log_k[s] + log_p[s])
     else:
         for s in range(len(p)):
-            total += p[s]
+            pmf_row[y - low] += p[s]
             p_log_p += p[s] * log_p[s]
-    pmf_row[y - low] += total
     return p_log_p
 
 
 @numba.njit(inline="always", fastmath=_FAST)
-def _advance(count, up, a, b, log_b, p, log_p, poisson, log_y, inverse_y):
+def _step(count, up, a, b, k, log_b, inverse_b, log_k, p, log_p, flags, log_y, inverse_y):
     """Move the pmfs across ``p(count) = p(count − 1) (a + b/count)``, up or down.
 
-    Returns the largest pmf after the move and the largest (up) or smallest
-    (down) ratio: with it below (above) 1 every draw is past its mode.
+    Returns, at the new count, the draws' (scaled) pmf sum, their sum of
+    p log p and their base pmf sum. One loop moves the pmfs, one sums: each
+    simple enough to run as vector operations (no maximum, which does not; and
+    arrays passed one by one: taken from tuples, they made these loops 1.5x slower).
     """
+    _, scaled, poisson = flags
     inverse = inverse_y[count - 1]
-    sign = 1.0 if up else -1.0
-    # (separate loops, each simple enough to run as vector operations)
-    if poisson:  # a = 0: log(b/y) from the table of log y, no log per count
+    n = len(p)
+    if poisson:  # a = 0: log(b/y) from the table of log y, and no division going down
         log_count = log_y[count - 1]
-        for s in range(len(p)):
-            log_p[s] += sign * (log_b[s] - log_count)
-    else:
-        for s in range(len(p)):
-            log_p[s] += sign * np.log(a[s] + b[s] * inverse)
-    largest = 0.0
-    if up:
-        extreme = 0.0
-        for s in range(len(p)):
+        if up:
+            for s in range(n):
+                log_p[s] += log_b[s] - log_count
+                p[s] *= b[s] * inverse
+        else:
+            y = float(count)
+            for s in range(n):
+                log_p[s] -= log_b[s] - log_count
+                p[s] *= y * inverse_b[s]
+    elif up:
+        for s in range(n):
             ratio = a[s] + b[s] * inverse
+            log_p[s] += np.log(ratio)
             p[s] *= ratio
-            extreme = max(extreme, ratio)
-            largest = max(largest, p[s])
     else:
-        extreme = np.inf
-        for s in range(len(p)):
+        for s in range(n):
             ratio = a[s] + b[s] * inverse
+            log_p[s] -= np.log(ratio)
             p[s] /= ratio
-            extreme = min(extreme, ratio)
-            largest = max(largest, p[s])
-    return largest, extreme
+    total, p_log_p, base = 0.0, 0.0, 0.0
+    if scaled:
+        for s in range(n):
+            value = k[s] * p[s]
+            total += value
+            p_log_p += value * (log_k[s] + log_p[s])
+            base += p[s]
+    else:
+        for s in range(n):
+            total += p[s]
+            p_log_p += p[s] * log_p[s]
+        base = total
+    return total, p_log_p, base
+
+
+@numba.njit(inline="always", fastmath=_FAST)
+def _modes(a, b):
+    """The smallest and largest of the draws' modes ``b/(1 − a)``."""
+    lowest, highest = np.inf, -np.inf
+    for s in range(len(b)):
+        mode = b[s] / (1.0 - a[s]) if a[s] < 1.0 else np.inf
+        lowest, highest = min(lowest, mode), max(highest, mode)
+    return lowest, highest
 
 
 @numba.njit(inline="always", fastmath=_FAST)
@@ -87,10 +106,12 @@ def _walk(y0, low, high, draws, log_start, p, log_p, flags, log_y, inverse_y, ne
     """
     a, b, k, z = draws
     modified, scaled, poisson = flags
-    log_b = _log_where_positive(b, poisson)
-    log_k, log_z = _log_where_positive(k, scaled), _log_where_positive(z, modified)
+    log_b, log_k = _log_where_positive(b, poisson), _log_where_positive(k, scaled)
+    inverse_b = 1.0 / b if poisson else b
+    lowest_mode, highest_mode = _modes(a, b)
     p_log_p = 0.0
     if modified and low == 0:  # the walks may stop short of 0 (base pmf negligible)
+        log_z = _log_where_positive(z, True)
         for s in range(len(z)):
             pmf_row[0] += z[s]
             p_log_p += z[s] * log_z[s]
@@ -98,30 +119,36 @@ def _walk(y0, low, high, draws, log_start, p, log_p, flags, log_y, inverse_y, ne
         log_p[:] = log_start
         p[:] = np.exp(log_start)
         y = y0
-        if up:
-            p_log_p += _add_mass(y, low, p, log_p, k, log_k, modified, scaled, pmf_row)
+        if up and not (y == 0 and modified):  # the zero's own mass is added above
+            p_log_p += _add_start(y, low, p, log_p, k, log_k, scaled, pmf_row)
         while y < high if up else y > low:
             count = y + 1 if up else y
-            largest, ratio = _advance(count, up, a, b, log_b, p, log_p, poisson, log_y, inverse_y)
+            total, step_p_log_p, base = _step(
+                count, up, a, b, k, log_b, inverse_b, log_k, p, log_p, flags, log_y, inverse_y
+            )
             y += 1 if up else -1
-            # past every draw's mode (ratio < 1 going up, > 1 going down) and negligible
-            if largest < negligible and (ratio < 1.0 if up else ratio > 1.0):
+            # past every draw's mode and negligible (the base pmfs' sum bounds each)
+            if base < negligible and (y > highest_mode if up else y < lowest_mode):
                 break
-            p_log_p += _add_mass(y, low, p, log_p, k, log_k, modified, scaled, pmf_row)
+            if not (y == 0 and modified):
+                pmf_row[y - low] += total
+                p_log_p += step_p_log_p
     return p_log_p
 
 
 @numba.njit(parallel=True, cache=True, fastmath=_FAST)
 def recursion_kernel(
-    by_draw, start, log_start, n_alone, center, lower, upper, flags, tables, pmf_sum, aleatoric_sum
+    by_draw, start, log_start, n_alone, center, rows, flags, tables, pmf_sum, aleatoric_sum
 ):
     """Per row (in parallel): the draws ``0..S−n_alone`` walk together from ``center``,
     the others one by one from their ``start``; arrays are (R, S), draws
-    ``(a, b, k, z)``."""
+    ``(a, b, k, z)``; ``rows``: (lower, upper, offsets) (R,), (R,), (R + 1,)."""
     log_y, inverse_y, negligible = tables
+    lower, upper, offsets = rows
     n_rows, n_draws = start.shape
     for row in numba.prange(n_rows):
-        low, high, pmf_row = lower[row], upper[row], pmf_sum[row]
+        low, high = lower[row], upper[row]
+        pmf_row = pmf_sum[offsets[row] : offsets[row + 1]]
         n = n_draws - n_alone[row]
         p, log_p = np.empty(n_draws), np.empty(n_draws)
         p_log_p = 0.0
