@@ -34,20 +34,42 @@ def test_discrete_mixture_entropy_against_brute_force(rng):
 
 
 @pytest.mark.parametrize(
-    ("family", "phi", "dist"),
+    ("family", "phi", "pmf"),
     [
-        (families.MOMENT_FAMILIES["poisson"], lambda r: r[..., None], stats.poisson),
+        (
+            families.MOMENT_FAMILIES["poisson"],
+            lambda r: r[..., None],
+            lambda r: stats.poisson(r).pmf,
+        ),
         (
             families.NEGATIVE_BINOMIAL_MEAN_ALPHA,
             lambda r: np.stack([r, np.full_like(r, 50.0)], -1),
-            lambda r: stats.nbinom(50.0, 50.0 / (50.0 + r)),
+            lambda r: stats.nbinom(50.0, 50.0 / (50.0 + r)).pmf,
+        ),
+        (
+            families.ZERO_INFLATED_POISSON,
+            lambda r: np.stack([np.full_like(r, 0.7), r], -1),
+            lambda r: (
+                lambda y: _zero_modified_pmf(
+                    stats.poisson(r).pmf(y), np.full(r.shape[:-1], 0.7), False
+                )
+            ),
+        ),
+        (
+            families.HURDLE_NEGATIVE_BINOMIAL,
+            lambda r: np.stack([np.full_like(r, 0.6), r, np.full_like(r, 4.0)], -1),
+            lambda r: (
+                lambda y: _zero_modified_pmf(
+                    stats.nbinom(4.0, 4.0 / (4.0 + r)).pmf(y), np.full(r.shape[:-1], 0.6), True
+                )
+            ),
         ),
     ],
-    ids=["poisson", "negative_binomial"],
+    ids=["poisson", "negative_binomial", "zero_inflated_poisson", "hurdle_negative_binomial"],
 )
-def test_support_windows_per_row_give_the_brute_force_entropies(rng, family, phi, dist):
-    """Rows of very different rates, each summed over its own window (rows grouped by
-    width), equal sums over one common support 0..Y."""
+def test_support_windows_per_row_give_the_brute_force_entropies(rng, family, phi, pmf):
+    """Rows of very different rates, each summed over its own window, equal sums over
+    one common support 0..Y."""
     scale = np.array([0.05, 1.0, 30.0, 400.0, 5.0, 2000.0])
     rates = scale * rng.uniform(0.8, 1.25, size=(30, len(scale)))
     params = phi(rates)
@@ -55,15 +77,19 @@ def test_support_windows_per_row_give_the_brute_force_entropies(rng, family, phi
     acc = EntropyAccumulator(family, len(scale), window=window)
     for chunk in np.array_split(params, 3):
         acc.add(chunk)
-    assert (window[0] > 0).any()  # the windows do leave out the bottom of large rates
+    # the windows are each row's own: they leave out the bottom of large rates (but
+    # not the zero of a zero-modified law) and the top of small ones
+    assert (window[0] > 0).any() != (family.parameters[0] == "psi")
+    assert window[1].min() < window[1].max() / 100
+    assert len(acc.pmf_sum) == (window[1] - window[0] + 1).sum()
     y = np.arange(20_000)
-    pmf = dist(rates[..., None]).pmf(y)
-    mixture = pmf.mean(0)
+    probabilities = pmf(rates[..., None])(y)
+    mixture = probabilities.mean(0)
     np.testing.assert_allclose(
         acc.mixture_entropy(), -special.xlogy(mixture, mixture).sum(-1), rtol=1e-9
     )
     np.testing.assert_allclose(
-        acc.aleatoric(), -special.xlogy(pmf, pmf).sum(-1).mean(0), rtol=1e-9
+        acc.aleatoric(), -special.xlogy(probabilities, probabilities).sum(-1).mean(0), rtol=1e-9
     )
 
 
@@ -327,8 +353,9 @@ def test_zero_modified_mixture_entropies_against_brute_force(rng, family, base, 
         # variance below the mean on some draws: the Poisson limit (α infinite)
         (families.MOMENT_FAMILIES["negative_binomial"], lambda m: np.stack([m, m * 1.5 - 30], -1)),
         (families.ZERO_INFLATED_POISSON, lambda m: np.stack([0.3 + m / 5000, m], -1)),
+        (families.HURDLE_POISSON, lambda m: np.stack([0.3 + m / 5000, m], -1)),
     ],
-    ids=["poisson", "nb_mean_alpha", "nb_mean_variance", "zip"],
+    ids=["poisson", "nb_mean_alpha", "nb_mean_variance", "zip", "hurdle_poisson"],
 )
 def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
     """Sums by recurrence equal sums of the log pmf, in rows whose draws are far apart

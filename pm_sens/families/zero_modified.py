@@ -120,6 +120,20 @@ def _support_upper(base, hurdle):
     return support_upper
 
 
+def _support_window(base, hurdle):
+    def support_window(low, high, tail):
+        # from 0 (the zero's own mass) to the base's upper end over θ's range, with
+        # the tail as in support_upper at the smallest 1 − f₀ (at θ's low end: f₀
+        # falls as the mean or the NB's α grows)
+        _, _, _, q0, _ = _pieces(base, low)
+        _, upper = base.family.support_window(
+            low[..., 1:], high[..., 1:], tail * (q0 if hurdle else 1.0)
+        )
+        return np.zeros_like(upper), upper
+
+    return support_window
+
+
 def _kl_divergence(log_density, support_upper):
     def kl_divergence(phi_p, phi_q):
         """KL summed over the support of p, as ``E_p[g(q/p − 1)]`` (every term ≥ 0)."""
@@ -167,5 +181,6 @@ def zero_modified(base, name, *, hurdle):
         _kl_divergence(log_density, support_upper),
         log_density,
         support_upper=support_upper,
+        support_window=_support_window(base, hurdle),
         pmf_recursion=_pmf_recursion(base, hurdle),
     )

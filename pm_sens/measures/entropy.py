@@ -31,9 +31,9 @@ class EntropyAccumulator:
         Discrete families: support truncated where the remaining mass < tail.
     window : (ndarray, ndarray), optional
         Discrete families: the support ``lower..upper`` (R,) of each row over
-        all the draws that will be added (`support_window`); rows are then
-        summed over their own window, in groups of similar width. Without it,
-        over ``0..`` the largest upper bound met so far.
+        all the draws that will be added (`support_window`); each row's pmf sums
+        are then held over its own window only. Without it, over ``0..`` the
+        largest upper bound met so far, the same for every row.
     """
 
     #: mass left out of the support sums
@@ -43,10 +43,16 @@ class EntropyAccumulator:
         self.family, self.tail = family, tail
         self.count = 0
         self.aleatoric_sum = np.zeros(n_rows)
-        self.lower = np.zeros(n_rows, dtype=int) if window is None else window[0]
-        width = 0 if window is None else int((window[1] - window[0]).max()) + 1
-        self.widths = None if window is None else window[1] - window[0] + 1
-        self.pmf_sum = np.zeros((n_rows, width))
+        self.windowed = window is not None
+        if self.windowed:
+            self.lower, upper = window
+            self.widths = upper - self.lower + 1
+        else:
+            self.lower = np.zeros(n_rows, dtype=int)
+            self.widths = np.zeros(n_rows, dtype=int)
+        # the pmf sums of all rows end to end: row r's in offsets[r]..offsets[r + 1]
+        self.offsets = np.concatenate([[0], np.cumsum(self.widths)])
+        self.pmf_sum = np.zeros(self.offsets[-1])
 
     def add(self, phi, **fixed):
         """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R))."""
@@ -54,21 +60,27 @@ class EntropyAccumulator:
         if not self.family.discrete:
             self.aleatoric_sum += self.family.entropy(phi, **fixed).sum(0)
             return
-        if self.widths is None:
-            top = int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1
-            if top > self.pmf_sum.shape[1]:
-                pad = top - self.pmf_sum.shape[1]
-                self.pmf_sum = np.pad(self.pmf_sum, ((0, 0), (0, pad)))
+        if not self.windowed:
+            self._widen(int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1)
         if self.family.pmf_recursion is not None:
             self._add_by_recursion(phi, fixed)
             return
         for rows, width in self._row_groups():
             self._add_rows(rows, width, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
 
+    def _widen(self, width):
+        """Without a window: make every row's counts ``0..width − 1`` at least."""
+        n_rows, old = len(self.widths), int(self.widths.max(initial=0))
+        if width > old:
+            dense = self.pmf_sum.reshape(n_rows, old)
+            self.pmf_sum = np.pad(dense, ((0, 0), (0, width - old))).ravel()
+            self.widths = np.full(n_rows, width)
+            self.offsets = np.arange(n_rows + 1) * width
+
     def _row_groups(self):
         """(rows, width): the rows in groups of similar support width, each with its widest."""
-        if self.widths is None:
-            return [(slice(None), self.pmf_sum.shape[1])]  # every row, without copying
+        if not self.windowed:
+            return [(slice(None), int(self.widths[0]))]  # every row, without copying
         split = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
         return [(rows, int(self.widths[rows].max())) for rows in split if len(rows)]
 
@@ -77,8 +89,7 @@ class EntropyAccumulator:
         a, b, log_base, zero, scale = self.family.pmf_recursion(phi, **fixed)
         shape = phi.shape[:2]
         a, b = np.broadcast_arrays(a, b)
-        widths = self.pmf_sum.shape[1] if self.widths is None else self.widths
-        upper = self.lower + np.broadcast_to(widths, self.lower.shape) - 1
+        upper = self.lower + self.widths - 1
         with np.errstate(divide="ignore", invalid="ignore"):
             mode = np.floor(np.where(a < 1, b / (1 - a), 0.0))
         mode = np.clip(mode, self.lower, upper).astype(np.int64)
@@ -99,15 +110,17 @@ class EntropyAccumulator:
             alone,
             zero,
             scale,
-            self.lower,
-            upper,
+            (self.lower, upper, self.offsets),
             self.pmf_sum,
             self.aleatoric_sum,
         )
 
     def _add_rows(self, rows, width, phi, fixed):
         y = self.lower[rows, None] + np.arange(width)
+        # a row's counts beyond its own window (up to its group's widest) are left out
+        outside = np.arange(width) >= self.widths[rows, None]
         block = max(1, _MAX_CELLS // (phi.shape[1] * width))
+        pmf_sum = np.zeros(y.shape)
         for start in range(0, len(phi), block):
             draws = slice(start, start + block)
             logp = self.family.log_density(
@@ -115,9 +128,12 @@ class EntropyAccumulator:
             )
             # −inf (a count outside the support) → the most negative float: p log p = 0
             np.maximum(logp, np.finfo(float).min, out=logp)
+            logp[:, outside] = np.finfo(float).min
             p = np.exp(logp)
             self.aleatoric_sum[rows] -= np.einsum("srw,srw->r", p, logp)
-            self.pmf_sum[rows, :width] += p.sum(0)
+            pmf_sum += p.sum(0)
+        index = self.offsets[:-1][rows, None] + np.arange(width)
+        self.pmf_sum[index[~outside]] += pmf_sum[~outside]
 
     def aleatoric(self):
         """``A(x)`` per row."""
@@ -125,10 +141,7 @@ class EntropyAccumulator:
 
     def mixture_entropy(self):
         """Exact entropy of the discrete mixture per row."""
-        out = np.empty(len(self.pmf_sum))
-        for rows, width in self._row_groups():
-            out[rows] = special.entr(self.pmf_sum[rows, :width] / self.count).sum(-1)
-        return out
+        return np.add.reduceat(special.entr(self.pmf_sum / self.count), self.offsets[:-1])
 
 
 #: counts whose pmf is below this, beyond the mode, end a recurrence (the mass
@@ -140,7 +153,7 @@ _LOG_SMALLEST_START = -600.0
 
 
 def recursion_sums(
-    a, b, center, start, log_start, alone, zero, scale, lower, upper, pmf_sum, aleatoric_sum
+    a, b, center, start, log_start, alone, zero, scale, rows, pmf_sum, aleatoric_sum
 ):
     """Add draws' pmfs and ``−Σ p log p`` over each row's counts, by recurrence.
 
@@ -151,9 +164,11 @@ def recursion_sums(
     draws of a row walk together from the row's ``center`` (R,), a vector
     operation per count, except where ``alone`` (S, R): those start from their
     own ``start`` (None if no draw is alone). On y >= 1 the pmf is ``scale``
-    times the base; at 0 it is ``zero``; either may be None (no change). Adds
-    in place to ``pmf_sum`` (R, W), column k for count ``lower + k``, and to
-    ``aleatoric_sum`` (R,) the sum over draws of the entropies.
+    times the base; at 0 it is ``zero``; either may be None (no change).
+    ``rows``: (lower, upper, offsets), row r's counts and where their pmf sums
+    are in ``pmf_sum``, from ``offsets[r]`` (count ``lower[r]``) to
+    ``offsets[r + 1]``. Adds in place to ``pmf_sum`` and to ``aleatoric_sum``
+    (R,) the sum over draws of the entropies.
     """
     from pm_sens.measures._recurrence import recursion_kernel
 
@@ -171,6 +186,7 @@ def recursion_sums(
     a = np.zeros(b.shape) if poisson else by_row(a)
     scale, zero = (b if x is None else by_row(x) for x in (scale, zero))
     start = np.zeros(b.shape, np.int64) if start is None else by_row(start).astype(np.int64)
+    lower, upper, offsets = (np.asarray(x, dtype=np.int64) for x in rows)
     counts = np.arange(1, int(upper.max(initial=0)) + 2, dtype=float)
     recursion_kernel(
         (a, b, scale, zero),
@@ -178,8 +194,7 @@ def recursion_sums(
         by_row(log_start),
         alone.sum(0),
         np.asarray(center, dtype=np.int64),
-        np.asarray(lower, dtype=np.int64),
-        np.asarray(upper, dtype=np.int64),
+        (lower, upper, offsets),
         flags,
         (np.log(counts), 1 / counts, _NEGLIGIBLE_PMF),
         pmf_sum,
