@@ -195,10 +195,20 @@ def backend_for(ctx, mode, order, rows=None, whitened=False):
     return "python" if work <= INTERPRETED_WORK else "numba"
 
 
-def compiled_for(ctx, mode, order, uses_variance=False, statistic=None, rows=None, whitened=False):
+def compiled_for(
+    ctx,
+    mode,
+    order,
+    uses_variance=False,
+    statistic=None,
+    rows=None,
+    whitened=False,
+    statistics=(),
+):
     """The compiled chunk function for these settings, built once per predictive.
 
-    ``rows``: as in `backend_for`; ``whitened``: as in `compile_predictive`.
+    ``rows``: as in `backend_for`; ``whitened``, ``statistics``: as in
+    `compile_predictive`.
     The first function a call uses also checks locality (`check_locality`),
     which every measure relies on (derivatives, and stacked copies of the points).
     """
@@ -209,6 +219,7 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None, rows=Non
         order,
         uses_variance,
         statistic,
+        tuple(statistics),
         backend,
         whitened,
         tuple(v.name for v in ctx.inputs),
@@ -221,7 +232,7 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None, rows=Non
             # a whitened graph shares its forward evaluation with the other measures
             forward = compiled_for(ctx, "draw", 0) if whitened else None
             cache[key] = _compile(
-                ctx, mode, order, uses_variance, statistic, backend, whitened, forward
+                ctx, mode, order, uses_variance, statistic, statistics, backend, whitened, forward
             )
     if not ctx.locality_checked:
         check_locality(cache[key], ctx.points, ctx.draws)
@@ -229,7 +240,7 @@ def compiled_for(ctx, mode, order, uses_variance=False, statistic=None, rows=Non
     return cache[key]
 
 
-def _compile(ctx, mode, order, uses_variance, statistic, backend, whitened, forward):
+def _compile(ctx, mode, order, uses_variance, statistic, statistics, backend, whitened, forward):
     return compile_predictive(
         ctx.predictive,
         ctx.model,
@@ -240,6 +251,7 @@ def _compile(ctx, mode, order, uses_variance, statistic, backend, whitened, forw
         order=order,
         uses_variance=uses_variance,
         statistic=statistic,
+        statistics=statistics,
         backend=backend,
         whitened=whitened,
         forward=forward,

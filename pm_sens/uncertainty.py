@@ -31,6 +31,7 @@ from pm_sens.measures.entropy import (
     MixtureLogDensity,
     entropy_components,
 )
+from pm_sens.measures.mixture import MixtureMoments
 from pm_sens.measures.permutation import (
     feature_grid,
     grid_features,
@@ -125,10 +126,24 @@ def _entropy_accumulator(ctx, compiled, values, n_rows):
     return EntropyAccumulator(family, n_rows, window=window)
 
 
-def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
-    """Per row: entropy components (R, 3) and mixture log density (R,), as requested."""
-    family = ctx.predictive.likelihood.draw_family
-    compiled = compiled_for(ctx, "draw", 0, rows=n_rows)
+def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None):
+    """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
+
+    ``add_mean(draws, mean)``, given for a closed-form likelihood, is also
+    called with each chunk's per-draw predictive mean (S, R), from the same
+    evaluation of the predictive.
+    """
+    likelihood = ctx.predictive.likelihood
+    family = likelihood.draw_family
+    statistics = ["mean"] if add_mean is not None else []
+    mixture, matched = None, None
+    if entropy and not family.discrete:
+        matched = families.get_moment_family(families.DEFAULT_MOMENT_FAMILY[likelihood.support])
+        if likelihood.generic is None and matched.uses_variance:
+            # the mixture's moments from the per-draw ones, in the same evaluation
+            mixture = MixtureMoments(uses_variance=True)
+            statistics = ["mean", "variance"]
+    compiled = compiled_for(ctx, "draw", 0, rows=n_rows, statistics=tuple(statistics))
     accumulator = _entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
 
@@ -138,6 +153,10 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
             accumulator.add(phi, **fixed)
         if log_density is not None:
             log_density.add(family.log_density(phi, observed_rows, **fixed))
+        if add_mean is not None:
+            add_mean(draws, chunk["statistics"]["mean"])
+        if mixture is not None:
+            mixture.add(draws.stop - draws.start, _chunk_mixture(chunk["statistics"]))
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
@@ -158,14 +177,24 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows):
         if family.discrete:
             total = accumulator.mixture_entropy()
         else:
-            matched = families.get_moment_family(
-                families.DEFAULT_MOMENT_FAMILY[ctx.predictive.likelihood.support]
-            )
-            compiled = compiled_for(ctx, "moment", 0, matched.uses_variance, rows=n_rows)
-            moments, _ = moment_pass(ctx, compiled, values, matched.uses_variance, "mixture")
-            total = matched.entropy(moments.phi)
+            if mixture is None:
+                compiled = compiled_for(ctx, "moment", 0, matched.uses_variance, rows=n_rows)
+                mixture, _ = moment_pass(ctx, compiled, values, matched.uses_variance, "mixture")
+            total = matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
     return out
+
+
+def _chunk_mixture(statistics):
+    """A chunk's mixture mean and variance (R, 2) from per-draw ones (S, R).
+
+    As the moment-mode graph computes them: the law of total variance within
+    the chunk (chunks merge in `MixtureMoments`).
+    """
+    mean = statistics["mean"]
+    chunk_mean = mean.mean(0)
+    variance = statistics["variance"].mean(0) + ((mean - chunk_mean) ** 2).mean(0)
+    return np.stack([chunk_mean, variance], -1)
 
 
 def permutation_importance(
@@ -454,45 +483,51 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     valid = np.array([[k < len(g) for k in range(width)] for g in grids])  # (F, K)
     mask = np.where(valid, 1.0, np.nan)
 
-    data = {}
+    uncertainty = "entropy" in kinds or "log_likelihood" in kinds
+    # a closed-form likelihood's mean comes from the entropy's evaluation too
+    shared = uncertainty and ctx.predictive.likelihood.generic is None
     if "mean" in kinds:
         pdp = np.empty((ctx.draws.count, n_features, width))
         ice_sum = np.zeros((n_features, width, n))
 
-        def consume(draws, chunk):
+        def add_mean(draws, mean):
             size = draws.stop - draws.start
-            mean = np.broadcast_to(chunk["phi"][..., 0], (size, len(rows)))
-            mean = mean.reshape(size, n_features, width, n)
+            mean = np.broadcast_to(mean, (size, len(rows))).reshape(size, n_features, width, n)
             pdp[draws] = mean.mean(-1)
             ice_sum[...] += mean.sum(0)
 
-        compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=len(rows))
-        draw_pass(ctx, compiled, values, "mean", consume)
-        data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
-        if ice:
-            data["mean_ice"] = (
-                ("feature", "grid", ctx.points.point_dim),
-                ice_sum / ctx.draws.count * mask[..., None],
-            )
-    if "entropy" in kinds or "log_likelihood" in kinds:
+        if not shared:
+            compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=len(rows))
+            draw_pass(ctx, compiled, values, "mean", lambda d, c: add_mean(d, c["phi"][..., 0]))
+    if uncertainty:
         out = _uncertainty_rows(
             ctx,
             values,
             len(rows),
             "entropy" in kinds,
             None if y is None else np.tile(y, len(rows) // n),
+            add_mean if "mean" in kinds and shared else None,
         )
-        point_dim = ctx.points.point_dim
-        if "entropy" in kinds:
-            curves = out["entropy"].reshape(n_features, width, n, 3) * mask[..., None, None]
-            data["entropy_pdp"] = (("feature", "grid", "component"), curves.mean(2))
-            if ice:
-                data["entropy_ice"] = (("feature", "grid", point_dim, "component"), curves)
-        if "log_likelihood" in kinds:
-            curves = out["log_likelihood"].reshape(n_features, width, n) * mask[..., None]
-            data["log_likelihood_pdp"] = (("feature", "grid"), curves.mean(2))
-            if ice:
-                data["log_likelihood_ice"] = (("feature", "grid", point_dim), curves)
+
+    data = {}
+    point_dim = ctx.points.point_dim
+    if "mean" in kinds:
+        data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
+        if ice:
+            data["mean_ice"] = (
+                ("feature", "grid", point_dim),
+                ice_sum / ctx.draws.count * mask[..., None],
+            )
+    if "entropy" in kinds:
+        curves = out["entropy"].reshape(n_features, width, n, 3) * mask[..., None, None]
+        data["entropy_pdp"] = (("feature", "grid", "component"), curves.mean(2))
+        if ice:
+            data["entropy_ice"] = (("feature", "grid", point_dim, "component"), curves)
+    if "log_likelihood" in kinds:
+        curves = out["log_likelihood"].reshape(n_features, width, n) * mask[..., None]
+        data["log_likelihood_pdp"] = (("feature", "grid"), curves.mean(2))
+        if ice:
+            data["log_likelihood_ice"] = (("feature", "grid", point_dim), curves)
 
     grid_values = np.full((n_features, width), np.nan)
     for f, grid in enumerate(grids):

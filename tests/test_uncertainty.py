@@ -206,6 +206,28 @@ def test_pdp_is_the_average_of_ice_and_linear_ice_are_lines(linear):
     np.testing.assert_allclose(flat, np.broadcast_to(flat[:1], flat.shape))
 
 
+def test_pdp_mean_and_entropy_from_one_evaluation_equal_closed_forms(linear):
+    """The mean and the mixture moments of the entropy come from one evaluation of the
+    predictive: they equal the mean's own graph and, per row, the moment-matched
+    Normal's entropy ½ log(2πe (1 + Var_s μ_s)) (σ = 1), computed here in NumPy."""
+    model, idata, x, beta = linear
+    # a memory limit that makes chunks of 13 draws, whose moments merge
+    options = dict(features=["a"], grid_resolution=5, progressbar=False, memory_limit=1e7)
+    options["extend_inferencedata"] = False
+    both = pm_sens.partial_dependence(idata, model, kind=("mean", "entropy"), **options)
+    alone = pm_sens.partial_dependence(idata, model, kind="mean", **options)
+    both, alone = both["partial_dependence"], alone["partial_dependence"]
+    np.testing.assert_allclose(both["mean_pdp"].values, alone["mean_pdp"].values, rtol=1e-13)
+    np.testing.assert_allclose(both["mean_ice"].values, alone["mean_ice"].values, rtol=1e-13)
+    grid = both["grid_value"].sel(feature="a").values
+    mu = grid[:, None, None] * beta[:, 0][:, None] + x[:, 1] * beta[:, 1][:, None]  # (K, S, N)
+    total = 0.5 * np.log(2 * np.pi * np.e * (1 + mu.var(1)))
+    aleatoric = 0.5 * np.log(2 * np.pi * np.e)
+    ice = both["entropy_ice"].sel(feature="a")
+    np.testing.assert_allclose(ice.sel(component="total").values, total, rtol=1e-12)
+    np.testing.assert_allclose(ice.sel(component="aleatoric").values, aleatoric, rtol=1e-12)
+
+
 def test_pdp_on_explicit_grid_values(linear):
     model, idata, x, beta = linear
     values = [2.0, -1.0, 0.25]  # kept in the order given

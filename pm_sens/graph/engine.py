@@ -50,6 +50,8 @@ class CompiledPredictive:
 
     (moment-mode derivatives put the parameter axis first, so each parameter's
     slice is contiguous for the quadratic forms of `pm_sens.measures.rsens`);
+    - ``statistics`` (draw mode, when built with ``statistics``): per name a
+      per-draw statistic (S, N) computed in the same evaluation as ``phi``;
     - ``fixed``: parameters held fixed by the family (Binomial ``n``).
     """
 
@@ -65,6 +67,8 @@ class CompiledPredictive:
     settings: dict
     #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
     fixed_array_shapes: list = field(default_factory=list)
+    #: names of the per-draw statistics returned alongside ``phi``
+    statistic_names: tuple = ()
     #: a compiled function keeps its inputs and outputs in shared storage:
     #: one call at a time (dask may run blocks in threads)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -77,6 +81,11 @@ class CompiledPredictive:
         for name in ["jac", "hess"][: self.order]:
             parts, rest = rest[:width], rest[width:]
             result[name] = parts[0] if self.mode == "moment" else parts
+        if self.statistic_names:
+            stacked, rest = rest[0], rest[1:]
+            result["statistics"] = {
+                name: stacked[..., k] for k, name in enumerate(self.statistic_names)
+            }
         result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
         return result
 
@@ -468,6 +477,7 @@ def compile_predictive(
     order,
     uses_variance,
     statistic=None,
+    statistics=(),
     backend="numba",
     whitened=False,
     forward=None,
@@ -478,7 +488,9 @@ def compile_predictive(
     inputs and held containers) and ``draw_values`` (arrays (S, ...) per free
     RV) fix the trailing shapes the graph is compiled for. With ``statistic``
     (a name from `statistic_names`), the one component is that statistic: per
-    draw, or averaged over draws in moment mode. ``backend``: one of `BACKENDS`.
+    draw, or averaged over draws in moment mode. ``statistics`` (names, draw
+    mode, order 0, closed-form likelihoods): per-draw statistics returned
+    alongside ``phi``, from the same evaluation. ``backend``: one of `BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None).
     """
@@ -575,6 +587,13 @@ def compile_predictive(
         ):
             # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
             outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
+        if statistics:
+            names = list(predictive.parameters)
+            outputs.append(
+                pt.stack(
+                    [statistic_expression(likelihood, names, params, n) for n in statistics], -1
+                )
+            )
         outputs += list(fixed.values())
     if per_draw:
         n_draws = batch[placeholders[free_rvs[0]]].shape[0]
@@ -603,9 +622,11 @@ def compile_predictive(
             order=order,
             uses_variance=uses_variance,
             statistic=statistic,
+            statistics=tuple(statistics),
             backend=backend,
         ),
         fixed_array_shapes=fixed_array_shapes,
+        statistic_names=tuple(statistics),
     )
     if not whitened:
         return CompiledPredictive(**compiled)
