@@ -45,6 +45,29 @@ def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
     assert list(out["sensitivity"]["house"].values) == list(range(7))
 
 
+def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch):
+    """BLAS runs on one thread while chunks are evaluated and consumed, as it was after."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before  # NumPy's BLAS is found
+    seen = []
+    original = _runner.check_outputs
+
+    def check_outputs(*args):
+        seen.append(blas_threads())
+        return original(*args)
+
+    monkeypatch.setattr(_runner, "check_outputs", check_outputs)
+    model, idata, _ = logistic
+    pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+    assert blas_threads() == before
+
+
 def test_labels_come_from_model_coords(logistic):
     model, idata, _ = logistic
     out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
