@@ -46,7 +46,8 @@ def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
 
 
 def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch):
-    """BLAS runs on one thread while chunks are evaluated and consumed, as it was after."""
+    """BLAS runs on one thread while draw-mode chunks are evaluated and consumed, as it
+    was after."""
     from threadpoolctl import threadpool_info
 
     def blas_threads():
