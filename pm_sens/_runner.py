@@ -334,12 +334,14 @@ def _serial_blas():
         yield
 
 
-def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1):
+def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1, out=None):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     A graph run in NumPy, or a per-draw graph, gets chunks of about
     `CACHED_CELLS` values, or ``min_draws`` if the consumer needs more (within
-    the memory limit).
+    the memory limit). ``out`` (S, ...): passed on to ``compiled`` sliced to
+    the chunk's draws, for a function that computes its result in it
+    (`pm_sens.graph.engine.WhitenedNorm`).
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
@@ -359,9 +361,10 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
                     # only this chunk of a lazily loaded posterior is read into memory
                     draws = ctx.draws.chunk(start, start + chunk)
                     size = len(draws[0])
-                    out = compiled(data_for_chunk(compiled, values), draws)
-                    check_outputs(ctx, compiled, slice(start, start + size), out)
-                    yield start, size, out
+                    given = {} if out is None else {"out": out[start : start + size]}
+                    outputs = compiled(data_for_chunk(compiled, values), draws, **given)
+                    check_outputs(ctx, compiled, slice(start, start + size), outputs)
+                    yield start, size, outputs
                     advance(size)
             return
         sample = (
@@ -476,15 +479,16 @@ def moment_pass(ctx, compiled, values, uses_variance, description):
     return moments, fixed
 
 
-def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1):
+def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1, out=None):
     """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
 
     ``steps``: at least this many chunks, so that the progress bar moves when
     ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
-    works best with (see `_chunks`).
+    works best with; ``out``: see `_chunks`.
     """
-    for start, size, out in _chunks(ctx, compiled, values, 2, description, steps, min_draws):
-        consume(slice(start, start + size), out)
+    chunks = _chunks(ctx, compiled, values, 2, description, steps, min_draws, out)
+    for start, size, chunk in chunks:
+        consume(slice(start, start + size), chunk)
 
 
 def point_coordinates(ctx):

@@ -186,7 +186,8 @@ def _rsens(ctx, *, mode, family, alpha, order):
         if whitened:
             norm = chunk["norm"]
             if norm is not None and compiled.norm_is_exact(norm):
-                out["rsens"][draws] = norm
+                if not np.may_share_memory(norm, out["rsens"][draws]):  # not computed in place
+                    out["rsens"][draws] = norm
                 if alpha != 1:
                     out["rsens"][draws] *= np.sqrt(alpha)
                 return
@@ -201,7 +202,8 @@ def _rsens(ctx, *, mode, family, alpha, order):
             whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
             rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
 
-    draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume)
+    target = out["rsens"] if whitened else None
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 

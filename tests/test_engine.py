@@ -389,3 +389,34 @@ def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monke
     np.testing.assert_allclose(
         compiled["rsens"].values, reference["rsens"].values, rtol=1e-12, atol=0
     )
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_draw_mode_rsens_is_computed_in_the_result_array(backend, rng, monkeypatch):
+    """With one input container, the graph computes draw-mode R-sens in the result
+    array itself (no copy of each chunk); what that array held before (nan here)
+    never reaches the values."""
+    model, idata = _heteroscedastic(rng)
+    if backend == "numba":
+        monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    in_place, used = [], []
+    run, exact = engine.WhitenedNorm.run, engine.WhitenedNorm.norm_is_exact
+
+    def tracked_run(self, *arrays):
+        outputs = run(self, *arrays)
+        in_place.append(self.writes_in_place and outputs[0] is arrays[-2])
+        return outputs
+
+    monkeypatch.setattr(engine.WhitenedNorm, "run", tracked_run)
+    monkeypatch.setattr(
+        engine.WhitenedNorm,
+        "norm_is_exact",
+        lambda self, norm: used.append(exact(self, norm)) or used[-1],
+    )
+    empty = np.empty
+    monkeypatch.setattr(np, "empty", lambda *a, **k: np.full_like(empty(*a, **k), np.nan))
+    result = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert in_place == used == [True]  # the graph's values were kept
+    monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
+    reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    np.testing.assert_allclose(result["rsens"].values, reference["rsens"].values, rtol=1e-12)

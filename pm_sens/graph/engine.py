@@ -124,16 +124,29 @@ class WhitenedNorm(CompiledPredictive):
 
     forward: CompiledPredictive | None = None
     family: object = None
+    n_features: int = 0
+    #: whether the graph takes an array to compute ``norm`` in (one input container)
+    writes_in_place: bool = False
 
-    def __call__(self, data_values, draw_values):
-        """The forward function's outputs and ``norm``, on data and draw arrays."""
-        out = self.forward(data_values, draw_values)
-        phi, fixed = per_draw_parameters(out, len(draw_values[0]))
+    def __call__(self, data_values, draw_values, out=None):
+        """The forward function's outputs and ``norm``, on data and draw arrays.
+
+        ``out`` (S, N, D), C-contiguous: an array ``norm`` may be computed in
+        (it is where `writes_in_place`); else ``norm`` is a new array.
+        """
+        result = self.forward(data_values, draw_values)
+        phi, fixed = per_draw_parameters(result, len(draw_values[0]))
         scales, corr = self.family.whitening(phi, self.varying, **fixed)
-        out["norm"] = None
-        if corr is None:
-            (out["norm"],) = self.run(*data_values, *draw_values, scales)
-        return out
+        result["norm"] = None
+        if corr is not None:
+            return result
+        arguments = [*data_values, *draw_values, scales]
+        if self.writes_in_place:
+            if out is None:
+                out = np.empty((*phi.shape[:-1], self.n_features))
+            arguments += [out, False]
+        (result["norm"],) = self.run(*arguments)
+        return result
 
     def norm_is_exact(self, norm):
         """Whether no square in ``norm`` over- or underflowed (nor any value is nan)."""
@@ -577,9 +590,20 @@ def compile_predictive(
     )
     extra_arguments = []
     if whitened:
-        extra_arguments = [pt.tensor("scales", dtype="float64", shape=(None, None, len(varying)))]
+        scales = pt.tensor("scales", dtype="float64", shape=(None, None, len(varying)))
         grads = [pytensor.grad(c.sum(), wrts, disconnected_inputs="ignore") for c in components]
-        outputs = [_whitened_norm(grads, extra_arguments[0], one_dimensional)]
+        norm = _whitened_norm(grads, scales, one_dimensional)
+        extra_arguments = [scales]
+        if len(inputs) == 1:
+            # one elementwise loop computes the norm: a select on a flag known
+            # only when called (always false) lets PyTensor's inplace rewrite
+            # run that loop in the caller's (destroyable) array, not a new one
+            # copied afterwards. Several inputs' columns are joined: no gain.
+            target = pt.tensor("target", dtype="float64", shape=(None, None, n_features))
+            keep = pt.scalar("keep", dtype="bool")
+            extra_arguments += [pytensor.In(target, mutable=True), keep]
+            norm = pt.switch(keep, target, norm)
+        outputs = [norm]
     else:
         outputs = [phi]
         for derivatives in _derivatives(
@@ -634,4 +658,10 @@ def compile_predictive(
         # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
         forward = per_draw_graph(order=0, backend="python")
     compiled["settings"]["whitened"] = True
-    return WhitenedNorm(**compiled, forward=forward, family=likelihood.draw_family)
+    return WhitenedNorm(
+        **compiled,
+        forward=forward,
+        family=likelihood.draw_family,
+        n_features=n_features,
+        writes_in_place=len(inputs) == 1,
+    )
