@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 import xarray as xr
@@ -420,3 +421,42 @@ def test_draw_mode_rsens_is_computed_in_the_result_array(backend, rng, monkeypat
     monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
     reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     np.testing.assert_allclose(result["rsens"].values, reference["rsens"].values, rtol=1e-12)
+
+
+def test_sums_over_draws_of_outer_products_become_matrix_products(rng):
+    """``Σ_s r[s, n] c[s, d]`` (the moment-mode derivatives of a per-draw ``X @ b``)
+    is rewritten into a matrix product, term by term in a sum, with the same
+    values; a factor varying along both n and d leaves the sum as it is."""
+    s, n, d = 7, 5, 3
+    r = pt.tensor("r", shape=(None, None, 1))
+    c = pt.tensor("c", shape=(None, 1, d))
+    w = pt.tensor("w", shape=(1, None, 1))  # constant across draws
+    v = pt.tensor("v", shape=(1, 1, d))  # constant across draws
+    full = pt.tensor("full", shape=(None, None, d))
+    values = {
+        r: rng.normal(size=(s, n, 1)),
+        c: rng.normal(size=(s, 1, d)),
+        w: rng.normal(size=(1, n, 1)),
+        v: rng.normal(size=(1, 1, d)),
+        full: rng.normal(size=(s, n, d)),
+    }
+    # terms: per-draw rows and columns, rows or columns or neither constant
+    # across draws, rows alone; the number of draws an integer
+    terms = (2 * r * c) / r.shape[0] + (w * c) / r.shape[0] + pt.exp(r) * v + w * v + r
+    cases = {
+        "product": ((r * c).sum(0), True),
+        "sum of products": ((terms + pt.exp(r) * c).sum(0), True),
+        "full factor": ((r * c * full).sum(0), False),
+    }
+    for name, (expr, rewritten) in cases.items():
+        inputs = [v for v in values if v in pytensor.graph.traversal.graph_inputs([expr])]
+        for backend in engine.BACKENDS:
+            function = pytensor.function(inputs, expr, mode=engine._compile_mode(backend))
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert ("Dot" in ops) == rewritten, (name, backend, ops)
+            reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+            np.testing.assert_allclose(
+                function(*(values[v] for v in inputs)),
+                reference(*(values[v] for v in inputs)),
+                rtol=1e-12,
+            )

@@ -23,12 +23,14 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Sum
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
     data_containers,
     depends_on,
     free_variables,
+    is_elemwise,
     observed_ancestors,
     symbolic_tensor,
 )
@@ -211,6 +213,8 @@ def _compile_mode(backend):
         )
     else:
         mode = get_default_mode()
+    # before the elementwise operations are fused (49)
+    mode = mode.register((in2out(_draw_sums_as_products), 48.5))
     return mode.excluding("orthogonal_solve_to_transpose_matmul")
 
 
@@ -229,6 +233,81 @@ _UFUNC_FORMS = {
 def _numpy_ufunc_forms(fgraph, node):
     form = _UFUNC_FORMS.get(type(node.op.scalar_op))
     return None if form is None else [form(*node.inputs)]
+
+
+@node_rewriter([Sum])
+def _draw_sums_as_products(fgraph, node):
+    """``Σ_s r[s, n] c[s, d]``, a sum over draws of broadcast products, as ``rᵀ c``.
+
+    Moment-mode derivatives average over the draws, and the derivative of a
+    per-draw matrix–vector product (``X @ b``) with respect to the shared X is
+    such a sum, which PyTensor runs as a loop over S × N × D products; a matrix
+    product (BLAS) runs it several times faster. A sum of such terms is taken
+    term by term.
+    """
+    (x,) = node.inputs
+    if tuple(node.op.axis) != (0,) or x.ndim != 3 or node.outputs[0].dtype != x.dtype:
+        return None
+    terms = [_outer_factors(term) for term in _added_terms(x)]
+    if any(term is None for term in terms) or not any(r and c for r, c in terms):
+        return None
+    total = pt.add(*(_sum_over_draws(rows, cols, x.shape[0]) for rows, cols in terms))
+    try:
+        return [node.outputs[0].type.filter_variable(total.astype(x.dtype))]
+    except TypeError:
+        return None
+
+
+def _added_terms(x):
+    """The terms of ``x`` as a sum (``[x]`` if it is no sum)."""
+    if x.owner is not None and is_elemwise(x.owner, ps.Add):
+        return [t for i in x.owner.inputs for t in _added_terms(i)]
+    return [x]
+
+
+def _multiplied_factors(x):
+    """The factors of ``x`` as a product.
+
+    A division by a value broadcast on every axis (the number of draws) is a
+    product with its reciprocal.
+    """
+    if x.owner is not None and is_elemwise(x.owner, ps.Mul):
+        return [f for i in x.owner.inputs for f in _multiplied_factors(i)]
+    if x.owner is not None and is_elemwise(x.owner, ps.TrueDiv):
+        numerator, denominator = x.owner.inputs
+        if all(denominator.type.broadcastable):
+            # in the term's dtype: Numba's reciprocal of an integer is float32
+            return [*_multiplied_factors(numerator), pt.reciprocal(denominator.astype(x.dtype))]
+    return [x]
+
+
+def _outer_factors(term):
+    """A (S, N, D) term's factors: those constant along D (rows), along N (columns).
+
+    None if a factor varies along both.
+    """
+    rows, cols = [], []
+    for factor in _multiplied_factors(term):
+        along_n, along_d = (not b for b in factor.type.broadcastable[1:])
+        if along_n and along_d:
+            return None
+        (cols if along_d else rows).append(factor)
+    return rows, cols
+
+
+def _sum_over_draws(rows, cols, n_draws):
+    """``Σ_s r[s, n] c[s, d]`` for ``r = Π rows`` (S, N, 1) and ``c = Π cols`` (S, 1, D)."""
+    if not cols or not rows:
+        return pt.mul(*(rows or cols)).sum(0)
+    r, c = pt.mul(*rows).squeeze(2), pt.mul(*cols).squeeze(1)
+    per_draw_r, per_draw_c = (not v.type.broadcastable[0] for v in (r, c))
+    if per_draw_r and per_draw_c:
+        return pt.dot(r.T, c)
+    if per_draw_r:
+        return r.sum(0)[:, None] * c
+    if per_draw_c:
+        return r.T * c.sum(0)[None, :]
+    return n_draws * r.T * c
 
 
 def _runs_element_by_element(function):

@@ -23,12 +23,11 @@ from pymc.distributions.mixture import MixtureRV, _HurdleRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
-from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
 from pm_sens.families import Family
-from pm_sens.graph.model_queries import censored_parts
+from pm_sens.graph.model_queries import censored_parts, is_elemwise
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,15 @@ def _sigmoid_argument(p):
     ``p = sigmoid(t)``; working with t keeps what p rounds away (p = 1 from t ≈ 37).
     """
     broadcast_with = []
-    while p.owner is not None and _is_elemwise(p.owner, ps.Second):
+    while p.owner is not None and is_elemwise(p.owner, ps.Second):
         broadcast_with.append(p.owner.inputs[0])
         p = p.owner.inputs[1]
-    if p.owner is None or not _is_elemwise(p.owner, ps_math.Sigmoid):
+    if p.owner is None or not is_elemwise(p.owner, ps_math.Sigmoid):
         return None
     t = p.owner.inputs[0]
     for other in reversed(broadcast_with):
         t = pt.second(other, t)
     return t
-
-
-def _is_elemwise(node, scalar_op):
-    return isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, scalar_op)
 
 
 def _logit(p):

@@ -53,6 +53,11 @@ def symbolic_tensor(name, dtype, shape):
     return pt.TensorType(dtype=dtype, shape=shape)(name=name)
 
 
+def is_elemwise(node, scalar_op) -> bool:
+    """Whether ``node`` applies the elementwise scalar op ``scalar_op`` (a class)."""
+    return isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, scalar_op)
+
+
 def is_float(var) -> bool:
     """Whether a variable holds floating-point values."""
     return np.dtype(var.dtype).kind == "f"
