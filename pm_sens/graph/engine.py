@@ -251,7 +251,7 @@ def _draw_sums_as_products(fgraph, node):
     terms = [_outer_factors(term) for term in _added_terms(x)]
     if any(term is None for term in terms) or not any(r and c for r, c in terms):
         return None
-    total = pt.add(*(_sum_over_draws(rows, cols, x.shape[0]) for rows, cols in terms))
+    total = _variadic(pt.add, [_sum_over_draws(rows, cols, x.shape[0]) for rows, cols in terms])
     try:
         return [node.outputs[0].type.filter_variable(total.astype(x.dtype))]
     except TypeError:
@@ -298,8 +298,8 @@ def _outer_factors(term):
 def _sum_over_draws(rows, cols, n_draws):
     """``Σ_s r[s, n] c[s, d]`` for ``r = Π rows`` (S, N, 1) and ``c = Π cols`` (S, 1, D)."""
     if not cols or not rows:
-        return pt.mul(*(rows or cols)).sum(0)
-    r, c = pt.mul(*rows).squeeze(2), pt.mul(*cols).squeeze(1)
+        return _variadic(pt.mul, rows or cols).sum(0)
+    r, c = _variadic(pt.mul, rows).squeeze(2), _variadic(pt.mul, cols).squeeze(1)
     per_draw_r, per_draw_c = (not v.type.broadcastable[0] for v in (r, c))
     if per_draw_r and per_draw_c:
         return pt.dot(r.T, c)
@@ -310,6 +310,14 @@ def _sum_over_draws(rows, cols, n_draws):
     return n_draws * r.T * c
 
 
+def _variadic(op, values):
+    """``op(*values)`` (``pt.add``, ``pt.mul``), or the one value.
+
+    A one-input sum or product would run element by element in NumPy.
+    """
+    return values[0] if len(values) == 1 else op(*values)
+
+
 def _runs_element_by_element(function):
     """Whether the NumPy linker runs an elementwise op of ``function`` in Python.
 
@@ -317,7 +325,9 @@ def _runs_element_by_element(function):
     """
     for node in function.maker.fgraph.apply_nodes:
         op = node.op
-        if not isinstance(op, Elemwise) or isinstance(op.scalar_op, ps.Add | ps.Mul | ps.Cast):
+        if not isinstance(op, Elemwise) or isinstance(op.scalar_op, ps.Cast):
+            continue
+        if isinstance(op.scalar_op, ps.Add | ps.Mul) and len(node.inputs) > 1:
             continue  # variadic sums and products fold NumPy's binary ufunc
         if op.nfunc_spec is None or op.nfunc_spec[1] != len(node.inputs):
             return True
