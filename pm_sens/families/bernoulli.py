@@ -90,9 +90,11 @@ def fisher_information_logit(phi):
 
 
 def _logit_scale(phi):
-    """``sqrt(σ(η)σ(−η)) = exp(−|η|/2)/(1 + exp(−|η|))``."""
-    eta = phi[..., 0]
-    return np.exp(-np.abs(eta) / 2) / (1 + np.exp(-np.abs(eta)))
+    """``sqrt(σ(η)σ(−η)) = e/(1 + e²)`` with ``e = exp(−|η|/2)`` (one exponential)."""
+    e = np.abs(phi[..., 0])
+    e *= -0.5
+    np.exp(e, out=e)
+    return e / (1 + e * e)
 
 
 fisher_factors_logit = diagonal_factors(_logit_scale)

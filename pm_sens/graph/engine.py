@@ -683,11 +683,14 @@ def compile_predictive(
         grads = [pytensor.grad(c.sum(), wrts, disconnected_inputs="ignore") for c in components]
         norm = _whitened_norm(grads, scales, one_dimensional)
         extra_arguments = [scales]
-        if len(inputs) == 1:
-            # one elementwise loop computes the norm: a select on a flag known
-            # only when called (always false) lets PyTensor's inplace rewrite
-            # run that loop in the caller's (destroyable) array, not a new one
-            # copied afterwards. Several inputs' columns are joined: no gain.
+        writes_in_place = len(inputs) == 1 and backend == "numba"
+        if writes_in_place:
+            # one compiled elementwise loop computes the norm: a select on a
+            # flag known only when called (always false) lets PyTensor's
+            # inplace rewrite run that loop in the caller's (destroyable)
+            # array, not a new one copied afterwards. Several inputs' columns
+            # are joined: no gain. NumPy's linker computes a new array and
+            # copies it into the destroyed one (twice when it is a view).
             target = pt.tensor("target", dtype="float64", shape=(None, None, n_features))
             keep = pt.scalar("keep", dtype="bool")
             extra_arguments += [pytensor.In(target, mutable=True), keep]
@@ -752,5 +755,5 @@ def compile_predictive(
         forward=forward,
         family=likelihood.draw_family,
         n_features=n_features,
-        writes_in_place=len(inputs) == 1,
+        writes_in_place=writes_in_place,
     )
