@@ -463,3 +463,32 @@ def test_sums_over_draws_of_outer_products_become_matrix_products(rng):
                 reference(*(values[v] for v in inputs)),
                 rtol=1e-12,
             )
+
+
+def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
+    """``zeros((S, N, 1))[:, :, 0] = y`` (how the gradient of a per-draw column is
+    written) runs as ``y[:, :, None]``, with the same values; a longer axis, or a
+    ``y`` broadcast by the assignment, keeps the assignment."""
+    y = pt.matrix("y")
+    row = pt.matrix("row", shape=(1, None))
+    n_draws, n = y.shape
+    cases = {
+        "set": (pt.set_subtensor(pt.zeros((n_draws, n, 1))[:, :, 0], y), y, True),
+        "increment": (pt.inc_subtensor(pt.zeros((n_draws, n, 1))[:, :, 0], y), y, True),
+        "axis of two": (pt.set_subtensor(pt.zeros((n_draws, n, 2))[:, :, 0], y), y, False),
+        "broadcast": (pt.set_subtensor(pt.zeros((4, n, 1))[:, :, 0], row), row, False),
+    }
+    values = {y: rng.normal(size=(4, 5)), row: rng.normal(size=(1, 5))}
+    for name, (expr, given, rewritten) in cases.items():
+        inputs = [given] if given is y else [given, y]
+        for backend in engine.BACKENDS:
+            function = pytensor.function(
+                inputs, expr, mode=engine._compile_mode(backend), on_unused_input="ignore"
+            )
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert ("IncSubtensor" not in ops) == rewritten, (name, backend, ops)
+            reference = pytensor.function(
+                inputs, expr, mode="FAST_COMPILE", on_unused_input="ignore"
+            )
+            arrays = [values[v] for v in inputs]
+            np.testing.assert_array_equal(function(*arrays), reference(*arrays))

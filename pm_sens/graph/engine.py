@@ -22,8 +22,11 @@ from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
 from pytensor.link.vm import VMLinker
+from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.math import Sum
+from pytensor.tensor.subtensor import IncSubtensor
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -214,7 +217,9 @@ def _compile_mode(backend):
     else:
         mode = get_default_mode()
     # before the elementwise operations are fused (49)
-    mode = mode.register((in2out(_draw_sums_as_products), 48.5))
+    mode = mode.register(
+        (in2out(_set_into_zeros_as_view), 48.4), (in2out(_draw_sums_as_products), 48.5)
+    )
     return mode.excluding("orthogonal_solve_to_transpose_matmul")
 
 
@@ -256,6 +261,36 @@ def _draw_sums_as_products(fgraph, node):
         return [node.outputs[0].type.filter_variable(total.astype(x.dtype))]
     except TypeError:
         return None
+
+
+@node_rewriter([IncSubtensor])
+def _set_into_zeros_as_view(fgraph, node):
+    """``zeros(..., 1, ...)[..., 0, ...] = y`` as ``y`` with that axis inserted (a view).
+
+    The gradient of a column of a per-draw array is written so (a new array of
+    zeros per input and chunk, then a copy): bambi's per-predictor containers
+    made ten of them per chunk of draw-mode R-sens.
+    """
+    x, y, *_ = node.inputs
+    if x.owner is None or not isinstance(x.owner.op, Alloc):
+        return None
+    try:
+        if get_underlying_scalar_constant_value(x.owner.inputs[0]) != 0:
+            return None
+    except NotScalarConstantError:
+        return None
+    indices = node.op.idx_list
+    integers = [k for k, index in enumerate(indices) if not isinstance(index, slice)]
+    whole = all(index == slice(None) for index in indices if isinstance(index, slice))
+    if len(indices) != x.ndim or len(integers) != 1 or not whole:
+        return None
+    (axis,) = integers
+    kept = [b for k, b in enumerate(x.type.broadcastable) if k != axis]
+    if x.type.shape[axis] != 1 or y.ndim != len(kept):
+        return None
+    if any(by and not bx for by, bx in zip(y.type.broadcastable, kept, strict=True)):
+        return None  # y would be broadcast by the assignment
+    return [pt.expand_dims(y, axis).astype(x.dtype)]
 
 
 def _added_terms(x):
