@@ -156,7 +156,7 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
         if add_mean is not None:
             add_mean(draws, chunk["statistics"]["mean"])
         if mixture is not None:
-            mixture.add(draws.stop - draws.start, _chunk_mixture(chunk["statistics"]))
+            mixture.add_draws(chunk["statistics"]["mean"], chunk["statistics"]["variance"])
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
@@ -183,18 +183,6 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
             total = matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
     return out
-
-
-def _chunk_mixture(statistics):
-    """A chunk's mixture mean and variance (R, 2) from per-draw ones (S, R).
-
-    As the moment-mode graph computes them: the law of total variance within
-    the chunk (chunks merge in `MixtureMoments`).
-    """
-    mean = statistics["mean"]
-    chunk_mean = mean.mean(0)
-    variance = statistics["variance"].mean(0) + ((mean - chunk_mean) ** 2).mean(0)
-    return np.stack([chunk_mean, variance], -1)
 
 
 def permutation_importance(

@@ -72,11 +72,14 @@ class CompiledPredictive:
     settings: dict
     #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
     fixed_array_shapes: list = field(default_factory=list)
-    #: names of the per-draw statistics returned alongside ``phi``
-    statistic_names: tuple = ()
     #: a compiled function keeps its inputs and outputs in shared storage:
     #: one call at a time (dask may run blocks in threads)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def statistic_names(self):
+        """Names of the per-draw statistics returned alongside ``phi``."""
+        return self.settings.get("statistics", ())
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
@@ -130,7 +133,7 @@ class WhitenedNorm(CompiledPredictive):
     forward: CompiledPredictive | None = None
     family: object = None
     n_features: int = 0
-    #: whether the graph takes an array to compute ``norm`` in (one input container)
+    #: whether the graph takes an array to compute ``norm`` in (compiled, one input container)
     writes_in_place: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
@@ -777,7 +780,6 @@ def compile_predictive(
             backend=backend,
         ),
         fixed_array_shapes=fixed_array_shapes,
-        statistic_names=tuple(statistics),
     )
     if not whitened:
         return CompiledPredictive(**compiled)

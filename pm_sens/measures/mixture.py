@@ -10,6 +10,8 @@ second derivatives. Two chunks merge exactly (Chan et al.'s pairwise update):
 on how the draws are chunked, and no chunk needs the global mean first.
 """
 
+import numpy as np
+
 
 class MixtureMoments:
     """Running moments of the predictive mixture over chunks of draws.
@@ -25,6 +27,16 @@ class MixtureMoments:
         self.uses_variance = uses_variance
         self.count = 0
         self.phi = self.jac = self.hess = None
+
+    def add_draws(self, mean, variance):
+        """Merge a chunk from its draws' means and variances (S, N).
+
+        The chunk's mixture is formed as the moment-mode graph forms it: its
+        mean, and the law of total variance within the chunk.
+        """
+        chunk_mean = mean.mean(0)
+        total = variance.mean(0) + ((mean - chunk_mean) ** 2).mean(0)
+        self.add(len(mean), np.stack([chunk_mean, total], -1))
 
     def add(self, count, phi, jac=None, hess=None):
         """Merge a chunk of ``count`` draws: phi (N, M), jac (M, N, D), hess (M, N, D, D)."""
