@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pymc as pm
 import pytensor
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
 import xarray as xr
@@ -492,3 +493,80 @@ def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
             )
             arrays = [values[v] for v in inputs]
             np.testing.assert_array_equal(function(*arrays), reference(*arrays))
+
+
+def test_numpy_linker_ufuncs_write_into_their_output(rng):
+    """An inplace elementwise op run by NumPy's linker writes into the input it
+    destroys, and a sum of several terms folds into one array, in the order of
+    its terms (the same values to the bit), broadcasting where a partial result
+    is smaller than the output."""
+    a, c, t = pt.matrix("a", shape=(None, 1)), pt.matrix("c", shape=(1, None)), pt.matrix("t")
+    values = [rng.normal(size=(4, 1)), rng.normal(size=(1, 5)), rng.normal(size=(4, 5))]
+    cases = {
+        # the destroyed term last: read only at the last step
+        "sum into its last term": ((ps.add, {0: 2}), [a, c, t], lambda x, y, z: (x + y) + z),
+        "sum, partial result smaller": ((ps.mul, {}), [a, c, t], lambda x, y, z: (x * y) * z),
+        "exponential in place": ((ps.exp, {0: 0}), [t], np.exp),
+    }
+    for name, ((scalar_op, inplace), inputs, reference) in cases.items():
+        op = engine._UfuncWithOut(scalar_op, inplace)
+        arrays = [v.copy() for v in (values if len(inputs) == 3 else values[2:])]
+        expected = reference(*arrays)
+        storage = [[None]]
+        op.perform(op.make_node(*inputs), arrays, storage)
+        np.testing.assert_array_equal(storage[0][0], expected, err_msg=name)
+        if inplace:
+            assert storage[0][0] is arrays[inplace[0]], name
+
+    # in compiled graphs: float ops are rewritten and agree with PyTensor's own
+    # implementation; integer ones are left to it
+    z, k = pt.matrix("z"), pt.matrix("k", dtype="int64")
+    for expr, inputs, rewritten in [
+        (pt.exp(z) + a + c, [z, a, c], True),
+        (k + 2 * k + k, [k], False),
+    ]:
+        function = pytensor.function(inputs, expr, mode=engine._compile_mode("python"))
+        ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+        assert ("_UfuncWithOut" in ops) == rewritten, ops
+        arrays = [values[2], *values[:2]] if rewritten else [rng.integers(0, 9, size=(4, 5))]
+        reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+        np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-15)
+
+
+def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng):
+    """Per-draw parameters come back (S, N, M) with each component contiguous, and
+    the statistics as their own arrays (not joined: no copy of the mean
+    parameter); values as NumPy computes them."""
+    n = 6
+    x = rng.normal(size=(n, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        g = pm.Normal("g", shape=2)
+        pm.Normal("y", mu=xd @ b, sigma=pm.math.exp(xd @ g), observed=rng.normal(size=n))
+    draws = {"b": rng.normal(size=(1, 3, 2)), "g": rng.normal(size=(1, 3, 2))}
+    idata = posterior(draws)
+    ctx = _runner.make_context(
+        idata,
+        model,
+        var_name=None,
+        inputs=None,
+        points=None,
+        predictive=None,
+        num_draws=None,
+        random_seed=None,
+        memory_limit=1e9,
+        progressbar=False,
+        extend_inferencedata=False,
+    )
+    compiled = _runner.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
+    out = compiled(_runner.data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
+    mu, sigma = x @ draws["b"][0].T, np.exp(x @ draws["g"][0].T)
+    phi, statistics = out["phi"], out["statistics"]
+    assert phi.shape == (3, n, 2)
+    assert all(phi[..., m].flags.c_contiguous for m in range(2))
+    np.testing.assert_allclose(phi, np.stack([mu.T, sigma.T], -1), rtol=1e-13)
+    np.testing.assert_allclose(statistics["variance"], sigma.T**2, rtol=1e-13)
+    np.testing.assert_array_equal(statistics["mean"], phi[..., 0])
+    nodes = compiled.function.maker.fgraph.apply_nodes
+    assert sum(type(node.op).__name__ == "Join" for node in nodes) == 1  # phi's alone

@@ -27,6 +27,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.math import Sum
 from pytensor.tensor.subtensor import IncSubtensor
+from pytensor.tensor.utils import import_func_from_string
 
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -48,7 +49,9 @@ class CompiledPredictive:
     - mode ``"moment"``: ``phi`` (N, M) chunk moments (class probabilities or
       mean, then the chunk's mixture variance when ``uses_variance``),
       with ``order >= 1`` ``jac`` (M, N, D), with ``order=2`` ``hess`` (M, N, D, D);
-    - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters, ``jac`` a list
+    - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters (a view of an
+      (M, S, N) array: each component contiguous, as NumPy reads it fastest
+      after, where strided it was 3–4x slower), ``jac`` a list
       of V arrays (S, N, D) and ``hess`` of V arrays (S, N, D, D), for the V
       components listed in ``varying`` (separate arrays: stacking them would
       copy the largest arrays of the call);
@@ -84,16 +87,16 @@ class CompiledPredictive:
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         outputs = self.run(*data_values, *draw_values)
-        result, rest = {"phi": outputs[0]}, list(outputs[1:])
+        phi = np.moveaxis(outputs[0], 0, -1) if self.mode == "draw" else outputs[0]
+        result, rest = {"phi": phi}, list(outputs[1:])
         width = 1 if self.mode == "moment" else len(self.varying)
         for name in ["jac", "hess"][: self.order]:
             parts, rest = rest[:width], rest[width:]
             result[name] = parts[0] if self.mode == "moment" else parts
         if self.statistic_names:
-            stacked, rest = rest[0], rest[1:]
-            result["statistics"] = {
-                name: stacked[..., k] for k, name in enumerate(self.statistic_names)
-            }
+            width = len(self.statistic_names)
+            result["statistics"] = dict(zip(self.statistic_names, rest[:width], strict=True))
+            rest = rest[width:]
         result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
         return result
 
@@ -213,8 +216,12 @@ def _compile_mode(backend):
             RewriteDatabaseQuery(
                 include=["fast_run"],
                 exclude=["fusion", "cxx_only"],
-                # after the stabilizing rewrites, which write log-sigmoids as softplus
-                extra_rewrites=[(in2out(_numpy_ufunc_forms), 48)],
+                extra_rewrites=[
+                    # after the stabilizing rewrites, which write log-sigmoids as softplus
+                    (in2out(_numpy_ufunc_forms), 48),
+                    # after the inplace rewrites (50.5)
+                    (in2out(_ufuncs_writing_out), 99),
+                ],
             ),
         )
     else:
@@ -235,6 +242,72 @@ _UFUNC_FORMS = {
     ps.Softplus: lambda x: pt.maximum(x, 0) + pt.log1p(pt.exp(-pt.abs(x))),
     ps.Log1mexp: lambda x: pt.switch(x < -np.log(2), pt.log1p(-pt.exp(x)), pt.log(-pt.expm1(x))),
 }
+
+
+class _UfuncWithOut(Elemwise):
+    """An elementwise op that NumPy's linker runs with the ufunc's ``out=``.
+
+    PyTensor's NumPy implementation of an inplace op computes a new array and
+    then copies it into the input it destroys, and folds a sum or product of
+    several terms into a new array per term. This one writes into the destroyed
+    input directly, and folds the terms into one array, in the same order
+    (the same values to the bit).
+    """
+
+    def perform(self, node, inputs, output_storage):
+        self._check_runtime_broadcast(node, inputs)
+        ufunc = import_func_from_string(self.nfunc_spec[0])
+        target = inputs[self.inplace_pattern[0]] if self.inplace_pattern else None
+        with np.errstate(all="ignore"):
+            if len(inputs) == self.nfunc_spec[1]:
+                result = ufunc(*inputs, out=target)
+            else:
+                result = self._fold(ufunc, inputs, target)
+        output_storage[0][0] = result
+
+    def _fold(self, ufunc, inputs, target):
+        """``((x0 ∘ x1) ∘ x2) ∘ ...``, in one array.
+
+        Into ``target`` from the step that reads it, before that into the first
+        partial result (when it has the shape of the next one).
+        """
+        read = self.inplace_pattern[0] if self.inplace_pattern else None
+        result = None
+        for k, x in enumerate(inputs[1:], start=1):
+            left = inputs[0] if result is None else result
+            if read is not None and k >= read:
+                out = target  # its values are read at this step or were already
+            elif result is not None and np.broadcast_shapes(result.shape, x.shape) == result.shape:
+                out = result
+            else:
+                out = None
+            result = ufunc(left, x, out=out)
+        return result
+
+
+def _writes_with_out(node):
+    """Whether `_UfuncWithOut` can run ``node``: one NumPy ufunc, one dtype."""
+    op = node.op
+    spec = getattr(op.scalar_op, "nfunc_spec", None)
+    if type(op) is not Elemwise or spec is None or spec[2] != 1 or len(node.outputs) != 1:
+        return False
+    if not isinstance(import_func_from_string(spec[0]), np.ufunc):
+        return False
+    dtypes = {x.dtype for x in [*node.inputs, *node.outputs]}
+    if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
+        return False
+    variadic = isinstance(op.scalar_op, ps.Add | ps.Mul) and len(node.inputs) > 2
+    return bool(op.inplace_pattern) and len(node.inputs) == spec[1] or variadic
+
+
+@node_rewriter([Elemwise])
+def _ufuncs_writing_out(fgraph, node):
+    """Inplace and variadic elementwise ops as `_UfuncWithOut` (graphs run in NumPy)."""
+    if not _writes_with_out(node):
+        return None
+    return (
+        _UfuncWithOut(node.op.scalar_op, node.op.inplace_pattern).make_node(*node.inputs).outputs
+    )
 
 
 @node_rewriter([Elemwise])
@@ -704,7 +777,8 @@ def compile_predictive(
         components, varying = _moment_components(likelihood, params, uses_variance, n_classes)
     else:
         components = _draw_components(predictive, params, n_classes, statistic)
-    phi = pt.stack(components, axis=-1)
+    # draw mode: components first, each one contiguous (`CompiledPredictive`)
+    phi = pt.stack(components, axis=0 if mode == "draw" else -1)
     components = [components[i] for i in varying]
 
     fixed = likelihood.fixed(*params) if mode == "draw" or likelihood.matched_fixed else {}
@@ -743,11 +817,8 @@ def compile_predictive(
             outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives
         if statistics:
             names = list(predictive.parameters)
-            outputs.append(
-                pt.stack(
-                    [statistic_expression(likelihood, names, params, n) for n in statistics], -1
-                )
-            )
+            # separate arrays: a statistic that is also a parameter is not copied
+            outputs += [statistic_expression(likelihood, names, params, n) for n in statistics]
         outputs += list(fixed.values())
     if per_draw:
         n_draws = batch[placeholders[free_rvs[0]]].shape[0]
