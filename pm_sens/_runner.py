@@ -404,10 +404,15 @@ def _component_names(ctx, compiled):
 def _first_problem(values, test):
     """(index, value, count) of the first value failing ``test``, or None.
 
+    ``test`` flags nan or inf values (the values are screened by their sum).
+
     A list of arrays (draw-mode derivatives, one per parameter) is indexed with
     the position in the list first.
     """
     parts = values if isinstance(values, list) else [values]
+    with np.errstate(all="ignore"):
+        if all(np.isfinite(np.sum(part)) for part in parts):
+            return None  # a finite sum has no nan or inf: one pass, no mask
     found, count = None, 0
     for position, part in enumerate(parts):
         bad = test(part)
