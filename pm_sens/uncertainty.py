@@ -160,7 +160,7 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
-    sums = accumulator is not None and family.discrete
+    sums = accumulator is not None and family.discrete and family.pmf_table is None
     draw_pass(
         ctx,
         compiled,

@@ -404,3 +404,49 @@ def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
     np.testing.assert_allclose(
         by_recurrence.mixture_entropy(), by_log_pmf.mixture_entropy(), rtol=1e-11
     )
+
+
+@pytest.mark.parametrize(
+    ("family", "phi"),
+    [
+        (families.MOMENT_FAMILIES["bernoulli"], lambda u: special.expit(u)[..., None]),
+        (families.BERNOULLI_LOGIT, lambda u: u[..., None]),
+        (
+            families.MOMENT_FAMILIES["categorical"],
+            lambda u: special.softmax(np.stack([u, 0.3 * u, np.zeros_like(u)], -1), -1),
+        ),
+    ],
+    ids=["bernoulli", "bernoulli_logit", "categorical"],
+)
+def test_pmf_tables_equal_the_log_pmf_sums(rng, family, phi):
+    """Support sums from a family's closed-form pmf and entropy equal the sums of
+    its log pmf, on logits up to ±800 and infinite ones (entropy 0 there)."""
+    logits = rng.normal(size=(40, 6)) * 5
+    logits[:, 0] = np.where(np.arange(40) % 2, 40.0, -40.0)
+    logits[:3, 1] = [800.0, -800.0, np.inf]
+    logits[3:6, 1] = [-np.inf, 1e-9, 0.0]
+    params = phi(logits)
+    by_table = EntropyAccumulator(family, 6)
+    by_log_pmf = EntropyAccumulator(dataclasses.replace(family, pmf_table=None), 6)
+    for acc in (by_table, by_log_pmf):
+        for chunk in np.array_split(params, 3):
+            acc.add(chunk)
+    np.testing.assert_allclose(by_table.pmf_sum, by_log_pmf.pmf_sum, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(by_table.aleatoric(), by_log_pmf.aleatoric(), rtol=1e-12)
+    np.testing.assert_allclose(
+        by_table.mixture_entropy(), by_log_pmf.mixture_entropy(), rtol=1e-12
+    )
+
+
+def test_logsumexp_over_draws_against_scipy(rng):
+    """As SciPy's, where exp underflows (log densities near −1000), and on rows of
+    −inf (−inf) and with +inf (+inf)."""
+    from pm_sens.measures.entropy import logsumexp_over_draws
+
+    x = rng.normal(size=(30, 5)) - 1000
+    x[:, 1] = -np.inf
+    got = logsumexp_over_draws(x)
+    np.testing.assert_allclose(got, special.logsumexp(x, axis=0), rtol=1e-14)
+    assert got[1] == -np.inf
+    x[4, 2] = np.inf
+    assert logsumexp_over_draws(x)[2] == np.inf

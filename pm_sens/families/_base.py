@@ -47,6 +47,11 @@ class Family:
         and log pmf ``log_base(y)``; at 0 it is ``zero``. ``zero`` and ``scale``
         are None for the base law itself. Lets support sums run by recurrence
         (`pm_sens.measures.entropy`) instead of a log pmf per count.
+    pmf_table : callable, optional
+        Discrete families with a small support ``0..W−1``: ``pmf_table(phi) ->
+        (pmf, entropy)``, the probabilities of 0..W−1 (W arrays (...)) and the
+        entropy (...), in closed form. Lets support sums take them per draw
+        instead of a log pmf per count.
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -74,6 +79,7 @@ class Family:
     support_upper: Callable[..., np.ndarray] | None = None
     support_window: Callable[..., tuple] | None = None
     pmf_recursion: Callable[..., tuple] | None = None
+    pmf_table: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
 

@@ -7,6 +7,7 @@ p̄ = 1.0 but 1 − p̄ = 4e-18). With one column, ``1 − p`` is computed.
 """
 
 import numpy as np
+from scipy import special
 
 from pm_sens.families._base import (
     Family,
@@ -61,6 +62,12 @@ def support_upper(phi, tail):
     return np.ones(phi.shape[:-1], dtype=int)
 
 
+def pmf_table(phi):
+    """``(1 − p, p)`` and the entropy ``−p log p − (1 − p) log(1 − p)``."""
+    p, q = probabilities(phi)
+    return (q, p), special.entr(p) + special.entr(q)
+
+
 FAMILY = Family(
     "bernoulli",
     "binary",
@@ -69,6 +76,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    pmf_table=pmf_table,
     fisher_factors=fisher_factors,
 )
 
@@ -130,6 +138,29 @@ def log_density_logit(phi, y):
     return logp if inside.all() else np.where(inside, logp, -np.inf)
 
 
+def pmf_table_logit(phi):
+    """``(σ(−η), σ(η))`` and the entropy ``log(1 + e) + |η| e/(1 + e)``, ``e = exp(−|η|)``.
+
+    ``σ(η) = 1/(1 + e^{−η})`` is exact in relative terms on both tails, and the
+    entropy a sum of two positive terms (no cancellation for large ``|η|``;
+    the smaller probability is ``e/(1 + e)``). ``|η|`` is bounded at 800, beyond
+    which ``e = 0``: an infinite logit gets entropy 0, not ``∞ · 0``.
+    """
+    eta = phi[..., 0]
+    with np.errstate(over="ignore"):
+        q = np.exp(eta)  # becomes σ(−η) = 1/(1 + e^η)
+        p = np.negative(eta)
+        np.exp(p, out=p)  # becomes σ(η)
+    e = np.minimum(p, q)
+    for x in (p, q):
+        x += 1
+        np.reciprocal(x, out=x)
+    entropy = np.minimum(np.abs(eta), 800.0)
+    entropy *= np.minimum(p, q)
+    entropy += np.log1p(e)
+    return (q, p), entropy
+
+
 FAMILY_LOGIT = Family(
     "bernoulli",
     "binary",
@@ -138,6 +169,7 @@ FAMILY_LOGIT = Family(
     kl_divergence_logit,
     log_density_logit,
     support_upper=support_upper,
+    pmf_table=pmf_table_logit,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
 )

@@ -1,6 +1,7 @@
 """Categorical(p) over K classes; ``phi`` holds the K probabilities."""
 
 import numpy as np
+from scipy import special
 
 from pm_sens.families._base import Family, clip_probability, log1p_gap
 
@@ -37,6 +38,11 @@ def support_upper(phi, tail):
     return np.full(phi.shape[:-1], phi.shape[-1] - 1)
 
 
+def pmf_table(phi):
+    """The class probabilities and the entropy ``−Σ_k p_k log p_k``."""
+    return tuple(np.moveaxis(phi, -1, 0)), special.entr(phi).sum(-1)
+
+
 FAMILY = Family(
     "categorical",
     "categorical",
@@ -45,4 +51,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     support_upper=support_upper,
+    pmf_table=pmf_table,
 )

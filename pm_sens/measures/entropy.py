@@ -60,6 +60,13 @@ class EntropyAccumulator:
         if not self.family.discrete:
             self.aleatoric_sum += self.family.entropy(phi, **fixed).sum(0)
             return
+        if self.family.pmf_table is not None and not self.windowed:
+            pmf, entropy = self.family.pmf_table(phi, **fixed)
+            self._widen(len(pmf))
+            sums = np.stack([p.sum(0) for p in pmf], -1)
+            self.pmf_sum.reshape(len(self.widths), -1)[:, : len(pmf)] += sums
+            self.aleatoric_sum += entropy.sum(0)
+            return
         if not self.windowed:
             self._widen(int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1)
         if self.family.pmf_recursion is not None:
@@ -210,6 +217,20 @@ def entropy_components(total, aleatoric):
 COMPONENTS = ("total", "aleatoric", "epistemic")
 
 
+def logsumexp_over_draws(x):
+    """``log Σ_s exp(x[s])`` per row of x (S, R), scaled by each row's largest.
+
+    Does what ``scipy.special.logsumexp(x, axis=0)`` does for real x, in half the
+    time (one exponential into a buffer, no checks for complex or signed input).
+    """
+    largest = x.max(0)
+    shift = np.where(np.isfinite(largest), largest, 0.0)  # a row of −inf stays −inf
+    terms = np.subtract(x, shift)
+    np.exp(terms, out=terms)
+    with np.errstate(divide="ignore"):
+        return np.log(terms.sum(0)) + shift
+
+
 class MixtureLogDensity:
     """``log q(y|x) = logsumexp_s log p(y|λ_s(x)) − log S``, over chunks of draws."""
 
@@ -220,7 +241,7 @@ class MixtureLogDensity:
     def add(self, log_density):
         """Add per-draw log densities (S, R)."""
         self.count += len(log_density)
-        self.log_sum = np.logaddexp(self.log_sum, special.logsumexp(log_density, axis=0))
+        self.log_sum = np.logaddexp(self.log_sum, logsumexp_over_draws(log_density))
 
     def value(self):
         """``log q`` per row."""
