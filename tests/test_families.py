@@ -491,3 +491,24 @@ def test_softplus_is_logaddexp_on_both_tails():
     expected = np.logaddexp(0, x)
     np.testing.assert_allclose(softplus(x), expected, rtol=4e-16, atol=0)
     assert softplus(np.array([-1e3]))[0] == 0.0 and np.isinf(softplus(np.array([np.inf]))[0])
+
+
+def test_normal_log_density_against_scipy_across_float_range(rng):
+    """The Normal's log density, written out, equals SciPy's in both
+    parametrizations, for sds from 1e-300 to 1e300, infinite y, and nan where
+    the sd is not positive; y broadcasts against the parameters."""
+    mean = rng.normal(size=(4, 6)) * 10
+    sd = np.exp(rng.uniform(-690, 690, size=(4, 6)))
+    sd[0, :2] = [0.0, -1.0]
+    y = rng.normal(size=6) * 10
+    y[3] = np.inf
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        expected = stats.norm.logpdf(y, mean, sd)
+        variance = np.where(sd > 0, sd, np.nan) ** 2
+    got_sd = families.NORMAL_MEAN_SD.log_density(np.stack([mean, sd], -1), y)
+    np.testing.assert_allclose(got_sd, expected, rtol=1e-13)
+    finite = np.isfinite(variance) & (variance > 0)  # squares in float64's range
+    got_variance = families.MOMENT_FAMILIES["normal"].log_density(
+        np.stack([mean, variance], -1), y
+    )
+    np.testing.assert_allclose(got_variance[finite], expected[finite], rtol=1e-13)

@@ -1,7 +1,6 @@
 """Normal(mean, variance)."""
 
 import numpy as np
-from scipy import stats
 
 from pm_sens.families._base import Family, diagonal_factors, diagonal_matrix, log1p_gap, outer
 
@@ -24,9 +23,22 @@ def kl_divergence(phi_p, phi_q):
     return 0.5 * (log1p_gap((v1 - v2) / v2) + (m1 - m2) ** 2 / v2)
 
 
+def _log_density(y, mean, sd):
+    """``−½ ((y − m)/s)² − log s − ½ log 2π`` (nan where s <= 0, as scipy's)."""
+    z = np.empty(np.broadcast_shapes(np.shape(y), np.shape(mean), np.shape(sd)))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        np.subtract(y, mean, out=z)
+        z /= sd
+        z *= z
+        z *= -0.5
+        z -= np.log(sd)
+    z -= 0.5 * np.log(2 * np.pi)
+    return z
+
+
 def log_density(phi, y):
     """Log density at y."""
-    return stats.norm.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1]))
+    return _log_density(y, phi[..., 0], np.sqrt(phi[..., 1]))
 
 
 def entropy(phi):
@@ -86,7 +98,7 @@ def kl_divergence_mean_sd(phi_p, phi_q):
 
 def log_density_mean_sd(phi, y):
     """Log density at y."""
-    return stats.norm.logpdf(y, phi[..., 0], phi[..., 1])
+    return _log_density(y, phi[..., 0], phi[..., 1])
 
 
 def entropy_mean_sd(phi):
