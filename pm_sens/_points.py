@@ -118,7 +118,7 @@ def constant_columns(predictive, inputs, points):
 
 def _default_point_count(predictive, model, variables):
     if predictive.var_name is not None:
-        return int(np.shape(model.rvs_to_values[model[predictive.var_name]].eval())[0])
+        return int(np.shape(data_value(model.rvs_to_values[model[predictive.var_name]]))[0])
     for var in variables:
         value = _current_value(var, predictive)
         if value is not None and np.ndim(value):

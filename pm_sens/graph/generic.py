@@ -53,7 +53,7 @@ from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
-from pm_sens.graph.model_queries import censored_parts, replace_rebuilding
+from pm_sens.graph.model_queries import censored_parts, data_value, replace_rebuilding
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
 N_NODES = 64
@@ -347,7 +347,8 @@ class GenericLikelihood:
         # folded to constants, so PyMC's logp sees e.g. an infinite truncation
         # bound as such (and drops its term) instead of computing with inf
         self._constants = {
-            c: pt.constant(c.eval(), dtype=c.dtype) for c in constant_parameters(rv, model_rvs)
+            c: pt.constant(data_value(c), dtype=c.dtype)
+            for c in constant_parameters(rv, model_rvs)
         }
         self.n_nodes, self.tail = n_nodes, tail
         self._rv = rv

@@ -18,6 +18,8 @@ from pymc.gp import Latent, Marginal
 from pymc.gp.util import JITTER_DEFAULT, stabilize
 from pytensor.tensor.linalg import cholesky, solve_triangular
 
+from pm_sens.graph.model_queries import data_value
+
 LINKS = ("identity", "exp", "probit", "logit", "square")
 DEFAULT_LINK = {
     "normal": "identity",
@@ -36,10 +38,7 @@ def training_inputs(gp):
             f"gp={type(gp).__name__} is not supported; give a pm.gp.Marginal, MarginalApprox "
             "or Latent (HSGP needs no special path: use Predictive.from_observed)"
         )
-    X = gp.X
-    if hasattr(X, "get_value"):
-        return np.asarray(X.get_value())
-    return np.asarray(pt.as_tensor_variable(X).eval())
+    return np.asarray(data_value(pt.as_tensor_variable(gp.X)))
 
 
 def marginal_conditional(gp, x_new):

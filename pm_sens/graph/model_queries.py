@@ -136,9 +136,15 @@ def data_name(model, var):
 
 
 def data_value(var):
-    """The current value of a data container, or of an expression of containers only."""
+    """The current value of a data container, or of an expression of containers only.
+
+    Evaluated op by op in NumPy: compiling it (PyTensor's default) starts Numba,
+    a second before the first analysis of a process.
+    """
     if hasattr(var, "get_value"):
         return var.get_value()
+    if isinstance(var, Constant):
+        return var.data
     return var.eval(mode="FAST_COMPILE")
 
 

@@ -18,6 +18,7 @@ from pm_sens.graph.likelihoods import (
 from pm_sens.graph.model_queries import (
     data_containers,
     data_name,
+    data_value,
     group_level_reads,
     is_float,
     observation_rows,
@@ -65,7 +66,7 @@ def _per_point_observation_rows(model, params):
     replacements = {}
     for read, expression, _ in reads:
         inner = {}
-        n_rows = int(expression.shape[0].eval())  # the data rows picked from
+        n_rows = int(data_value(expression.shape[0]))  # the data rows picked from
         for container in data_containers(model, [expression]):
             value = container.get_value()
             if not (np.ndim(value) and len(value) == n_rows):
