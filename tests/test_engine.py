@@ -31,6 +31,23 @@ def logistic(rng):
     return m, idata, x
 
 
+def _default_context(idata, model):
+    """The validated request of a default call, without running it."""
+    return _runner.make_context(
+        idata,
+        model,
+        var_name=None,
+        inputs=None,
+        points=None,
+        predictive=None,
+        num_draws=None,
+        random_seed=None,
+        memory_limit=1e9,
+        progressbar=False,
+        extend_inferencedata=False,
+    )
+
+
 def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
     model, idata, _ = logistic
     pm_sens.sensitivity(idata, model, progressbar=False)
@@ -258,19 +275,7 @@ def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkey
     """Moment-mode derivatives' work is draws × rows × features^order: 40 × 10 ×
     2^order here; forward graphs and per-draw derivatives always run in NumPy."""
     model, idata, _ = logistic
-    ctx = _runner.make_context(
-        idata,
-        model,
-        var_name=None,
-        inputs=None,
-        points=None,
-        predictive=None,
-        num_draws=None,
-        random_seed=None,
-        memory_limit=1e9,
-        progressbar=False,
-        extend_inferencedata=False,
-    )
+    ctx = _default_context(idata, model)
     assert [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)] == ["python"] * 3
     monkeypatch.setattr(_runner, "INTERPRETED_WORK", 40 * 10 * 2)
     moment = [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)]
@@ -546,19 +551,7 @@ def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng)
         pm.Normal("y", mu=xd @ b, sigma=pm.math.exp(xd @ g), observed=rng.normal(size=n))
     draws = {"b": rng.normal(size=(1, 3, 2)), "g": rng.normal(size=(1, 3, 2))}
     idata = posterior(draws)
-    ctx = _runner.make_context(
-        idata,
-        model,
-        var_name=None,
-        inputs=None,
-        points=None,
-        predictive=None,
-        num_draws=None,
-        random_seed=None,
-        memory_limit=1e9,
-        progressbar=False,
-        extend_inferencedata=False,
-    )
+    ctx = _default_context(idata, model)
     compiled = _runner.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
     out = compiled(_runner.data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
     mu, sigma = x @ draws["b"][0].T, np.exp(x @ draws["g"][0].T)
