@@ -141,7 +141,8 @@ def log_density_logit(phi, y):
 def pmf_table_logit(phi):
     """``(σ(−η), σ(η))`` and the entropy ``log(1 + e) + |η| e/(1 + e)``, ``e = exp(−|η|)``.
 
-    ``σ(η) = 1/(1 + e^{−η})`` is exact in relative terms on both tails, and the
+    ``σ(η) = 1/(1 + e^{−η})`` is exact in relative terms on both tails (down to
+    the smallest normal float, where ``e^{−η}`` overflows and σ is 0), and the
     entropy a sum of two positive terms (no cancellation for large ``|η|``;
     the smaller probability is ``e/(1 + e)``). ``|η|`` is bounded at 800, beyond
     which ``e = 0``: an infinite logit gets entropy 0, not ``∞ · 0``.
