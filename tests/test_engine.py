@@ -471,6 +471,96 @@ def test_sums_over_draws_of_outer_products_become_matrix_products(rng):
             )
 
 
+def _features_column(points, b, d):
+    """The second backward pass's ``onehot_d @ Bᵀ``, (N, S): ``B[:, d]`` on every row."""
+    onehot = pt.set_subtensor(pt.zeros((points.shape[0], b.shape[1]))[:, d], 1.0)
+    return pt.dot(onehot, b.T)  # a Dot, as in rewritten graphs (``@`` is batched)
+
+
+def test_values_constant_along_an_axis_are_found_and_computed_once(rng):
+    """`_constant_along` finds values the same all along an axis through
+    elementwise ops, views, reductions, matrix products and writes into zeros,
+    and gives them at length 1 there; values that vary are refused."""
+    x, b = pt.matrix("x", shape=(None, 3)), pt.matrix("b", shape=(None, 3))
+    values = {x: rng.normal(size=(5, 3)), b: rng.normal(size=(7, 3))}
+    column = _features_column(x, b, 1)  # (N, S)
+    per_draw = column.T[:, :, None]  # (S, N, 1)
+    cases = {
+        "column": (column, 0, True),
+        "view, elementwise": (pt.exp(per_draw) * 2 - per_draw, 1, True),
+        "centred over draws": (column - column.mean(1)[:, None], 0, True),
+        "reduced over draws": (column.sum(1), 0, True),
+        "points' products": (pt.dot(x, b.T), 0, False),
+        "a row written": (
+            pt.dot(pt.set_subtensor(pt.zeros((x.shape[0], 3))[2], 1.0), b.T),
+            0,
+            False,
+        ),
+        "times the points": (column * x[:, :1], 0, False),
+    }
+    for name, (expr, axis, constant) in cases.items():
+        found = engine._constant_along(expr, axis)
+        assert (found is not None) == constant, name
+        if constant:
+            assert found.type.shape[axis] == 1, name
+            full, once = pytensor.function([x, b], [expr, found], mode="FAST_COMPILE")(
+                values[x], values[b]
+            )
+            np.testing.assert_allclose(np.broadcast_to(once, full.shape), full, err_msg=name)
+
+
+def test_a_features_column_is_factored_out_of_sums_over_draws(rng):
+    """The second backward pass of ``X @ Bᵀ`` multiplies ``B[:, d]``, repeated for
+    every point, into each term (through sums and a stable sigmoid's switch):
+    it moves to the (S, D) side of the matrix product and is never built at
+    N × S; products sharing their left side become one. Values as PyTensor's."""
+    x, b = pt.matrix("x", shape=(None, 3)), pt.matrix("b", shape=(None, 3))
+    values = [rng.normal(size=(5, 3)), rng.normal(size=(7, 3))]
+    eta = (x @ b.T).T[:, :, None]  # (S, N, 1)
+    weight = pt.sigmoid(eta) * (1 - pt.sigmoid(eta))
+    per_feature = []
+    for d in range(3):
+        column = _features_column(x, b, d).T[:, :, None]
+        term = pt.switch(eta > 0, column * weight - column * eta, -(column * weight) / 2)
+        per_feature.append((term * b[:, None, :]).sum(0))
+    for backend in engine.BACKENDS:
+        function = pytensor.function([x, b], per_feature, mode=engine._compile_mode(backend))
+        nodes = function.maker.fgraph.apply_nodes
+        writes = [n for n in nodes if type(n.op).__name__ == "IncSubtensor"]
+        assert writes and all(n.outputs[0].type.shape[0] == 1 for n in writes), backend
+        # one (N, S) @ (S, 3·D) product for the three features
+        assert sum(n.outputs[0].type.shape[1] == 9 for n in nodes if type(n.op).__name__ == "Dot")
+        reference = pytensor.function([x, b], per_feature, mode="FAST_COMPILE")
+        for got, expected in zip(function(*values), reference(*values), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=backend)
+
+
+def test_products_share_their_left_side_only_when_independent(rng):
+    """``A @ C_k`` for several ``C_k`` become one product, unless a ``C_k`` depends
+    on another product (which would make a cycle)."""
+    a, c1, c2 = pt.matrix("a"), pt.matrix("c1"), pt.matrix("c2")
+    values = [rng.normal(size=(4, 6)), rng.normal(size=(6, 2)), rng.normal(size=(6, 3))]
+    cases = {
+        "independent": ([a @ c1, a @ c2], 1),
+        "dependent": ([a @ c1, a @ (a.T @ (a @ c1))], 2),
+    }
+    for name, (outputs, products) in cases.items():
+        function = pytensor.function(
+            [a, c1, c2], outputs, mode=engine._compile_mode("python"), on_unused_input="ignore"
+        )
+        dots = [
+            n
+            for n in function.maker.fgraph.apply_nodes
+            if type(n.op).__name__ in ("Dot", "Dot22") and n.inputs[0].name == "a"
+        ]
+        assert len(dots) == products, name
+        reference = pytensor.function(
+            [a, c1, c2], outputs, mode="FAST_COMPILE", on_unused_input="ignore"
+        )
+        for got, expected in zip(function(*values), reference(*values), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=name)
+
+
 def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
     """``zeros((S, N, 1))[:, :, 0] = y`` (how the gradient of a per-draw column is
     written) runs as ``y[:, :, None]``, with the same values; a longer axis, or a
