@@ -561,6 +561,37 @@ def test_products_share_their_left_side_only_when_independent(rng):
             np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=name)
 
 
+def test_a_sum_of_outer_products_becomes_one_matrix_product(rng):
+    """``a + b0 x0 + b1 x1 + …`` over draws (columns) and points (rows), as bambi
+    writes a linear predictor: one matrix product for the outer products, the
+    other terms added; fewer than two outer products, or integers, are left."""
+    s, n = 6, 5
+    cols = [pt.matrix(f"b{j}", shape=(None, 1)) for j in range(3)]
+    rows = [pt.matrix(f"x{j}", shape=(1, None)) for j in range(3)]
+    a, k = pt.matrix("a", shape=(None, 1)), pt.matrix("k", shape=(1, None), dtype="int64")
+    values = {v: rng.normal(size=(s, 1)) for v in cols} | {
+        v: rng.normal(size=(1, n)) for v in rows
+    }
+    values |= {a: rng.normal(size=(s, 1)), k: rng.integers(0, 5, size=(1, n))}
+    cases = {
+        "three and an intercept": (
+            a + cols[0] * rows[0] + rows[1] * cols[1] + cols[2] * rows[2],
+            True,
+        ),
+        "one": (a + cols[0] * rows[0], False),
+        "integer rows": (cols[0] * k + cols[1] * k, False),
+    }
+    for name, (expr, rewritten) in cases.items():
+        inputs = [v for v in values if v in pytensor.graph.traversal.graph_inputs([expr])]
+        for backend in engine.BACKENDS:
+            function = pytensor.function(inputs, expr, mode=engine._compile_mode(backend))
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert bool(ops & {"Dot", "Dot22", "Gemm"}) == rewritten, (name, backend, ops)
+            reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+            arrays = [values[v] for v in inputs]
+            np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-13)
+
+
 def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
     """``zeros((S, N, 1))[:, :, 0] = y`` (how the gradient of a per-draw column is
     written) runs as ``y[:, :, None]``, with the same values; a longer axis, or a

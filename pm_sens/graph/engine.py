@@ -38,6 +38,7 @@ from pm_sens.graph.model_queries import (
     depends_on,
     free_variables,
     is_elemwise,
+    is_float,
     observed_ancestors,
     symbolic_tensor,
 )
@@ -231,6 +232,7 @@ def _compile_mode(backend):
         mode = get_default_mode()
     # before the elementwise operations are fused (49)
     mode = mode.register(
+        (in2out(_outer_products_as_a_matrix_product), 48.3),
         (in2out(_set_into_zeros_as_view), 48.4),
         (in2out(_draw_sums_as_products), 48.5),
         # after the merge (49), which makes the per-feature products' left sides one
@@ -382,6 +384,44 @@ class _DotsSharingTheirLeft(GraphRewriter):
             fgraph.replace_all_validate(
                 list(zip(outputs, blocks, strict=True)), reason="dots_sharing_their_left"
             )
+
+
+@node_rewriter([Elemwise])
+def _outer_products_as_a_matrix_product(fgraph, node):
+    """``a + Σ_j c_j r_j`` as ``a + [c_1 … c_J] @ [r_1; …; r_J]``.
+
+    ``c_j`` are columns (S, 1), ``r_j`` rows (1, N). A linear predictor written
+    one input at a time (``b0 * x0 + b1 * x1 + …``, as bambi builds it) becomes
+    such a sum once vectorized over draws: one (S, N) array per term in NumPy,
+    where one matrix product (BLAS) does it all.
+    """
+    out = node.outputs[0]
+    if not is_elemwise(node, ps.Add) or out.ndim != 2 or any(out.type.broadcastable):
+        return None
+    pairs = [_column_times_row(term) for term in node.inputs]
+    if sum(pair is not None for pair in pairs) < 2:
+        return None
+    columns = pt.concatenate([c for c, _ in filter(None, pairs)], axis=1)
+    rows = pt.concatenate([r for _, r in filter(None, pairs)], axis=0)
+    rest = [term for term, pair in zip(node.inputs, pairs, strict=True) if pair is None]
+    total = _variadic(pt.add, [pt.dot(columns, rows), *rest])
+    try:
+        return [out.type.filter_variable(total.astype(out.dtype))]
+    except TypeError:
+        return None
+
+
+def _column_times_row(term):
+    """``(c, r)`` if ``term`` is ``c * r`` with ``c`` (S, 1) and ``r`` (1, N) floats, else None."""
+    if term.owner is None or not is_elemwise(term.owner, ps.Mul) or len(term.owner.inputs) != 2:
+        return None
+    a, b = term.owner.inputs
+    if not all(is_float(v) and v.dtype == term.dtype for v in (a, b)):
+        return None
+    for column, row in ((a, b), (b, a)):
+        if column.type.broadcastable == (False, True) and row.type.broadcastable == (True, False):
+            return column, row
+    return None
 
 
 @node_rewriter([IncSubtensor])
