@@ -2,6 +2,7 @@
 generic Fisher fallback, user-built predictives."""
 
 import re
+from functools import partial
 
 import numpy as np
 import pymc as pm
@@ -398,17 +399,41 @@ def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monke
     )
 
 
+def _one_container_per_predictor(rng, n=30, d=3):
+    """A logistic regression written as bambi writes it: ``pm.Data`` per predictor,
+    ``b0 * x0 + b1 * x1 + …``, the probability clipped by the link."""
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        eta = pm.Normal("Intercept")
+        for j in range(d):
+            eta = eta + pm.Normal(f"b{j}") * pm.Data(f"x{j}", x[:, j])
+        p = pm.math.clip(pm.math.sigmoid(eta), 1e-12, 1 - 1e-12)
+        pm.Bernoulli("y", p=p, observed=rng.integers(0, 2, n))
+    draws = {f"b{j}": rng.normal(size=(2, 25)) for j in range(d)}
+    return model, posterior(draws | {"Intercept": rng.normal(size=(2, 25))})
+
+
 @pytest.mark.parametrize("backend", ["python", "numba"])
-def test_draw_mode_rsens_is_computed_in_the_result_array(backend, rng, monkeypatch):
-    """With one input container, the compiled graph computes draw-mode R-sens in
-    the result array itself (no copy of each chunk; NumPy's linker would copy
-    anyway, so the graph it runs does not take the array); what that array held
-    before (nan here) never reaches the values."""
-    model, idata = _heteroscedastic(rng)
+@pytest.mark.parametrize("containers", ["one", "one per predictor", "a 2-D and a 1-D"])
+def test_draw_mode_rsens_is_computed_in_the_result_array(backend, containers, rng, monkeypatch):
+    """The compiled graph computes draw-mode R-sens in the result array itself
+    where one elementwise loop computes it: one input container, or one per
+    predictor (no copy of each chunk; NumPy's linker would copy anyway, so the
+    graph it runs does not take the array). The columns of a 2-D and a 1-D input
+    are joined into a new array, then copied. What the result array held before
+    (nan here) never reaches the values."""
+    model, idata = {
+        "one": _heteroscedastic,
+        "one per predictor": _one_container_per_predictor,
+        "a 2-D and a 1-D": partial(_draw_mode_model, "normal_two_containers"),
+    }[containers](rng)
     if backend == "numba":
         monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
-    in_place, used = [], []
     run, exact = engine.WhitenedNorm.run, engine.WhitenedNorm.norm_is_exact
+    # first, as it compiles every graph used (Numba cannot compile with np.empty patched)
+    monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
+    reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    in_place, used = [], []
 
     def tracked_run(self, *arrays):
         outputs = run(self, *arrays)
@@ -424,10 +449,8 @@ def test_draw_mode_rsens_is_computed_in_the_result_array(backend, rng, monkeypat
     empty = np.empty
     monkeypatch.setattr(np, "empty", lambda *a, **k: np.full_like(empty(*a, **k), np.nan))
     result = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
-    assert used == [True]  # the graph's values were kept
-    assert in_place == [backend == "numba"]
-    monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
-    reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert used and all(used)  # the graph's values were kept, chunk by chunk
+    assert in_place and set(in_place) == {backend == "numba" and containers != "a 2-D and a 1-D"}
     np.testing.assert_allclose(result["rsens"].values, reference["rsens"].values, rtol=1e-12)
 
 
@@ -590,6 +613,48 @@ def test_a_sum_of_outer_products_becomes_one_matrix_product(rng):
             reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
             arrays = [values[v] for v in inputs]
             np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-13)
+
+
+def test_like_columns_are_joined_below_their_elementwise_op(rng):
+    """Columns side by side that are the same elementwise expression of shared
+    (S, N) arrays and of their own (S, 1) coefficient (draw-mode R-sens of
+    bambi's one-container-per-predictor models) are computed as one expression
+    of the joined coefficients; columns used elsewhere, of different ops, or
+    whose own inputs cannot be joined stay as they are. The same values."""
+    w, v = pt.matrix("w"), pt.matrix("v")
+    coefs = [pt.matrix(f"b{j}", shape=(None, 1)) for j in range(3)]
+    row = pt.matrix("row", shape=(1, None))
+    values = {w: rng.normal(size=(6, 5)), v: rng.normal(size=(6, 5)), row: rng.normal(size=(1, 5))}
+    values |= {b: rng.normal(size=(6, 1)) for b in coefs}
+
+    def column(b, op=pt.abs):
+        return op(pt.switch(v > 0, w * b, 0.0) * pt.exp(v))[..., None]
+
+    columns = [column(b) for b in coefs]
+    cases = {
+        "like columns": ([pt.concatenate(columns, axis=2)], True),
+        "one also an output": ([pt.concatenate(columns, axis=2), columns[0]], False),
+        "different ops": (
+            [pt.concatenate([column(coefs[0], pt.sin), column(coefs[1], pt.cos)], axis=2)],
+            False,
+        ),
+        "a row and a column": ([pt.concatenate([columns[0], column(row)], axis=2)], False),
+    }
+    for name, (outputs, lifted) in cases.items():
+        inputs = [x for x in values if x in pytensor.graph.traversal.graph_inputs(outputs)]
+        reference = pytensor.function(inputs, outputs, mode="FAST_COMPILE")
+        arrays = [values[x] for x in inputs]
+        for backend in engine.BACKENDS:
+            function = pytensor.function(inputs, outputs, mode=engine._compile_mode(backend))
+            joins = [
+                node.outputs[0].type.broadcastable
+                for node in function.maker.fgraph.apply_nodes
+                if type(node.op).__name__ == "Join"
+            ]
+            # lifted: only the (S, 1, 3) coefficients are joined, not (S, N, 1) columns
+            assert all(b[1] for b in joins) == lifted and joins, (name, backend, joins)
+            for got, expected in zip(function(*arrays), reference(*arrays), strict=True):
+                np.testing.assert_allclose(got, expected, rtol=1e-14)
 
 
 def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):

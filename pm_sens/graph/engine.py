@@ -23,7 +23,7 @@ from pytensor.graph.rewriting.basic import GraphRewriter, in2out, node_rewriter
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.graph.traversal import graph_inputs
 from pytensor.link.vm import VMLinker
-from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
+from pytensor.tensor.basic import Alloc, Join, get_underlying_scalar_constant_value
 from pytensor.tensor.blas import Dot22
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
@@ -140,7 +140,8 @@ class WhitenedNorm(CompiledPredictive):
     forward: CompiledPredictive | None = None
     family: object = None
     n_features: int = 0
-    #: whether the graph takes an array to compute ``norm`` in (compiled, one input container)
+    #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
+    #: returned where one loop computes the norm, a new array where columns are joined)
     writes_in_place: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
@@ -234,6 +235,8 @@ def _compile_mode(backend):
     mode = mode.register(
         (in2out(_outer_products_as_a_matrix_product), 48.3),
         (in2out(_set_into_zeros_as_view), 48.4),
+        (in2out(_join_of_like_elementwise), 48.45),
+        (in2out(_select_only_into_a_loop), 48.46),
         (in2out(_draw_sums_as_products), 48.5),
         # after the merge (49), which makes the per-feature products' left sides one
         (_DotsSharingTheirLeft(), 49.2),
@@ -422,6 +425,86 @@ def _column_times_row(term):
         if column.type.broadcastable == (False, True) and row.type.broadcastable == (True, False):
             return column, row
     return None
+
+
+@node_rewriter([Join])
+def _join_of_like_elementwise(fgraph, node):
+    """``join(f(a_1, c), …, f(a_D, c))`` as ``f(join(a_1, …, a_D), c)``.
+
+    Draw-mode R-sens of several 1-D inputs (bambi's predictors) puts one
+    (S, N, 1) column per input side by side, each the same elementwise
+    expression of shared (S, N) arrays and of the input's own (S, 1, 1)
+    coefficient: computed as one expression of the joined coefficients, the
+    (S, N, D) result is written once, where D columns were written and then
+    copied side by side.
+    """
+    return _lifted_join(fgraph, node.op.axis, node.inputs)
+
+
+def _lifted_join(fgraph, axis, columns, expand=None):
+    """``[join(columns)]`` computed below the elementwise op they share, or None.
+
+    The columns are ``expand(x)`` for ``x`` in ``columns`` when ``expand`` (a
+    DimShuffle inserting axes) is given. Each column must be one slice along
+    ``axis``, the output of the same op used nowhere else; inputs the columns
+    share must be broadcast along ``axis``, the others are joined (lifted
+    further where they allow it).
+    """
+    if len(columns) < 2 or any(len(fgraph.clients.get(x, ())) != 1 for x in columns):
+        return None
+    if expand is None and all(_inserts_axes(x.owner) for x in columns):
+        ops = {x.owner.op for x in columns}
+        inner = [x.owner.inputs[0] for x in columns]
+        return None if len(ops) != 1 else _lifted_join(fgraph, axis, inner, ops.pop())
+    owners = [x.owner for x in columns]
+    if any(o is None or not isinstance(o.op, Elemwise) or len(o.outputs) != 1 for o in owners):
+        return None
+    if len({o.op for o in owners}) != 1:
+        return None
+    wrap = expand if expand is not None else (lambda v: v)
+    if any(wrap(x).type.shape[axis] != 1 for x in columns):
+        return None
+    inputs = []
+    for values in zip(*(o.inputs for o in owners), strict=True):
+        if all(v is values[0] for v in values):
+            shared = wrap(values[0])
+            if not shared.type.broadcastable[axis]:
+                return None
+            inputs.append(shared)
+            continue
+        lifted = _lifted_join(fgraph, axis, values, expand)
+        if lifted is None:
+            wrapped = [wrap(v) for v in values]
+            if len({v.type.broadcastable for v in wrapped}) != 1:
+                return None
+            lifted = [pt.join(axis, *wrapped)]
+        inputs.append(lifted[0])
+    return owners[0].op.make_node(*inputs).outputs
+
+
+@node_rewriter([Elemwise])
+def _select_only_into_a_loop(fgraph, node):
+    """``switch(keep, target, norm)`` as ``norm`` where no elementwise loop computes ``norm``.
+
+    ``keep`` is always false: the select is there for the loop computing
+    ``norm`` to run in ``target`` (`compile_predictive`). Where ``norm`` is
+    made otherwise (columns joined), the select would only copy it.
+    """
+    if not is_elemwise(node, ps.Switch):
+        return None
+    keep, _, norm = node.inputs
+    if keep.owner is not None and isinstance(keep.owner.op, DimShuffle):
+        keep = keep.owner.inputs[0]
+    if not getattr(keep.tag, "always_false", False):
+        return None
+    if norm.owner is not None and isinstance(norm.owner.op, Elemwise):
+        return None
+    return [norm]
+
+
+def _inserts_axes(node):
+    """Whether ``node`` only inserts broadcast axes into its input."""
+    return node is not None and isinstance(node.op, DimShuffle) and node.op.is_expand_dims
 
 
 @node_rewriter([IncSubtensor])
@@ -1029,16 +1112,19 @@ def compile_predictive(
         grads = [pytensor.grad(c.sum(), wrts, disconnected_inputs="ignore") for c in components]
         norm = _whitened_norm(grads, scales, one_dimensional)
         extra_arguments = [scales]
-        writes_in_place = len(inputs) == 1 and backend == "numba"
+        writes_in_place = backend == "numba"
         if writes_in_place:
-            # one compiled elementwise loop computes the norm: a select on a
-            # flag known only when called (always false) lets PyTensor's
+            # one compiled elementwise loop computes the norm (several 1-D
+            # inputs' like columns too: `_join_of_like_elementwise`): a select
+            # on a flag known only when called (always false) lets PyTensor's
             # inplace rewrite run that loop in the caller's (destroyable)
-            # array, not a new one copied afterwards. Several inputs' columns
-            # are joined: no gain. NumPy's linker computes a new array and
-            # copies it into the destroyed one (twice when it is a view).
+            # array, not a new one copied afterwards; where no loop computes
+            # it (other columns joined), the select is dropped
+            # (`_select_only_into_a_loop`). NumPy's linker computes a new
+            # array and copies it into the destroyed one (twice when it is a view).
             target = pt.tensor("target", dtype="float64", shape=(None, None, n_features))
             keep = pt.scalar("keep", dtype="bool")
+            keep.tag.always_false = True
             extra_arguments += [pytensor.In(target, mutable=True), keep]
             norm = pt.switch(keep, target, norm)
         outputs = [norm]
