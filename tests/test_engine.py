@@ -688,20 +688,34 @@ def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
 
 def test_numpy_linker_ufuncs_write_into_their_output(rng):
     """An inplace elementwise op run by NumPy's linker writes into the input it
-    destroys, and a sum of several terms folds into one array, in the order of
-    its terms (the same values to the bit), broadcasting where a partial result
-    is smaller than the output."""
+    destroys, and a sum of several terms folds into one array, the pair with the
+    smallest broadcast shape first, else in the order of its terms (the same
+    values to the bit), broadcasting where a partial result is smaller than
+    the output."""
     a, c, t = pt.matrix("a", shape=(None, 1)), pt.matrix("c", shape=(1, None)), pt.matrix("t")
-    values = [rng.normal(size=(4, 1)), rng.normal(size=(1, 5)), rng.normal(size=(4, 5))]
+    r = pt.matrix("r", shape=(1, None))
+    values = {
+        a: rng.normal(size=(4, 1)),
+        c: rng.normal(size=(1, 5)),
+        t: rng.normal(size=(4, 5)),
+        r: rng.normal(size=(1, 5)),
+    }
     cases = {
         # the destroyed term last: read only at the last step
         "sum into its last term": ((ps.add, {0: 2}), [a, c, t], lambda x, y, z: (x + y) + z),
         "sum, partial result smaller": ((ps.mul, {}), [a, c, t], lambda x, y, z: (x * y) * z),
+        # a column times two rows: the rows first (one (4, 5) pass, not two)
+        "product, rows first": ((ps.mul, {}), [a, c, r], lambda x, y, z: x * (y * z)),
+        "sum into its first term, rows first": (
+            (ps.add, {0: 0}),
+            [t, a, c, r],
+            lambda w, x, y, z: (w + x) + (y + z),
+        ),
         "exponential in place": ((ps.exp, {0: 0}), [t], np.exp),
     }
     for name, ((scalar_op, inplace), inputs, reference) in cases.items():
         op = engine._UfuncWithOut(scalar_op, inplace)
-        arrays = [v.copy() for v in (values if len(inputs) == 3 else values[2:])]
+        arrays = [values[v].copy() for v in inputs]
         expected = reference(*arrays)
         storage = [[None]]
         op.perform(op.make_node(*inputs), arrays, storage)
@@ -719,9 +733,55 @@ def test_numpy_linker_ufuncs_write_into_their_output(rng):
         function = pytensor.function(inputs, expr, mode=engine._compile_mode("python"))
         ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
         assert ("_UfuncWithOut" in ops) == rewritten, ops
-        arrays = [values[2], *values[:2]] if rewritten else [rng.integers(0, 9, size=(4, 5))]
+        arrays = (
+            [values[t], values[a], values[c]] if rewritten else [rng.integers(0, 9, size=(4, 5))]
+        )
         reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
         np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-15)
+
+
+def test_numpy_linker_gemm_adds_the_product_into_z_with_one_blas_call(rng):
+    """``z ← a x y + b z`` run by NumPy's linker writes into z itself, C- or
+    Fortran-ordered, in float64 and float32, with PyTensor's Gemm's values; a
+    z broadcast up to the product's shape takes PyTensor's own path."""
+    op, reference = engine._GemmByBlas(), pytensor.tensor.blas.Gemm(inplace=False)
+    for dtype, order, z_shape in [
+        ("float64", "C", (4, 6)),
+        ("float64", "F", (4, 6)),
+        ("float32", "C", (4, 6)),
+        ("float64", "C", (1, 6)),  # broadcast
+    ]:
+        z = np.asarray(rng.normal(size=z_shape), dtype=dtype, order=order)
+        x = rng.normal(size=(4, 3)).astype(dtype)
+        y = np.asarray(rng.normal(size=(6, 3)).astype(dtype).T)  # a transposed view
+        a, b = np.asarray(0.5, dtype=dtype), np.asarray(1.5, dtype=dtype)
+        expected = b * z + a * (x.astype("float64") @ y.astype("float64"))
+        case = (dtype, order, z_shape)
+        node = op.make_node(pt.as_tensor(z), a, x, y, b)
+        storage = [[None]]
+        op.perform(node, [z.copy(order="K"), a, x, y, b], storage)
+        tolerance = 1e-13 if dtype == "float64" else 1e-5
+        np.testing.assert_allclose(storage[0][0], expected, rtol=tolerance, err_msg=str(case))
+        if z_shape == (4, 6):
+            given = z.copy(order="K")
+            op.perform(node, [given, a, x, y, b], storage)
+            assert storage[0][0] is given, case  # written in place
+        check = [[None]]
+        reference.perform(node, [z.copy(order="K"), a, x, y, b], check)
+        np.testing.assert_allclose(storage[0][0], check[0][0], rtol=tolerance, err_msg=str(case))
+
+    # in graphs run in NumPy: a product plus a term is this Gemm, with the values of
+    # PyTensor's own implementation
+    beta, xm, c = pt.matrix("beta"), pt.matrix("xm"), pt.matrix("c", shape=(1, None))
+    expr = pt.dot(beta, xm.T) + pt.col("s") * c
+    inputs = [beta, xm, *[v for v in pytensor.graph.graph_inputs([expr]) if v.name == "s"], c]
+    function = pytensor.function(inputs, expr, mode=engine._compile_mode("python"))
+    ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+    assert "_GemmByBlas" in ops, ops
+    arrays = [rng.normal(size=(5, 3)), rng.normal(size=(7, 3)), rng.normal(size=(5, 1))]
+    arrays.append(rng.normal(size=(1, 7)))
+    fast = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+    np.testing.assert_allclose(function(*arrays), fast(*arrays), rtol=1e-13)
 
 
 def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng):
