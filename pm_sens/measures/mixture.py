@@ -35,7 +35,10 @@ class MixtureMoments:
         mean, and the law of total variance within the chunk.
         """
         chunk_mean = mean.mean(0)
-        total = variance.mean(0) + ((mean - chunk_mean) ** 2).mean(0)
+        deviation = mean - chunk_mean
+        # Σ_s deviation², without an array of squares
+        spread = np.einsum("sn,sn->n", deviation, deviation) / len(mean)
+        total = variance.mean(0) + spread
         self.add(len(mean), np.stack([chunk_mean, total], -1))
 
     def add(self, count, phi, jac=None, hess=None):
