@@ -522,7 +522,7 @@ def _lifted_join(fgraph, axis, columns, expand=None):
 
     The columns are ``expand(x)`` for ``x`` in ``columns`` when ``expand`` (a
     DimShuffle inserting axes) is given. Each column must be one slice along
-    ``axis``, the output of the same op used nowhere else; inputs the columns
+    ``axis``, the output of the same op with as many inputs, used nowhere else; inputs the columns
     share must be broadcast along ``axis``, the others are joined (lifted
     further where they allow it).
     """
@@ -535,8 +535,8 @@ def _lifted_join(fgraph, axis, columns, expand=None):
     owners = [x.owner for x in columns]
     if any(o is None or not isinstance(o.op, Elemwise) or len(o.outputs) != 1 for o in owners):
         return None
-    if len({o.op for o in owners}) != 1:
-        return None
+    if len({o.op for o in owners}) != 1 or len({len(o.inputs) for o in owners}) != 1:
+        return None  # different ops, or sums or products of different lengths
     wrap = expand if expand is not None else (lambda v: v)
     if any(wrap(x).type.shape[axis] != 1 for x in columns):
         return None
