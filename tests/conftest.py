@@ -3,8 +3,13 @@ import sys
 import arviz_base as azb
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 import xarray as xr
+
+# a rewrite that fails is skipped by PyTensor, with a traceback on the user's
+# terminal: in the tests it is an error
+pytensor.config.on_opt_error = "raise"
 
 
 def posterior(draws, dims=None, coords=None):

@@ -416,7 +416,9 @@ def _draw_sums_as_products(fgraph, node):
     the small (S, D) side, and every feature's product has the same (N, S) side.
     """
     (x,) = node.inputs
-    if tuple(node.op.axis) != (0,) or x.ndim != 3 or node.outputs[0].dtype != x.dtype:
+    if node.op.axis is None or tuple(node.op.axis) != (0,) or x.ndim != 3:
+        return None
+    if node.outputs[0].dtype != x.dtype:
         return None
     if any(x.type.broadcastable[1:]):
         return None  # no loop over S × N × D products
