@@ -107,9 +107,10 @@ def native_array(value):
     file or the network may hand back.
     """
     array = np.asarray(value)
-    return np.require(
-        array, dtype=array.dtype.newbyteorder("="), requirements=["ALIGNED", "C_CONTIGUOUS"]
-    )
+    # a native dtype kept as it is: an equal copy of it would make np.require
+    # return a view, which PyTensor's NumPy ops copy their results from
+    dtype = array.dtype if array.dtype.isnative else array.dtype.newbyteorder("=")
+    return np.require(array, dtype=dtype, requirements=["ALIGNED", "C_CONTIGUOUS"])
 
 
 def check_finite_array(name, value):

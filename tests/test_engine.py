@@ -15,6 +15,7 @@ from scipy import special
 
 import pm_sens
 from pm_sens import _runner
+from pm_sens._validate import native_array
 from pm_sens.graph import engine
 from pm_sens.graph.generic import GenericLikelihood
 from tests.conftest import posterior
@@ -819,3 +820,28 @@ def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng)
     np.testing.assert_array_equal(statistics["mean"], phi[..., 0])
     nodes = compiled.function.maker.fgraph.apply_nodes
     assert sum(type(node.op).__name__ == "Join" for node in nodes) == 1  # phi's alone
+
+
+def test_draws_are_read_native_and_a_native_array_as_it_is(rng):
+    """A big-endian posterior (as a file may hold) gives the results of a native one.
+    A native array is passed on as it is, with NumPy's own dtype: an equal copy of
+    the dtype made np.require return a view, and PyTensor's NumPy ops copy every
+    result computed from such an array (a view, to them)."""
+    native = rng.normal(size=(3, 4))
+    assert native_array(native) is native
+    big = native.astype(">f8")
+    read = native_array(big)
+    assert read.dtype.isnative and read.flags.c_contiguous
+    np.testing.assert_array_equal(read, native)
+    x = rng.normal(size=(5, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", xd @ b, pm.math.exp(xd[:, 0] * b[1]), observed=x[:, 0])
+    draws = rng.normal(size=(1, 6, 2))
+    options = dict(mode="draw", progressbar=False, extend_inferencedata=False)
+    expected = pm_sens.sensitivity(posterior({"b": draws}), model, **options)
+    got = pm_sens.sensitivity(posterior({"b": draws.astype(">f8")}), model, **options)
+    xr.testing.assert_identical(
+        got["sensitivity"].to_dataset(), expected["sensitivity"].to_dataset()
+    )
