@@ -207,11 +207,12 @@ def compiled_for(
     rows=None,
     whitened=False,
     statistics=(),
+    parameters=True,
 ):
     """The compiled chunk function for these settings, built once per predictive.
 
-    ``rows``: as in `backend_for`; ``whitened``, ``statistics``: as in
-    `compile_predictive`.
+    ``rows``: as in `backend_for`; ``whitened``, ``statistics``, ``parameters``:
+    as in `compile_predictive`.
     The first function a call uses also checks locality (`check_locality`),
     which every measure relies on (derivatives, and stacked copies of the points).
     """
@@ -223,6 +224,7 @@ def compiled_for(
         uses_variance,
         statistic,
         tuple(statistics),
+        parameters,
         backend,
         whitened,
         tuple(v.name for v in ctx.inputs),
@@ -234,31 +236,26 @@ def compiled_for(
         if key not in cache:
             # a whitened graph shares its forward evaluation with the other measures
             forward = compiled_for(ctx, "draw", 0) if whitened else None
-            cache[key] = _compile(
-                ctx, mode, order, uses_variance, statistic, statistics, backend, whitened, forward
+            cache[key] = compile_predictive(
+                ctx.predictive,
+                ctx.model,
+                ctx.inputs,
+                values,
+                ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
+                mode=mode,
+                order=order,
+                uses_variance=uses_variance,
+                statistic=statistic,
+                statistics=statistics,
+                parameters=parameters,
+                backend=backend,
+                whitened=whitened,
+                forward=forward,
             )
     if not ctx.locality_checked:
         check_locality(cache[key], ctx.points, ctx.draws)
         ctx.locality_checked = True
     return cache[key]
-
-
-def _compile(ctx, mode, order, uses_variance, statistic, statistics, backend, whitened, forward):
-    return compile_predictive(
-        ctx.predictive,
-        ctx.model,
-        ctx.inputs,
-        ctx.points.values,
-        ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
-        mode=mode,
-        order=order,
-        uses_variance=uses_variance,
-        statistic=statistic,
-        statistics=statistics,
-        backend=backend,
-        whitened=whitened,
-        forward=forward,
-    )
 
 
 def data_for_chunk(compiled, values):
@@ -282,14 +279,14 @@ def check_locality(compiled, points, draws):
         }
         n = 2
     first = draws.chunk(0, 1)
-    base = compiled(data_for_chunk(compiled, values), first)["phi"]
+    base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
     for row in sorted({0, n // 2}):
         moved_values = dict(values)
         for var in moving:
             value = np.array(values[var], dtype=float)
             value[row] += 1e-3 * (np.abs(value[row]) + 1)
             moved_values[var] = value
-        moved = compiled(data_for_chunk(compiled, moved_values), first)["phi"]
+        moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first))
         others = np.arange(n) != row
         # nan or inf where the model is undefined is no sign of coupling (named later)
         same = np.isclose(
@@ -304,6 +301,13 @@ def check_locality(compiled, points, draws):
                 "inside the model (do it outside, on the data), or a model coupling rows such "
                 "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
             )
+
+
+def _what_points_get(out):
+    """A chunk's parameters (..., N, M), or its statistics side by side without them."""
+    if "phi" in out:
+        return out["phi"]
+    return np.stack(list(out["statistics"].values()), -1)
 
 
 def _chunk_size(ctx, n_rows, n_components, mode, order):
@@ -338,9 +342,10 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     A graph run in NumPy, or a per-draw graph, gets chunks of about
-    `CACHED_CELLS` values, or ``min_draws`` if the consumer needs more (within
-    the memory limit). ``out`` (S, ...): passed on to ``compiled`` sliced to
-    the chunk's draws, for a function that computes its result in it
+    `CACHED_CELLS` values, or ``min_draws`` if the consumer needs more
+    (within the memory limit).
+    ``out`` (S, ...): passed on to ``compiled`` sliced to the chunk's draws,
+    for a function that computes its result in it
     (`pm_sens.graph.engine.WhitenedNorm`).
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
@@ -430,19 +435,26 @@ def check_outputs(ctx, compiled, draws, out):
     The message names the quantity, the point, the draw (draw mode; in moment
     mode the chunk of draws) and the likely cause. Infinite parameters pass:
     some are legitimate (a truncation bound) and the measures name the others.
+    A chunk without parameters (built with ``parameters=False``) has its
+    per-draw statistics screened in their place.
     """
-    problems = [("phi", np.isnan, "is nan")]
+    screened = {k: out[k] for k in ("phi", "jac", "hess") if k in out}
+    if "phi" not in out and "statistics" in out:
+        screened["statistics"] = list(out["statistics"].values())
+    problems = [("phi", np.isnan, "is nan"), ("statistics", np.isnan, "is nan")]
     problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
     for key, test, what in problems:
-        if key not in out:
+        if key not in screened:
             continue
-        problem = _first_problem(out[key], test)
+        problem = _first_problem(screened[key], test)
         if problem is None:
             continue
         index, value, count = problem
         names = _component_names(ctx, compiled)
         if key == "phi":
             component, rows = index[-1], index[:-1]
+        elif key == "statistics":  # their position in the list, then draw, point
+            names, component, rows = compiled.statistic_names, index[0], index[1:]
         else:  # the parameter axis first, then (draw,) point, feature(s)
             component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
             rows = index[1 : len(index) - (1 if key == "jac" else 2)]
@@ -457,12 +469,13 @@ def check_outputs(ctx, compiled, draws, out):
             where += f", chain={chain.item()!r}, draw={draw.item()!r}"
             note = f"{count} such value(s) among {span}"
         name = f"the {'per-draw' if len(rows) == 2 else 'mixture'} {name}"
-        quantity = name if key == "phi" else f"the derivative of {name}"
+        values = key in ("phi", "statistics")
+        quantity = name if values else f"the derivative of {name}"
         shown = "" if np.isnan(value) else f" ({value:g})"
         cause = (
             "the model's expression is undefined there (a log or sqrt of a negative "
             "value, 0·inf, inf − inf, an overflowing exp), often at inputs far from the data"
-            if key == "phi"
+            if values
             else "the parameter changes faster than float64 can hold at these inputs (an "
             "overflowing exp of the linear predictor?) or is not differentiable there"
         )

@@ -143,16 +143,30 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
             # the mixture's moments from the per-draw ones, in the same evaluation
             mixture = MixtureMoments(uses_variance=True)
             statistics = ["mean", "variance"]
-    compiled = compiled_for(ctx, "draw", 0, rows=n_rows, statistics=tuple(statistics))
+    # the entropies computed in the graph, where no other measure needs the parameters
+    entropy_in_graph = entropy and likelihood.entropy is not None and observed_rows is None
+    if entropy_in_graph:
+        statistics.append("entropy")
+    compiled = compiled_for(
+        ctx,
+        "draw",
+        0,
+        rows=n_rows,
+        statistics=tuple(statistics),
+        parameters=not entropy_in_graph,
+    )
     accumulator = _entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
 
     def consume(draws, chunk):
-        phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
-        if accumulator is not None:
-            accumulator.add(phi, **fixed)
-        if log_density is not None:
-            log_density.add(family.log_density(phi, observed_rows, **fixed))
+        if entropy_in_graph:
+            accumulator.add_entropies(chunk["statistics"]["entropy"])
+        else:
+            phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
+            if accumulator is not None:
+                accumulator.add(phi, **fixed)
+            if log_density is not None:
+                log_density.add(family.log_density(phi, observed_rows, **fixed))
         if add_mean is not None:
             add_mean(draws, chunk["statistics"]["mean"])
         if mixture is not None:

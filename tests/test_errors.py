@@ -209,6 +209,13 @@ def test_numerical_failures_name_the_quantity_the_point_and_the_draw():
         r"among draws 0 to 5\): the model's expression is undefined",
     ):
         pm_sens.sensitivity(idata, undefined, mode="draw", progressbar=False)
+    # an entropy from the graph: its chunks hold the statistics, not the parameters
+    with pytest.raises(
+        ValueError,
+        match=r"the per-draw mean is nan at point 0, chain=0, draw=0 \(36 such value\(s\) "
+        r"among draws 0 to 5\): the model's expression is undefined",
+    ):
+        pm_sens.permutation_importance(idata, undefined, kind="entropy", progressbar=False)
     # moment mode: not mistaken for a locality failure, named on the mixture
     with pytest.raises(
         ValueError,

@@ -228,6 +228,66 @@ def test_pdp_mean_and_entropy_from_one_evaluation_equal_closed_forms(linear):
     np.testing.assert_allclose(ice.sel(component="aleatoric").values, aleatoric, rtol=1e-12)
 
 
+_SCALE_LINKED = {
+    # likelihood(location, log scale) -> the PyMC RV, and scipy's law at the same values
+    "normal": (
+        lambda m, t: pm.Normal("y", mu=m, sigma=pm.math.exp(t), observed=np.zeros(4)),
+        lambda m, t: stats.norm(m, np.exp(t)),
+    ),
+    "laplace": (
+        lambda m, t: pm.Laplace("y", mu=m, b=pm.math.exp(t), observed=np.zeros(4)),
+        lambda m, t: stats.laplace(m, np.exp(t)),
+    ),
+    "lognormal": (
+        lambda m, t: pm.LogNormal("y", mu=m, sigma=pm.math.exp(t), observed=np.ones(4)),
+        lambda m, t: stats.lognorm(np.exp(t), scale=np.exp(m)),
+    ),
+    "exponential": (
+        lambda m, t: pm.Exponential("y", lam=pm.math.exp(-t), observed=np.ones(4)),
+        lambda m, t: stats.expon(scale=np.exp(t) + 0 * m),  # one law per (draw, point)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_SCALE_LINKED))
+def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
+    """Where the likelihood's entropy is a log of its scale, the per-draw entropies
+    come from the graph (log exp(η) is η there), without the parameters: the
+    aleatoric entropy is scipy's entropy averaged over the draws, and the
+    permutation importance and the mean agree with those computed from the
+    parameters (the log-likelihood kind needs them: both ways in one call)."""
+    build, law = _SCALE_LINKED[name]
+    x = rng.normal(size=(4, 2))
+    with pm.Model(coords={"obs": range(4), "col": ["loc", "scale"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", shape=2)
+        build(0.3 * xd[:, 0] * b[0], 0.2 * xd[:, 1] * b[1])
+    beta = rng.normal(size=(2, 40, 2))
+    idata = posterior({"b": beta})
+    values = [-1.5, 0.0, 2.0]
+    options = dict(features=["scale"], grid={"scale": values}, progressbar=False)
+    kinds = dict(n_repeats=2, random_seed=0, progressbar=False, extend_inferencedata=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(EntropyAccumulator, "add", None)  # entropies from the parameters
+        out = pm_sens.partial_dependence(idata, model, kind="entropy", **options)
+        alone = pm_sens.permutation_importance(idata, model, kind="entropy", **kinds)
+    ice = out["partial_dependence"]["entropy_ice"].sel(feature="scale", component="aleatoric")
+    b = beta.reshape(-1, 2)
+    location = 0.3 * x[:, 0] * b[:, :1]  # (S, N)
+    expected = [law(location, 0.2 * v * b[:, 1:]).entropy().mean(0) for v in values]  # (K, N)
+    np.testing.assert_allclose(ice.values[: len(values)], expected, rtol=1e-12)
+    y = law(location[0], 0.0).median()  # any values in the support
+    both = pm_sens.permutation_importance(
+        idata, model, kind=("entropy", "likelihood"), observed=y, **kinds
+    )
+    np.testing.assert_allclose(
+        alone["permutation_importance"]["entropy_pfi"].values,
+        both["permutation_importance"]["entropy_pfi"].values,
+        rtol=1e-12,
+        atol=1e-15,
+    )
+
+
 def test_pdp_on_explicit_grid_values(linear):
     model, idata, x, beta = linear
     values = [2.0, -1.0, 0.25]  # kept in the order given

@@ -65,7 +65,8 @@ class CompiledPredictive:
     (moment-mode derivatives put the parameter axis first, so each parameter's
     slice is contiguous for the quadratic forms of `pm_sens.measures.rsens`);
     - ``statistics`` (draw mode, when built with ``statistics``): per name a
-      per-draw statistic (S, N) computed in the same evaluation as ``phi``;
+      per-draw statistic (S, N) computed in the same evaluation as ``phi``
+      (``phi`` is left out when built with ``parameters=False``);
     - ``fixed``: parameters held fixed by the family (Binomial ``n``).
     """
 
@@ -92,9 +93,11 @@ class CompiledPredictive:
 
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
-        outputs = self.run(*data_values, *draw_values)
-        phi = np.moveaxis(outputs[0], 0, -1) if self.mode == "draw" else outputs[0]
-        result, rest = {"phi": phi}, list(outputs[1:])
+        rest = list(self.run(*data_values, *draw_values))
+        result = {}
+        if self.settings.get("parameters", True):
+            phi = rest.pop(0)
+            result["phi"] = np.moveaxis(phi, 0, -1) if self.mode == "draw" else phi
         width = 1 if self.mode == "moment" else len(self.varying)
         for name in ["jac", "hess"][: self.order]:
             parts, rest = rest[:width], rest[width:]
@@ -1086,6 +1089,7 @@ def compile_predictive(
     uses_variance,
     statistic=None,
     statistics=(),
+    parameters=True,
     backend="numba",
     whitened=False,
     forward=None,
@@ -1098,7 +1102,9 @@ def compile_predictive(
     (a name from `statistic_names`), the one component is that statistic: per
     draw, or averaged over draws in moment mode. ``statistics`` (names, draw
     mode, order 0, closed-form likelihoods): per-draw statistics returned
-    alongside ``phi``, from the same evaluation. ``backend``: one of `BACKENDS`.
+    alongside ``phi``, from the same evaluation; ``parameters=False`` leaves
+    ``phi`` out (no stacked copy of the parameters when the caller needs only
+    the statistics). ``backend``: one of `BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None).
     """
@@ -1207,7 +1213,7 @@ def compile_predictive(
             norm = pt.switch(keep, target, norm)
         outputs = [norm]
     else:
-        outputs = [phi]
+        outputs = [phi] if parameters else []
         for derivatives in _derivatives(
             components, wrts, one_dimensional, n_features, order, backend == "python"
         ):
@@ -1246,6 +1252,7 @@ def compile_predictive(
             uses_variance=uses_variance,
             statistic=statistic,
             statistics=tuple(statistics),
+            parameters=parameters,
             backend=backend,
         ),
         fixed_array_shapes=fixed_array_shapes,

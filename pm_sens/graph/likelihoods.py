@@ -58,6 +58,10 @@ class Likelihood:
     #: 1 − p per draw, computed without rounding near p = 1 (Bernoulli, Binomial):
     #: a second moment column (a value, not differentiated) for the matched family
     complement: Callable | None = None
+    #: the per-draw entropy of y, where it is a log of the scale: computed in the
+    #: graph, rewrites simplify it (σ = exp(η) gives log σ = η). The draw
+    #: family's ``entropy`` is the reference it is tested against.
+    entropy: Callable | None = None
 
 
 def _sigmoid_argument(p):
@@ -108,6 +112,14 @@ def _odds_against(p):
     """``(1−p)/p``, as ``exp(−t)`` where p is ``sigmoid(t)``."""
     t = _sigmoid_argument(p)
     return (1 - p) / p if t is None else pt.exp(-t)
+
+
+#: ``½ log(2πe)``, the Normal entropy's constant
+_HALF_LOG_2PI_E = 0.5 * np.log(2 * np.pi * np.e)
+
+
+def _normal_entropy(mu, sigma):
+    return pt.log(sigma) + _HALF_LOG_2PI_E
 
 
 def _normal(mu, sigma):
@@ -181,6 +193,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.NORMAL_MEAN_SD,
         lambda mu, sigma: [mu, sigma],
         _mean_and_variance(_normal),
+        entropy=_normal_entropy,
     ),
     rv.StudentTRV: Likelihood(
         "studentt",
@@ -197,6 +210,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.MOMENT_FAMILIES["laplace"],
         _laplace,
         _mean_and_variance(_laplace),
+        entropy=lambda mu, b: 1 + pt.log(2 * b),
     ),
     rv.LogNormalRV: Likelihood(
         "lognormal",
@@ -205,6 +219,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.MOMENT_FAMILIES["lognormal"],
         _lognormal,
         _mean_and_variance(_lognormal),
+        entropy=lambda mu, sigma: mu + _normal_entropy(mu, sigma),
     ),
     rv.GammaRV: Likelihood(
         "gamma",
@@ -223,6 +238,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda scale: [scale],
         lambda scale: (scale, scale**2),
         aliases={"lam": ("scale", lambda p: 1 / p["lam"])},
+        entropy=lambda scale: 1 + pt.log(scale),
     ),
     rv.BetaRV: Likelihood(
         "beta",
@@ -316,8 +332,11 @@ def statistic_expression(likelihood, parameter_names, params, name):
     ``"mean"`` is E[y] (for a categorical likelihood the expected category
     ``Σ k p_k``, meaningful when the categories are ordered), ``"variance"``
     Var[y], a parameter name that parameter, and ``"p[k]"`` a categorical class
-    probability.
+    probability. ``"entropy"``, for the measures' own use where the likelihood
+    has a symbolic `Likelihood.entropy`, is the entropy of y.
     """
+    if name == "entropy":
+        return likelihood.entropy(*params)
     if name == "mean":
         return (likelihood.mean or (lambda *p: likelihood.moments(*p)[0]))(*params)
     if name == "variance":

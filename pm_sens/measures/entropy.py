@@ -56,10 +56,10 @@ class EntropyAccumulator:
 
     def add(self, phi, **fixed):
         """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R))."""
-        self.count += len(phi)
         if not self.family.discrete:
-            self.aleatoric_sum += self.family.entropy(phi, **fixed).sum(0)
+            self.add_entropies(self.family.entropy(phi, **fixed))
             return
+        self.count += len(phi)
         if self.family.pmf_table is not None and not self.windowed:
             pmf, entropy = self.family.pmf_table(phi, **fixed)
             self._widen(len(pmf))  # every row's counts are 0..W−1
@@ -74,6 +74,11 @@ class EntropyAccumulator:
             return
         for rows, width in self._row_groups():
             self._add_rows(rows, width, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+
+    def add_entropies(self, entropy):
+        """Continuous families: add draws by their per-draw entropies (S, R)."""
+        self.count += len(entropy)
+        self.aleatoric_sum += entropy.sum(0)
 
     def _widen(self, width):
         """Without a window: make every row's counts ``0..width − 1`` at least."""
