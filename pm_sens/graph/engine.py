@@ -527,9 +527,9 @@ def _lifted_join(fgraph, axis, columns, expand=None):
 
     The columns are ``expand(x)`` for ``x`` in ``columns`` when ``expand`` (a
     DimShuffle inserting axes) is given. Each column must be one slice along
-    ``axis``, the output of the same op with as many inputs, used nowhere else; inputs the columns
-    share must be broadcast along ``axis``, the others are joined (lifted
-    further where they allow it).
+    ``axis``, the output of the same op with as many inputs, used nowhere
+    else; inputs the columns share must be broadcast along ``axis``, the others
+    are joined (lifted further where they allow it).
     """
     if len(columns) < 2 or any(len(fgraph.clients.get(x, ())) != 1 for x in columns):
         return None
