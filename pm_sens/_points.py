@@ -6,7 +6,13 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array, warn
-from pm_sens.graph.model_queries import data_containers, data_value, indexed_lengths, is_float
+from pm_sens.graph.model_queries import (
+    count_containers,
+    data_containers,
+    data_value,
+    indexed_lengths,
+    is_float,
+)
 
 
 @dataclass
@@ -150,6 +156,8 @@ def resolve_inputs(
     containers = data_containers(model, params)
     variables = list(dict.fromkeys([*predictive.inputs, *containers, *_group_indices(predictive)]))
     n_default = _default_point_count(predictive, model, variables)
+    # held at each point's value, like an exposure: never an input
+    counts = count_containers(model, predictive.var_name) if predictive.var_name else []
 
     def per_point(var):
         value = _current_value(var, predictive)
@@ -160,7 +168,7 @@ def resolve_inputs(
         return levels and predictive.data_per_point and not is_float(var) and np.ndim(value) == 1
 
     def eligible(var):
-        return is_float(var) or not differentiable or categorical(var)
+        return var not in counts and (is_float(var) or not differentiable or categorical(var))
 
     candidates = [v for v in variables if eligible(v)]
     if inputs is None:
@@ -168,11 +176,19 @@ def resolve_inputs(
         # predictive over new inputs (a GP's) has only its own inputs: the data it
         # holds are its training set
         pool = variables if not differentiable and predictive.data_per_point else predictive.inputs
-        chosen = [v for v in pool if (is_float(v) or not differentiable) and per_point(v)]
+        chosen = [
+            v
+            for v in pool
+            if v not in counts and (is_float(v) or not differentiable) and per_point(v)
+        ]
         grouped = [
             v
             for v in variables
-            if differentiable and categorical(v) and per_point(v) and not lazy_points
+            if eligible(v)
+            and differentiable
+            and categorical(v)
+            and per_point(v)
+            and not lazy_points
         ]
         given_draws = data_containers(model, params, given_draws=True)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
@@ -189,7 +205,9 @@ def resolve_inputs(
         var = by_name.get(name)
         if var is None or not eligible(var):
             reason = (
-                f"is an integer container (dtype {var.dtype}); integer inputs such as group "
+                "is a count parameter of the likelihood (its trials n), held at each point's value"
+                if var in counts
+                else f"is an integer container (dtype {var.dtype}); integer inputs such as group "
                 "indices have no derivative (sensitivity() compares their levels, "
                 "permutation_importance and partial_dependence take them as they are)"
                 if var is not None

@@ -442,6 +442,21 @@ def _append_column(value, column, axes):
     return value
 
 
+def _nan_reasons(name, kinds):
+    """The variable's attrs: why some of its feature columns are NaN, if any are."""
+    reasons = []
+    if "constant" in kinds:
+        reasons.append("features of kind 'constant' take one value at every point")
+    pairs = name in ("rsens2", "eah", "aeh")
+    if "level" in kinds and (pairs or name not in LEVEL_METHODS):
+        reasons.append(
+            f"categorical inputs (feature_kind 'level') have no {name}"
+            + (" pairs yet" if pairs else "")
+            + "; their level sensitivity is in levels_<input>"
+        )
+    return {"nan": "; ".join(reasons)} if reasons else {}
+
+
 def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
     """Local measures as an xarray Dataset with the documented dims and coords."""
     points = ctx.points
@@ -462,7 +477,10 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
     }
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
-    data = {name: (_dims(name, mode, points.point_dim), v) for name, v in results.items()}
+    data = {
+        name: (_dims(name, mode, points.point_dim), v, _nan_reasons(name, kinds))
+        for name, v in results.items()
+    }
     sample = [] if mode == "moment" else ["chain", "draw"]
     for level in ctx.levels:
         dim = f"{level.label}_level"
@@ -471,7 +489,7 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
             [*sample, points.point_dim, dim],
             levels[f"levels_{level.label}"],
         )
-    if any("feature_bis" in dims for dims, _ in data.values()):
+    if any("feature_bis" in dims for dims, *_ in data.values()):
         coords["feature_bis"] = features
     return xr.Dataset(data, coords=coords, attrs=attrs)
 

@@ -484,6 +484,10 @@ def summary(
     if kind == "local":
         return SummaryTable(_local_table(dataset, names))
     rng = np.random.default_rng(random_seed)
+    # pairs of one feature: none to rank (its diagonal is curvature, not a pair)
+    names = [
+        n for n in names if "feature_bis" not in dataset[n].dims or dataset.sizes["feature"] > 1
+    ]
     blocks = [
         block
         for name in names

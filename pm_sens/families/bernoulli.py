@@ -118,16 +118,21 @@ def whitened_hessian_logit(phi, jac, hess):
 def kl_divergence_logit(phi_p, phi_q):
     """KL between Bernoulli laws given by logits.
 
-    As `kl_divergence`, with ``p₂ − p₁ = expm1(η₂ − η₁) σ(η₁) σ(−η₂)`` and both
-    tails' masses exact.
+    Near each other (``|η₂ − η₁| < 1``) as `kl_divergence`, with
+    ``p₂ − p₁ = expm1(η₂ − η₁) σ(η₁) σ(−η₂)`` and both tails' masses exact;
+    farther apart from the log masses, ``log p = −softplus(−η)``:
+    ``p₁ (softplus(−η₂) − softplus(−η₁)) + q₁ (softplus(η₂) − softplus(η₁))``,
+    finite for any two logits (``p₂`` never rounds to 1).
     """
     eta1, eta2 = phi_p[..., 0], phi_q[..., 0]
     p1, q1 = _sigmoid(eta1), _sigmoid(-eta1)
     d = np.expm1(eta2 - eta1) * p1 * _sigmoid(-eta2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p1 > 0, p1 * log1p_gap(d / p1), 0.0) + np.where(
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        near = np.where(p1 > 0, p1 * log1p_gap(d / p1), 0.0) + np.where(
             q1 > 0, q1 * log1p_gap(-d / q1), 0.0
         )
+    far = p1 * (softplus(-eta2) - softplus(-eta1)) + q1 * (softplus(eta2) - softplus(eta1))
+    return np.where(np.abs(eta2 - eta1) < 1, near, far)
 
 
 def log_density_logit(phi, y):

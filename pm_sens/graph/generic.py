@@ -33,7 +33,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.censored import CensoredRV
-from pymc.distributions.distribution import DiracDeltaRV, SymbolicRandomVariable
+from pymc.distributions.distribution import DiracDeltaRV
 from pymc.distributions.mixture import _BaseMixtureRV
 from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
@@ -48,12 +48,16 @@ from pymc.logprob.transforms import (
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
-from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
-from pm_sens.graph.model_queries import censored_parts, data_value, replace_rebuilding
+from pm_sens.graph.model_queries import (
+    censored_parts,
+    data_value,
+    is_distribution,
+    replace_rebuilding,
+)
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
 N_NODES = 64
@@ -63,12 +67,6 @@ TAIL = 1e-10
 # graph's temporaries stay in cache (4x faster per value than 1e6 cells)
 _MAX_CELLS = 65_536
 _NEWTON_STEPS = 60
-
-
-def _is_distribution(var):
-    return var.owner is not None and isinstance(
-        var.owner.op, RandomVariable | SymbolicRandomVariable
-    )
 
 
 def _distribution_inputs(node):
@@ -115,7 +113,10 @@ class Leaf:
         """The leaf as a list of per-point scalars (shape (1,) or (N,) each)."""
         var = self.var if self.var.dtype.startswith("float") else pt.cast(self.var, "float64")
         padded = pt.shape_padleft(var, self.batch_ndim + self.core - var.type.ndim)
-        full = pt.broadcast_to(padded, (padded.shape[0], *self.trailing))
+        # a statically known 1 (a scalar parameter) stays known: PyTensor's
+        # elementwise ops broadcast only along axes known to have length 1
+        rows = 1 if padded.type.broadcastable[0] else padded.shape[0]
+        full = pt.broadcast_to(padded, (rows, *self.trailing))
         return [full[(slice(None), *index)] for index in np.ndindex(*self.trailing)]
 
     def assemble(self, components):
@@ -135,7 +136,7 @@ def constant_parameters(rv, model_rvs):
     """Parameters of ``rv``'s distribution tree computed from constants only."""
     constants = []
     for param, _ in _distribution_inputs(rv.owner):
-        if _is_distribution(param) and param not in model_rvs:
+        if is_distribution(param) and param not in model_rvs:
             constants += constant_parameters(param, model_rvs)
         elif _is_constant(param) and param.owner is not None:
             constants.append(param)
@@ -150,7 +151,7 @@ def likelihood_leaves(rv, model_rvs):
     """
     leaves = []
     for position, (param, core) in enumerate(_distribution_inputs(rv.owner)):
-        if _is_distribution(param) and param not in model_rvs:
+        if is_distribution(param) and param not in model_rvs:
             leaves += likelihood_leaves(param, model_rvs)
         elif not _is_constant(param):
             leaf = Leaf(param, core, rv)

@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytensor.tensor as pt
+from pymc.distributions.distribution import SymbolicRandomVariable
 from pytensor.compile.ops import ViewOp
-from pytensor.graph.basic import Constant, clone_get_equiv
-from pytensor.graph.traversal import ancestors, apply_ancestors
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
+from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
@@ -46,6 +48,40 @@ def data_containers(model, outputs, given_draws=False):
     return [
         var for var in model.data_vars if isinstance(var, TensorSharedVariable) and var in upstream
     ]
+
+
+def count_containers(model, var_name):
+    """Integer containers that are count parameters of the likelihood ``var_name``.
+
+    The trials ``n`` of a Binomial or BetaBinomial given per row in ``pm.Data``
+    belong to their row like an exposure: they are held at each point's value,
+    never moved as an input. Found as the containers behind the integer-typed
+    parameters of the observed distribution and of its component distributions.
+    """
+    counts, stack = [], [model[var_name].owner]
+    while stack:
+        node = stack.pop()
+        for param in _distribution_params(node):
+            if is_distribution(param):
+                stack.append(param.owner)
+            elif param.type.dtype.startswith(("int", "uint")):
+                counts.append(param)
+    return data_containers(model, counts) if counts else []
+
+
+def _distribution_params(node):
+    """The parameters of a distribution node (all tensor inputs where it does not say)."""
+    try:
+        return node.op.dist_params(node)
+    except ValueError:  # a symbolic distribution without a signature (PyMC's hurdles)
+        return [i for i in node.inputs if hasattr(i.type, "dtype")]
+
+
+def is_distribution(var):
+    """Whether ``var`` is drawn by a distribution (a model variable or a ``.dist()``)."""
+    return var.owner is not None and isinstance(
+        var.owner.op, RandomVariable | SymbolicRandomVariable
+    )
 
 
 def symbolic_tensor(name, dtype, shape):
@@ -253,16 +289,28 @@ def replace_rebuilding(outputs, replacements, keep=()):
     number of rows instead of the observed ones) does not get pinned to the old
     shape by a ``SpecifyShape``. Variables in ``keep`` (the model's random
     variables) and the graph's roots stay the same objects.
+
+    A replacement may also have more (leading) axes than the variable it
+    replaces: a scalar parameter given one value per row. The axes a
+    ``DimShuffle`` inserted on the left to broadcast it are then its own.
     """
-    memo = clone_get_equiv(
-        [*replacements, *keep],
-        outputs,
-        copy_inputs=False,
-        copy_orphans=False,
-        memo=dict(replacements),
-        strict=False,
-    )
-    return [memo[output] for output in outputs]
+    memo = dict(replacements)
+    for node in toposort(outputs, blockers=[*replacements, *keep]):
+        inputs = [memo.get(i, i) for i in node.inputs]
+        if all(new is old for new, old in zip(inputs, node.inputs, strict=True)):
+            continue
+        memo.update(zip(node.outputs, _rebuilt_outputs(node, inputs), strict=True))
+    return [memo.get(output, output) for output in outputs]
+
+
+def _rebuilt_outputs(node, inputs):
+    """``node``'s op applied to ``inputs``; a left-padding DimShuffle adapted to more axes."""
+    op = node.op
+    extra = inputs[0].type.ndim - node.inputs[0].type.ndim if isinstance(op, DimShuffle) else 0
+    if extra > 0 and op.new_order[:extra] == ("x",) * extra:
+        kept = tuple(a if a == "x" else a + extra for a in op.new_order[extra:])
+        return [inputs[0].dimshuffle(*range(extra), *kept)]
+    return node.clone_with_new_inputs(inputs, strict=False).outputs
 
 
 def indexed_lengths(outputs, index):

@@ -1,0 +1,111 @@
+"""Ways of writing a model that do not change its likelihood: float32 data, a
+posterior of one draw, masks and row selections, NumPy inputs, dims everywhere."""
+
+import numpy as np
+import pymc as pm
+
+from tests.zoo._registry import known_posterior, zoo_model
+
+
+@zoo_model("a user's model on float32 data (pytensor floatX float32 habits)")
+def float32_data(rng):
+    n = 20
+    x = rng.normal(size=(n, 2)).astype("float32")
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", X @ b, s, observed=x[:, 0].astype("float32"))
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a posterior with one chain and one draw (a MAP point stored as a posterior)",
+)
+def one_chain_one_draw(rng):
+    n = 15
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Bernoulli("y", logit_p=b[0] + b[1] * x_, observed=rng.integers(0, 2, n))
+    return model, known_posterior(model, chains=1, draws=1)
+
+
+@zoo_model("a row selection: the likelihood observes the rows of a mask (mu[observed_rows])")
+def masked_rows(rng):
+    n = 24
+    x = rng.normal(size=n)
+    keep = np.flatnonzero(rng.random(n) < 0.7)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x[keep])
+        b = pm.Normal("b", 0, 1, shape=2)
+        s = pm.HalfNormal("s", 1)
+        mu = b[0] + b[1] * x_
+        pm.Normal("y", mu, s, observed=rng.normal(size=len(keep)))
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "the negative-binomial GLM notebook as written: NumPy arrays, no pm.Data (issue 34)",
+    errors={
+        f: "no float pm.Data container"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def numpy_inputs(rng):
+    n = 20
+    x1, x2 = rng.normal(size=(2, n))
+    with pm.Model() as model:
+        b0 = pm.Normal("b0", 1, 0.5)
+        b1 = pm.Normal("b1", 0, 0.3)
+        b2 = pm.Normal("b2", 0, 0.3)
+        alpha = pm.Exponential("alpha", 0.5)
+        mu = pm.math.exp(b0 + b1 * x1 + b2 * x2)
+        pm.NegativeBinomial("y", mu=mu, alpha=alpha, observed=rng.poisson(3, n))
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "inputs standardized inside the model on a pm.Data container (issue 34)",
+    errors={
+        f: "standardiz|every other point|local"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def standardized_inside(rng):
+    n = 20
+    x = rng.normal(5, 2, size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        xs = (x_ - x_.mean()) / x_.std()
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Normal("y", b[0] + b[1] * xs, 1.0, observed=rng.normal(size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("coords and dims everywhere, a Deterministic per point, a 2-D input with labels")
+def dims_everywhere(rng):
+    n = 18
+    x = rng.normal(size=(n, 3))
+    coords = {"obs_id": [f"r{i}" for i in range(n)], "feature": ["a", "b", "c"]}
+    with pm.Model(coords=coords) as model:
+        X = pm.Data("X", x, dims=("obs_id", "feature"))
+        beta = pm.Normal("beta", 0, 1, dims="feature")
+        alpha = pm.Normal("alpha", 0, 1)
+        eta = pm.Deterministic("eta", alpha + X @ beta, dims="obs_id")
+        p = pm.Deterministic("p", pm.math.invlogit(eta), dims="obs_id")
+        pm.Binomial("y", n=10, p=p, observed=rng.binomial(10, 0.5, n), dims="obs_id")
+    return model, known_posterior(model)

@@ -1,0 +1,93 @@
+"""Front ends: bambi formulas and Gaussian processes (marginal, latent, HSGP)."""
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+
+import pm_sens
+from tests.zoo._registry import known_posterior, zoo_model
+
+
+def _frame(rng, n=30):
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "z": rng.uniform(1, 3, n),
+            "cat": rng.choice(["a", "b", "c"], n),
+            "g": rng.choice(["g1", "g2", "g3", "g4"], n),
+        }
+    )
+    frame["y"] = frame.x + rng.normal(size=n)
+    frame["count"] = rng.poisson(2.0, n)
+    return frame
+
+
+def _bambi(formula, frame, **kwargs):
+    import bambi as bmb
+
+    model = bmb.Model(formula, frame, **kwargs)
+    model.build()
+    return model, known_posterior(model.backend.model)
+
+
+@zoo_model("bambi's docs: y ~ x + cat (numeric and categorical terms)")
+def bambi_numeric_and_categorical(rng):
+    return _bambi("y ~ x + cat", _frame(rng))
+
+
+@zoo_model("bambi's docs: an interaction of a numeric and a categorical term, x * cat")
+def bambi_interaction(rng):
+    return _bambi("y ~ x * cat", _frame(rng))
+
+
+@zoo_model("bambi's docs: group-specific intercepts and slopes, (1 + x | g)")
+def bambi_group_specific(rng):
+    return _bambi("y ~ x + (1 + x | g)", _frame(rng))
+
+
+@zoo_model("bambi's docs: transforms in the formula, scale(x) + np.log(z)")
+def bambi_transforms(rng):
+    return _bambi("y ~ scale(x) + np.log(z)", _frame(rng))
+
+
+@zoo_model("bambi's docs: a distributional model, sigma ~ x")
+def bambi_distributional(rng):
+    import bambi as bmb
+
+    return _bambi(bmb.Formula("y ~ x + cat", "sigma ~ x"), _frame(rng))
+
+
+@zoo_model("bambi's docs: a Poisson regression, count ~ x + z")
+def bambi_poisson(rng):
+    import bambi as bmb
+
+    model = bmb.Model("count ~ x + z", _frame(rng), family="poisson")
+    model.build()
+    # bambi's default priors put rates beyond float64 within a few prior draws
+    draws = np.random.default_rng(5)
+    fixed = {
+        "Intercept": draws.normal(0.5, 0.1, size=(2, 3)),
+        "x": draws.normal(0.2, 0.1, size=(2, 3)),
+        "z": draws.normal(-0.1, 0.1, size=(2, 3)),
+    }
+    return model, known_posterior(model.backend.model, fixed=fixed)
+
+
+def _gp_draws(model, chains=2, draws=3):
+    fixed = {
+        "ls": np.full((chains, draws, 2), 0.7),
+        "eta": np.full((chains, draws), 1.2),
+    }
+    return known_posterior(model, chains=chains, draws=draws, fixed=fixed)
+
+
+@zoo_model("the marginal GP notebook: pm.gp.Marginal with Predictive.from_gp")
+def gp_marginal(rng):
+    x = rng.uniform(-1, 1, size=(20, 2))
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 5, 5, shape=2)
+        eta = pm.HalfNormal("eta", 1)
+        sigma = pm.HalfNormal("sigma", 0.3)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(2, ls=ls))
+        gp.marginal_likelihood("y", X=x, y=np.sin(3 * x[:, 0]), sigma=sigma)
+    return model, _gp_draws(model), {"predictive": pm_sens.Predictive.from_gp(gp)}

@@ -1,0 +1,298 @@
+"""Likelihoods without a closed form (exact summation over the support or
+quadrature): truncated, censored, mixtures, hurdle, and distributions PyMC has
+no Fisher information for here."""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from tests.zoo._registry import known_posterior, zoo_model
+from tests.zoo.glm import _trials_are_not_an_input
+
+
+@zoo_model("the truncated regression notebook: pm.Truncated Normal with a scalar sigma")
+def truncated_normal(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.Truncated(
+            "obs",
+            pm.Normal.dist(mu=a + b * x_, sigma=s),
+            lower=-3,
+            upper=3,
+            observed=np.clip(x, -2.9, 2.9),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a censored Normal with per-row detection limits (labs with different limits)",
+    known_failures={
+        f: "per-row bounds keep the data's length when the points are new rows"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def censored_normal_per_row_bounds(rng):
+    n = 20
+    x = rng.normal(size=n)
+    lower = rng.uniform(-2.5, -1.5, size=n)
+    upper = rng.uniform(1.5, 2.5, size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Censored(
+            "y",
+            pm.Normal.dist(a + b * x_, sigma),
+            lower=lower,
+            upper=upper,
+            observed=np.clip(x, lower, upper),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "the parametric survival notebooks: right-censored Weibull with a scalar shape",
+    known_failures={
+        f: "a scalar parameter inside a symbolic distribution (Censored) cannot take "
+        "one value per row"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def censored_weibull(rng):
+    n = 20
+    x = rng.normal(size=n)
+    t = rng.weibull(1.5, size=n)
+    cens = np.where(rng.random(n) < 0.3, t * 0.8, np.inf)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        k = pm.Gamma("k", 10, 10)
+        b = pm.Normal("b", 0, 0.3, shape=2)
+        pm.Censored(
+            "time",
+            pm.Weibull.dist(alpha=k, beta=pm.math.exp(b[0] + b[1] * x_)),
+            lower=None,
+            upper=cens,
+            observed=np.minimum(t, cens),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a hurdle log-normal spend model with a scalar sigma",
+    kl_rtol=1e-3,  # the quadrature route's accuracy (user guide, "Likelihoods")
+)
+def hurdle_lognormal(rng):
+    n = 20
+    visits, income = rng.normal(size=(2, n))
+    with pm.Model() as model:
+        visits_ = pm.Data("visits", visits)
+        income_ = pm.Data("income", income)
+        g0 = pm.Normal("g0", 0, 1)
+        g1 = pm.Normal("g1", 0, 1)
+        b0 = pm.Normal("b0", 0, 1)
+        b1 = pm.Normal("b1", 0, 0.5)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.HurdleLogNormal(
+            "spend",
+            psi=pm.math.invlogit(g0 + g1 * visits_),
+            mu=b0 + b1 * income_,
+            sigma=sigma,
+            observed=np.where(rng.random(n) < 0.3, 0, rng.lognormal(size=n)),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model("a two-component NormalMixture with stacked means and a sigma per component")
+def normal_mixture_stacked(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        a = pm.Normal("a", [-2, 2], 1, shape=2)
+        b = pm.Normal("b", 0, 1)
+        s = pm.HalfNormal("s", 1, shape=2)
+        eta1 = a[0] + b * x_
+        eta2 = a[1] + b * x_
+        pm.NormalMixture(
+            "y", w=np.array([0.3, 0.7]), mu=pt.stack([eta1, eta2], axis=-1), sigma=s, observed=x
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "PyMC's docs: pm.Mixture of listed Poisson components",
+    known_failures={
+        f: "the mixture's weights check fails on the per-row weights"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def poisson_mixture_listed(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        w = pm.Dirichlet("w", a=np.ones(2))
+        a = pm.Normal("a", [0, 1.5], 0.3, shape=2)
+        b = pm.Normal("b", 0, 0.3)
+        eta = b * x_
+        pm.Mixture(
+            "y",
+            w=w,
+            comp_dists=[
+                pm.Poisson.dist(mu=pm.math.exp(a[0] + eta)),
+                pm.Poisson.dist(mu=pm.math.exp(a[1] + eta)),
+            ],
+            observed=rng.poisson(2, n),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "the dependent density regression notebook: K from dims, stick-breaking weights",
+    known_failures={
+        f: "the component count from the model's dims is taken as unknown"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def mixture_components_from_dims(rng):
+    n, k = 20, 3
+    x = rng.normal(size=n)
+    with pm.Model(coords={"N": np.arange(n), "K": np.arange(k)}) as model:
+        x_ = pm.Data("x", x, dims="N")
+        alpha = pm.Normal("alpha", 0, 1, dims="K")
+        beta = pm.Normal("beta", 0, 1, dims="K")
+        v = pm.math.invlogit(alpha + beta * x_[:, None])
+        w = pm.Deterministic(
+            "w",
+            v
+            * pt.concatenate(
+                [pt.ones_like(v[:, :1]), pt.extra_ops.cumprod(1 - v, axis=1)[:, :-1]], axis=1
+            ),
+            dims=["N", "K"],
+        )
+        w = w / w.sum(axis=1, keepdims=True)
+        gamma = pm.Normal("gamma", 0, 1, dims="K")
+        tau = pm.Gamma("tau", 2, 2, dims="K")
+        mu = gamma + 0.5 * x_[:, None]
+        pm.NormalMixture("obs", w, mu, sigma=1 / pt.sqrt(tau), observed=x, dims="N")
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a beta-binomial regression with trials per row in pm.Data",
+    check=_trials_are_not_an_input,
+)
+def beta_binomial_trials(rng):
+    n = 20
+    dose = rng.normal(size=n)
+    trials = rng.integers(10, 40, n)
+    with pm.Model() as model:
+        dose_ = pm.Data("dose", dose)
+        trials_ = pm.Data("trials", trials)
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        kappa = pm.Gamma("kappa", 10, 1)
+        p = pm.math.invlogit(a + b * dose_)
+        pm.BetaBinomial(
+            "y",
+            n=trials_,
+            alpha=p * kappa,
+            beta=(1 - p) * kappa,
+            observed=rng.binomial(trials, 0.4),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a skew-normal regression (quadrature route)",
+    known_failures={
+        "sensitivity_moment": "the derivative of the mixture mean is not finite",
+        "plots": "no moment-mode sensitivity to plot",
+    },
+)
+def skew_normal(rng):
+    n = 15
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        s = pm.HalfNormal("s", 1)
+        pm.SkewNormal("y", mu=b[0] + b[1] * x_, sigma=s, alpha=3.0, observed=x)
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a zero-inflated binomial with trials a NumPy constant",
+    known_failures={
+        f: "the mixture's weights check fails on the per-row weights"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def zero_inflated_binomial(rng):
+    n = 15
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        psi = pm.Beta("psi", 5, 2)
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.ZeroInflatedBinomial(
+            "y",
+            psi=psi,
+            n=10,
+            p=pm.math.invlogit(b[0] + b[1] * x_),
+            observed=rng.binomial(10, 0.3, n),
+        )
+    return model, known_posterior(model)
+
+
+def _gumbel_logp(value, mu, beta):
+    z = (value - mu) / beta
+    return -z - pt.exp(-z) - pt.log(beta)
+
+
+@zoo_model("a pm.CustomDist with only a logp (a Gumbel written by hand)")
+def custom_dist_logp(rng):
+    n = 15
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b", 0, 1, shape=2)
+        beta = pm.HalfNormal("beta", 1)
+        pm.CustomDist("y", b[0] + b[1] * x_, beta, logp=_gumbel_logp, observed=x)
+    return model, known_posterior(model)

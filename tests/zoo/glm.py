@@ -1,0 +1,290 @@
+"""Regressions with a closed-form likelihood: one model per family, with scalar
+and per-point parameters."""
+
+import numpy as np
+import pymc as pm
+
+from tests.zoo._registry import known_posterior, zoo_model
+
+
+@zoo_model("PyMC's GLM linear regression notebook: pm.Data inputs, scalar sigma")
+def normal_linear(rng):
+    n = 30
+    x1, x2 = rng.normal(size=(2, n))
+    y = 1 + 2 * x1 - x2 + rng.normal(size=n)
+    with pm.Model() as model:
+        x1_ = pm.Data("x1", x1)
+        x2_ = pm.Data("x2", x2)
+        intercept = pm.Normal("Intercept", 0, sigma=20)
+        slope = pm.Normal("slope", 0, sigma=20, shape=2)
+        sigma = pm.HalfCauchy("sigma", beta=10)
+        pm.Normal("y", mu=intercept + slope[0] * x1_ + slope[1] * x2_, sigma=sigma, observed=y)
+    return model, known_posterior(model)
+
+
+@zoo_model("a user's heteroscedastic regression: coords, dims, Deterministic mu and sigma")
+def normal_heteroscedastic_dims(rng):
+    n = 25
+    x = rng.normal(size=(n, 2))
+    y = x @ [1.0, -1.0] + np.exp(0.3 * x[:, 1]) * rng.normal(size=n)
+    coords = {"obs_id": np.arange(n), "predictor": ["dose", "age"]}
+    with pm.Model(coords=coords) as model:
+        X = pm.Data("X", x, dims=("obs_id", "predictor"))
+        beta = pm.Normal("beta", 0, 1, dims="predictor")
+        gamma = pm.Normal("gamma", 0, 0.3)
+        mu = pm.Deterministic("mu", X @ beta, dims="obs_id")
+        sigma = pm.Deterministic("sigma", pm.math.exp(gamma * X[:, 1]), dims="obs_id")
+        pm.Normal("y", mu=mu, sigma=sigma, observed=y, dims="obs_id")
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "the robust GLM notebook: Student-t with nu ~ Gamma(2, 0.1)",
+    errors={"sensitivity_moment": "nu"},  # see known_failures: it must work
+    known_failures={
+        "sensitivity_moment": "refused: draws with nu <= 2 have no predictive variance",
+        "permutation_importance": "entropy PFI NaN for draws with nu <= 2",
+        "partial_dependence": "entropy PDP NaN for draws with nu <= 2",
+        "plots": "no moment-mode sensitivity to plot",
+    },
+)
+def studentt_robust(rng):
+    n = 30
+    x1, x2 = rng.normal(size=(2, n))
+    y = 1 + x1 + 0.5 * x2 + rng.standard_t(3, size=n)
+    with pm.Model() as model:
+        x1_ = pm.Data("x1", x1)
+        x2_ = pm.Data("x2", x2)
+        a = pm.Normal("a", 0, 5)
+        b1 = pm.Normal("b1", 0, 5)
+        b2 = pm.Normal("b2", 0, 5)
+        s = pm.HalfNormal("s", 2)
+        nu = pm.Gamma("nu", 2, 0.1)
+        pm.StudentT("y", nu=nu, mu=a + b1 * x1_ + b2 * x2_, sigma=s, observed=y)
+    # one draw with nu <= 2: infinite predictive variance
+    draws = np.array([[1.5, 4.0, 30.0], [2.5, 8.0, 1.2]])
+    return model, known_posterior(model, fixed={"nu": draws})
+
+
+@zoo_model("a Laplace (least absolute deviation) regression")
+def laplace_regression(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        a = pm.Normal("a")
+        b = pm.Normal("b")
+        scale = pm.HalfNormal("b_scale")
+        pm.Laplace("y", mu=a + b * x_, b=scale, observed=x + rng.laplace(size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("a log-normal regression of positive outcomes, sigma per point")
+def lognormal_regression(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        a = pm.Normal("a")
+        b = pm.Normal("b", 0, 0.5)
+        g = pm.Normal("g", 0, 0.3)
+        pm.LogNormal("y", mu=a + b * x_, sigma=pm.math.exp(-1 + g * x_), observed=np.exp(x))
+    return model, known_posterior(model)
+
+
+@zoo_model("a Gamma GLM with log link, scalar shape alpha (the GLM notebooks' form)")
+def gamma_log_link(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b0 = pm.Normal("b0", 0, 1)
+        b1 = pm.Normal("b1", 0, 0.5)
+        alpha = pm.Gamma("alpha", 5, 1)
+        mu = pm.math.exp(b0 + b1 * x_)
+        pm.Gamma("y", alpha=alpha, beta=alpha / mu, observed=rng.gamma(2, size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("an exponential survival regression without censoring")
+def exponential_regression(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        pm.Exponential("t", lam=pm.math.exp(b[0] + b[1] * x_), observed=rng.exponential(size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("a beta regression in mean and precision (kappa), as the Beta GLM examples")
+def beta_regression(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b0 = pm.Normal("b0", 0, 0.5)
+        b1 = pm.Normal("b1", 0, 0.5)
+        kappa = pm.Gamma("kappa", 20, 1)
+        mu = pm.math.invlogit(b0 + b1 * x_)
+        pm.Beta("y", alpha=mu * kappa, beta=(1 - mu) * kappa, observed=rng.beta(2, 2, size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("the logistic regression notebook: Bernoulli with logit_p, 3 inputs as a matrix")
+def bernoulli_logit(rng):
+    n = 30
+    X = rng.normal(size=(n, 3))
+    with pm.Model(coords={"coeffs": ["age", "educ", "hours"]}) as model:
+        data = pm.Data("data", X)
+        beta = pm.Normal("beta", 0, 1, dims="coeffs")
+        a = pm.Normal("a", 0, 1)
+        pm.Bernoulli("income", logit_p=a + data @ beta, observed=rng.integers(0, 2, n))
+    return model, known_posterior(model)
+
+
+@zoo_model("a Poisson regression with a log-exposure offset in pm.Data (counts per person-year)")
+def poisson_offset(rng):
+    n = 25
+    x = rng.normal(size=n)
+    exposure = rng.uniform(1, 10, size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        log_exposure = pm.Data("log_exposure", np.log(exposure))
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        pm.Poisson(
+            "y", mu=pm.math.exp(log_exposure + b[0] + b[1] * x_), observed=rng.poisson(3, n)
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model("the negative-binomial GLM notebook's model, inputs in pm.Data, scalar alpha")
+def negative_binomial_glm(rng):
+    n = 25
+    x1, x2 = rng.normal(size=(2, n))
+    with pm.Model() as model:
+        x1_ = pm.Data("x1", x1)
+        x2_ = pm.Data("x2", x2)
+        b0 = pm.Normal("b0", 1, 0.5)
+        b1 = pm.Normal("b1", 0, 0.3)
+        b2 = pm.Normal("b2", 0, 0.3)
+        alpha = pm.Exponential("alpha", 0.5)
+        mu = pm.math.exp(b0 + b1 * x1_ + b2 * x2_)
+        pm.NegativeBinomial("y", mu=mu, alpha=alpha, observed=rng.poisson(3, n))
+    return model, known_posterior(model)
+
+
+@zoo_model("a zero-inflated Poisson with a scalar psi (the fish-catch example, PyMC)")
+def zero_inflated_poisson(rng):
+    n = 25
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("persons", x)
+        psi = pm.Beta("psi", 2, 2)
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        pm.ZeroInflatedPoisson(
+            "count", psi=psi, mu=pm.math.exp(b[0] + b[1] * x_), observed=rng.poisson(2, n)
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model("a hurdle Poisson with psi depending on the input too")
+def hurdle_poisson(rng):
+    n = 25
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        g = pm.Normal("g", 0, 1, shape=2)
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        pm.HurdlePoisson(
+            "y",
+            psi=pm.math.invlogit(g[0] + g[1] * x_),
+            mu=pm.math.exp(b[0] + b[1] * x_),
+            observed=rng.poisson(2, n),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a multinomial logit (softmax) over 3 classes, the first class's logits fixed at 0",
+    known_failures={
+        f: "a NumPy constant with one row per observation (the zero logits) does not "
+        "travel with the points"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def categorical_softmax(rng):
+    n = 25
+    X = rng.normal(size=(n, 2))
+    with pm.Model(coords={"cls": ["b", "c"], "col": ["x1", "x2"]}) as model:
+        X_ = pm.Data("X", X)
+        alpha = pm.Normal("alpha", 0, 1, dims="cls")
+        beta = pm.Normal("beta", 0, 1, dims=("col", "cls"))
+        eta = alpha + X_ @ beta
+        logits = pm.math.concatenate([np.zeros((n, 1)), eta], axis=1)
+        pm.Categorical("y", p=pm.math.softmax(logits, axis=1), observed=rng.integers(0, 3, n))
+    return model, known_posterior(model)
+
+
+@zoo_model("the ordinal regression notebook: OrderedLogistic with ordered cutpoints")
+def ordered_logistic(rng):
+    n = 25
+    x = rng.normal(size=(n, 2))
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        beta = pm.Normal("beta", 0, 1, shape=2)
+        cutpoints = pm.Normal(
+            "cutpoints", mu=[-1, 0, 1], sigma=1, transform=pm.distributions.transforms.ordered
+        )
+        pm.OrderedLogistic("y", eta=X @ beta, cutpoints=cutpoints, observed=rng.integers(0, 4, n))
+    draws = np.sort(np.random.default_rng(3).normal([-1, 0, 1], 0.3, size=(2, 3, 3)), axis=-1)
+    return model, known_posterior(model, fixed={"cutpoints": draws})
+
+
+@zoo_model("an ordered probit with a sigma of the latent scale")
+def ordered_probit(rng):
+    n = 25
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        beta = pm.Normal("beta", 0, 1)
+        cutpoints = pm.Normal(
+            "cutpoints", mu=[-0.5, 0.5], sigma=1, transform=pm.distributions.transforms.ordered
+        )
+        pm.OrderedProbit(
+            "y", eta=beta * x_, cutpoints=cutpoints, sigma=1.0, observed=rng.integers(0, 3, n)
+        )
+    draws = np.sort(np.random.default_rng(4).normal([-0.5, 0.5], 0.3, size=(2, 3, 2)), axis=-1)
+    return model, known_posterior(model, fixed={"cutpoints": draws})
+
+
+def _trials_are_not_an_input(case, state):
+    """Trials are held at each point's value: no feature, level or grid of theirs."""
+    for group in ("sensitivity", "permutation_importance", "partial_dependence"):
+        features = [str(f) for f in state["tree"][group]["feature"].values]
+        assert not any("trials" in f for f in features), f"{group} ranks the trials: {features}"
+
+
+@zoo_model(
+    "a binomial regression with trials per row in pm.Data (e.g. bioassay batches)",
+    check=_trials_are_not_an_input,
+)
+def binomial_trials(rng):
+    n = 20
+    dose = rng.normal(size=n)
+    trials = rng.integers(5, 30, n)
+    with pm.Model() as model:
+        dose_ = pm.Data("dose", dose)
+        n_ = pm.Data("trials", trials)
+        a = pm.Normal("a")
+        b = pm.Normal("b")
+        pm.Binomial(
+            "deaths", n=n_, p=pm.math.invlogit(a + b * dose_), observed=rng.binomial(trials, 0.4)
+        )
+    return model, known_posterior(model)

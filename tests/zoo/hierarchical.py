@@ -1,0 +1,195 @@
+"""Hierarchical models and categorical inputs: group indices (one, two, nested),
+varying intercepts and slopes, group-level predictors, flags and one-hot columns."""
+
+import numpy as np
+import pymc as pm
+from scipy.special import log_expit, logsumexp
+
+from tests.zoo._registry import known_posterior, zoo_model
+
+
+def _radon_like(rng, n=30, n_counties=5):
+    county = np.r_[np.arange(n_counties), rng.integers(0, n_counties, n - n_counties)]
+    floor = rng.integers(0, 2, n).astype(float)
+    uranium = rng.normal(size=n_counties)
+    return county, floor, uranium
+
+
+@zoo_model("the radon notebook: varying intercepts by county, floor as a float input")
+def varying_intercepts(rng):
+    county, floor, _ = _radon_like(rng)
+    coords = {"county": [f"c{i}" for i in range(5)], "obs_id": np.arange(len(county))}
+    with pm.Model(coords=coords) as model:
+        floor_idx = pm.Data("floor_idx", floor, dims="obs_id")
+        county_idx = pm.Data("county_idx", county, dims="obs_id")
+        mu_a = pm.Normal("mu_a", 0, 1)
+        sigma_a = pm.HalfNormal("sigma_a", 1)
+        alpha = pm.Normal("alpha", mu_a, sigma_a, dims="county")
+        beta = pm.Normal("beta", 0, 1)
+        sigma = pm.Exponential("sigma", 1)
+        theta = alpha[county_idx] + beta * floor_idx
+        pm.Normal("y", theta, sigma, observed=rng.normal(size=len(county)), dims="obs_id")
+    return model, known_posterior(model)
+
+
+@zoo_model("the radon notebook: varying intercepts and slopes (non-centred)")
+def varying_slopes(rng):
+    county, floor, _ = _radon_like(rng)
+    with pm.Model(coords={"county": np.arange(5)}) as model:
+        x = pm.Data("floor", floor)
+        idx = pm.Data("county_idx", county)
+        mu_a = pm.Normal("mu_a", 0, 1)
+        mu_b = pm.Normal("mu_b", 0, 1)
+        sa = pm.HalfNormal("sa", 1)
+        sb = pm.HalfNormal("sb", 1)
+        za = pm.Normal("za", 0, 1, dims="county")
+        zb = pm.Normal("zb", 0, 1, dims="county")
+        a = pm.Deterministic("a", mu_a + sa * za, dims="county")
+        b = pm.Deterministic("b", mu_b + sb * zb, dims="county")
+        sigma = pm.Exponential("sigma", 1)
+        pm.Normal("y", a[idx] + b[idx] * x, sigma, observed=rng.normal(size=len(county)))
+    return model, known_posterior(model)
+
+
+@zoo_model("the radon notebook: a group-level predictor (county uranium, u[county_idx])")
+def group_level_predictor(rng):
+    county, floor, uranium = _radon_like(rng)
+    with pm.Model(coords={"county": np.arange(5)}) as model:
+        x = pm.Data("floor", floor)
+        u = pm.Data("uranium", uranium, dims="county")
+        idx = pm.Data("county_idx", county)
+        g = pm.Normal("g", 0, 1, shape=2)
+        sa = pm.HalfNormal("sa", 1)
+        a = pm.Normal("a", g[0] + g[1] * u, sa, dims="county")
+        b = pm.Normal("b", 0, 1)
+        sigma = pm.Exponential("sigma", 1)
+        pm.Normal("y", a[idx] + b * x, sigma, observed=rng.normal(size=len(county)))
+    return model, known_posterior(model)
+
+
+@zoo_model("crossed random effects: two group indices (subject and item)")
+def two_group_indices(rng):
+    n = 30
+    subject = np.r_[np.arange(4), rng.integers(0, 4, n - 4)]
+    item = np.r_[np.arange(3), rng.integers(0, 3, n - 3)]
+    x = rng.normal(size=n)
+    with pm.Model(coords={"subject": np.arange(4), "item": np.arange(3)}) as model:
+        x_ = pm.Data("x", x)
+        s_idx = pm.Data("subject_idx", subject)
+        i_idx = pm.Data("item_idx", item)
+        a_s = pm.Normal("a_s", 0, 1, dims="subject")
+        a_i = pm.Normal("a_i", 0, 1, dims="item")
+        b = pm.Normal("b", 0, 1)
+        pm.Normal("y", a_s[s_idx] + a_i[i_idx] + b * x_, 1.0, observed=rng.normal(size=n))
+    return model, known_posterior(model)
+
+
+@zoo_model("nested groups: county within state, indexed county -> state")
+def nested_groups(rng):
+    n = 30
+    state_of_county = np.array([0, 0, 1, 1, 1])
+    county = np.r_[np.arange(5), rng.integers(0, 5, n - 5)]
+    x = rng.normal(size=n)
+    with pm.Model(coords={"state": [0, 1], "county": np.arange(5)}) as model:
+        x_ = pm.Data("x", x)
+        c_idx = pm.Data("county_idx", county)
+        a_state = pm.Normal("a_state", 0, 1, dims="state")
+        a_county = pm.Normal("a_county", a_state[state_of_county], 0.5, dims="county")
+        b = pm.Normal("b", 0, 1)
+        pm.Normal("y", a_county[c_idx] + b * x_, 1.0, observed=rng.normal(size=n))
+    return model, known_posterior(model)
+
+
+def _bernoulli_levels(case, mode):
+    """sqrt(2 KL(own level || level l)) of a Bernoulli, by SciPy's relative entropy
+    of the log masses (``log p = log_expit(η)``, exact for logits far apart)."""
+    posterior = case.idata["posterior"]
+    a = posterior["a"].values.reshape(-1, 3)
+    b = posterior["b"].values.reshape(-1)
+    x, g = case.model["x"].get_value(), case.model["g"].get_value()
+    eta = a[:, None, :] + b[:, None, None] * x[None, :, None]  # (S, N, L)
+    log_p, log_q = log_expit(eta), log_expit(-eta)
+    if mode == "moment":  # the mixture over draws is a Bernoulli with the mean p
+        log_p = logsumexp(log_p, axis=0, keepdims=True) - np.log(len(eta))
+        log_q = logsumexp(log_q, axis=0, keepdims=True) - np.log(len(eta))
+    own_p = np.take_along_axis(log_p, g[None, :, None], axis=-1)
+    own_q = np.take_along_axis(log_q, g[None, :, None], axis=-1)
+    kl = np.exp(own_p) * (own_p - log_p) + np.exp(own_q) * (own_q - log_q)
+    return {"g": np.sqrt(2 * np.clip(kl, 0, None))}
+
+
+@zoo_model(
+    "a Bernoulli with 3 far-apart group levels (posterior spread of a: 20)",
+    levels=_bernoulli_levels,
+)
+def bernoulli_far_apart_levels(rng):
+    n = 20
+    g = np.r_[np.arange(3), rng.integers(0, 3, n - 3)]
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        g_ = pm.Data("g", g)
+        a = pm.Normal("a", 0, 20, shape=3)
+        b = pm.Normal("b", 0, 1)
+        pm.Bernoulli("y", logit_p=a[g_] + b * x_, observed=rng.integers(0, 2, n))
+    draws = np.array([[[-20.0, 0.0, 20.0], [-30, 5, 25], [0, 40, -40]]] * 2)
+    return model, known_posterior(model, fixed={"a": draws})
+
+
+@zoo_model("a Poisson with far-apart group intercepts (log rates 15 apart)")
+def poisson_far_apart_levels(rng):
+    n = 20
+    g = np.r_[np.arange(3), rng.integers(0, 3, n - 3)]
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        g_ = pm.Data("g", g)
+        a = pm.Normal("a", 0, 5, shape=3)
+        b = pm.Normal("b", 0, 0.3)
+        pm.Poisson("y", mu=pm.math.exp(a[g_] + b * x_), observed=rng.poisson(2, n))
+    draws = np.array([[[-7.0, 0.0, 8.0], [-6, 1, 7], [0, 7, -7]]] * 2)
+    return model, known_posterior(model, fixed={"a": draws})
+
+
+@zoo_model("a treatment flag (0/1 integer) and a one-hot design matrix of species (floats)")
+def flag_and_one_hot(rng):
+    n = 24
+    treated = rng.integers(0, 2, n)
+    species = np.r_[np.arange(3), rng.integers(0, 3, n - 3)]
+    onehot = np.eye(3)[species][:, 1:]
+    x = rng.normal(size=n)
+    with pm.Model(coords={"species": ["b", "c"]}) as model:
+        x_ = pm.Data("x", x)
+        t_ = pm.Data("treated", treated)
+        S = pm.Data("S", onehot, dims=(None, "species"))
+        a = pm.Normal("a", 0, 1)
+        effect = pm.Normal("effect", 0, 1, shape=2)
+        bs = pm.Normal("bs", 0, 1, dims="species")
+        b = pm.Normal("b", 0, 1)
+        mu = a + effect[t_] + S @ bs + b * x_
+        pm.Normal("y", mu, 1.0, observed=rng.normal(size=n))
+    return model, known_posterior(model)
+
+
+def _time_is_a_rate(case, state):
+    kinds = state["moment"]["sensitivity"]["feature_kind"].to_series()
+    assert kinds["t"] == "rate", f"t is taken as {kinds['t']!r}, not as a numeric input"
+
+
+@zoo_model(
+    "the structural-AR notebook's trend: an integer time index used in arithmetic",
+    check=_time_is_a_rate,
+    known_failures={"checks": "an integer container used arithmetically is taken as categorical"},
+)
+def integer_used_in_arithmetic(rng):
+    n = 30
+    t = np.arange(n)
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        t_ = pm.Data("t", list(range(n)))
+        x_ = pm.Data("x", x)
+        alpha = pm.Normal("alpha", 0, 1)
+        beta = pm.Normal("beta", 0, 0.1)
+        gamma = pm.Normal("gamma", 0, 1)
+        pm.Normal("y", alpha + beta * t_ + gamma * x_, 1.0, observed=0.05 * t + x)
+    return model, known_posterior(model)

@@ -1,0 +1,267 @@
+"""Every public function on one zoo model, with the checks each result must pass.
+
+``python -m tests.zoo.run`` prints the zoo's table: model × function → ok, the
+expected error, or what went wrong.
+"""
+
+import re
+import sys
+import time
+import traceback
+
+import numpy as np
+import xarray as xr
+
+import pm_sens
+
+QUIET = dict(progressbar=False)
+#: the public functions, in the order they run (later ones read earlier results)
+FUNCTIONS = (
+    "sensitivity_moment",
+    "sensitivity_draw",
+    "summary",
+    "importance",
+    "permutation_importance",
+    "partial_dependence",
+    "integrated_gradients",
+    "plots",
+    "checks",
+)
+
+
+def _documented_nan(var):
+    """Where ``var`` may be NaN, as its result documents: feature columns that its
+    ``nan`` attr explains (by their feature_kind), and padded grid values."""
+    allowed = xr.zeros_like(var, dtype=bool)
+    if "grid_value" in var.coords:
+        allowed = allowed | var["grid_value"].isnull()
+    if var.attrs.get("nan") and "feature_kind" in var.coords:
+        undefined = var["feature_kind"] != "rate"
+        allowed = allowed | undefined
+        if "feature_bis" in var.dims:
+            kinds = var["feature_kind"].values
+            allowed = allowed | xr.DataArray(kinds != "rate", dims="feature_bis")
+    return np.broadcast_to(allowed.transpose(*var.dims).values, var.shape)
+
+
+def _check_finite(dataset, where):
+    """Every value finite, except the NaN the result documents."""
+    for name, var in dataset.data_vars.items():
+        values = np.asarray(var.values)
+        if values.dtype.kind not in "fc":
+            continue
+        bad = ~np.isfinite(values) & ~_documented_nan(var)
+        if bad.any():
+            raise AssertionError(f"{where}: {name} has {int(bad.sum())} non-finite value(s)")
+
+
+def _check_levels(out, expected, where):
+    """Level sensitivity against ``sqrt(2 KL)`` computed independently (SciPy)."""
+    for name, values in expected.items():
+        got = out[f"levels_{name}"]
+        assert np.all(np.isfinite(got.values)), f"{where}: levels_{name} is not finite"
+        np.testing.assert_allclose(
+            got.values.reshape(values.shape), values, rtol=1e-9, atol=1e-12, err_msg=where
+        )
+
+
+def _check_rsens_against_kl(out, where, rtol):
+    """R-sens against the central finite-difference KL of the same call."""
+    rsens, kl = out["rsens"].values, out["kl"].values
+    big = np.abs(rsens) > 1e-6 * np.max(np.abs(rsens), initial=0) + 1e-12
+    assert np.all(np.isfinite(kl)), f"{where}: kl has non-finite values"
+    relative = np.abs(kl[big] / rsens[big] - 1)
+    worst = float(np.max(relative, initial=0))
+    assert worst < rtol, f"{where}: R-sens and central KL differ by {worst:.2e} (relative)"
+
+
+def _sensitivity(case, idata, mode):
+    out = pm_sens.sensitivity(
+        idata,
+        case.model,
+        mode=mode,
+        method=["rsens", "kl"],
+        kl_scheme="central",
+        interactions=True,
+        **QUIET,
+        **case.kwargs,
+    )
+    local = out["sensitivity"].to_dataset()
+    where = f"sensitivity({mode!r})"
+    _check_finite(local, where)
+    _check_rsens_against_kl(local, where, case.kl_rtol)
+    if case.levels is not None:
+        _check_levels(local, case.levels(case, mode), where)
+    return out
+
+
+def _plots(idata):
+    for plot in (
+        pm_sens.plot_importance,
+        pm_sens.plot_interactions,
+        pm_sens.plot_local,
+        pm_sens.plot_partial_dependence,
+        pm_sens.plot_permutation_importance,
+    ):
+        plot(idata, backend="matplotlib")
+
+
+def _steps(case, state):
+    """Each function as a step on ``state`` (the DataTree the results go into)."""
+    kw = case.kwargs
+    model = case.model
+
+    def sensitivity_moment():
+        state["moment"] = _sensitivity(case, state["tree"], "moment")
+        state["tree"] = state["moment"]
+
+    def sensitivity_draw():
+        state["draw"] = _sensitivity(case, case.idata.copy(), "draw")
+
+    def summary():
+        for name in ("moment", "draw"):
+            if name in state:
+                table = pm_sens.summary(state[name])
+                assert len(table), "empty summary"
+
+    def importance():
+        for name in ("moment", "draw"):
+            if name in state:
+                da = pm_sens.importance(state[name], "rsens")
+                assert np.all(np.isfinite(da.values)), f"importance ({name}) is not finite"
+
+    def permutation_importance():
+        tree = state["tree"]
+        tree = pm_sens.permutation_importance(
+            tree, model, n_repeats=2, random_seed=1, **QUIET, **kw
+        )
+        _check_finite(tree["permutation_importance"].to_dataset(), "permutation_importance")
+        state["tree"] = tree
+
+    def partial_dependence():
+        tree = state["tree"]
+        tree = pm_sens.partial_dependence(
+            tree,
+            model,
+            kind=("mean", "entropy", "log_likelihood"),
+            grid_resolution=4,
+            **QUIET,
+            **kw,
+        )
+        _check_finite(tree["partial_dependence"].to_dataset(), "partial_dependence")
+        state["tree"] = tree
+
+    def integrated_gradients():
+        tree = state["tree"]
+        tree = pm_sens.integrated_gradients(tree, model, n_steps=8, **QUIET, **kw)
+        _check_finite(tree["attribution"].to_dataset(), "integrated_gradients")
+        state["tree"] = tree
+
+    def plots():
+        needed = {"sensitivity", "permutation_importance", "partial_dependence"}
+        missing = needed - set(state["tree"].children)
+        if missing:
+            raise _Skipped(f"no {sorted(missing)} to plot")
+        _plots(state["tree"])
+
+    def checks():
+        if case.check is not None:
+            case.check(case, state)
+
+    return {
+        f.__name__: f
+        for f in (
+            sensitivity_moment,
+            sensitivity_draw,
+            summary,
+            importance,
+            permutation_importance,
+            partial_dependence,
+            integrated_gradients,
+            plots,
+            checks,
+        )
+    }
+
+
+class _Skipped(Exception):
+    """A step that cannot run because an earlier one (expected to fail) did not."""
+
+
+def _pymc_model(case):
+    """The PyMC model behind the case's model (a bambi model's backend)."""
+    backend = getattr(case.model, "backend", None)
+    return case.model if backend is None else backend.model
+
+
+def _snapshot(case):
+    model = _pymc_model(case)
+    data = {
+        name: np.array(var.get_value(), copy=True)
+        for name, var in model.named_vars.items()
+        if hasattr(var, "get_value")
+    }
+    return data, case.idata.copy(deep=True), len(model.named_vars)
+
+
+def _check_unchanged(case, before):
+    data, idata, n_vars = before
+    model = _pymc_model(case)
+    for name, values in data.items():
+        now = model.named_vars[name].get_value()
+        assert np.array_equal(now, values), f"the model's container {name} was changed"
+    assert len(model.named_vars) == n_vars, "variables were added to the user's model"
+    assert set(case.idata.children) == set(idata.children), "groups of the user's idata changed"
+    for group in idata.children:
+        xr.testing.assert_identical(case.idata[group].to_dataset(), idata[group].to_dataset())
+
+
+def run_every_function(case):
+    """``{function: "ok" | "expected error" | "skipped: …" | "FAILED: …"}`` for one model."""
+    before = _snapshot(case)
+    # the user's idata stays as it was: results go into a (shallow) copy
+    state, outcome = {"tree": case.idata.copy()}, {}
+    for name, step in _steps(case, state).items():
+        expected = case.errors.get(name)
+        try:
+            step()
+        except _Skipped as why:
+            outcome[name] = f"skipped: {why}"
+            continue
+        except Exception as error:  # noqa: BLE001 (each failure is reported)
+            message = f"{type(error).__name__}: {error}"
+            if expected is not None and re.search(expected, message):
+                outcome[name] = "expected error"
+            else:
+                tail = (
+                    traceback.format_exception(error)[-3:-1]
+                    if not isinstance(error, AssertionError)
+                    else []
+                )
+                outcome[name] = f"FAILED: {message[:400]}{''.join(tail)[-300:]}"
+            continue
+        outcome[name] = "ok" if expected is None else f"FAILED: no error matching {expected!r}"
+    _check_unchanged(case, before)
+    return outcome
+
+
+def main(names):
+    """Print the zoo's table."""
+    from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+    from tests.zoo._registry import ZOO
+
+    for name in names or ZOO:
+        start = time.perf_counter()
+        try:
+            outcome = run_every_function(ZOO[name]())
+        except Exception as error:  # noqa: BLE001
+            outcome = {"build": f"FAILED: {type(error).__name__}: {error}"}
+        seconds = time.perf_counter() - start
+        print(f"## {name} ({seconds:.1f} s)")
+        for function, result in outcome.items():
+            print(f"   {function}: {result}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
