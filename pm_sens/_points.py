@@ -154,10 +154,20 @@ def resolve_inputs(
     """
     params = predictive.parameter_list
     containers = data_containers(model, params)
-    variables = list(dict.fromkeys([*predictive.inputs, *containers, *_group_indices(predictive)]))
+    variables = list(
+        dict.fromkeys(
+            [
+                *predictive.inputs,
+                *containers,
+                *_group_indices(predictive),
+                *predictive.row_constants,
+            ]
+        )
+    )
     n_default = _default_point_count(predictive, model, variables)
     # held at each point's value, like an exposure: never an input
     counts = count_containers(model, predictive.var_name) if predictive.var_name else []
+    counts = [*counts, *predictive.row_constants]
 
     def per_point(var):
         value = _current_value(var, predictive)

@@ -957,7 +957,9 @@ def data_variables_of(predictive, model, inputs):
     (a GP's X, per-point group copies) that are not differentiated.
     """
     params = _parameters_given_observed(predictive, model)
-    candidates = dict.fromkeys([*predictive.inputs, *data_containers(model, params)])
+    candidates = dict.fromkeys(
+        [*predictive.inputs, *data_containers(model, params), *predictive.row_constants]
+    )
     return list(inputs) + [v for v in candidates if v not in inputs]
 
 
@@ -1187,7 +1189,7 @@ def compile_predictive(
         {
             c.data.shape
             for c in graph_inputs(params)
-            if isinstance(c, Constant) and c.data.ndim and c.data.shape[0] > 1
+            if isinstance(c, Constant) and np.ndim(c.data) and c.data.shape[0] > 1
         }
     )
     extra_arguments = []

@@ -153,13 +153,29 @@ def likelihood_leaves(rv, model_rvs):
     for position, (param, core) in enumerate(_distribution_inputs(rv.owner)):
         if is_distribution(param) and param not in model_rvs:
             leaves += likelihood_leaves(param, model_rvs)
-        elif not _is_constant(param):
+        elif not _is_constant(param) or _is_row_constant(param, rv):
             leaf = Leaf(param, core, rv)
             # the variable's name, else the distribution's and the position
             op_name = getattr(rv.owner.op, "name", None) or type(rv.owner.op).__name__
             leaf.name = param.name or f"{op_name.removesuffix('RV').lower()}_{position}"
             leaves.append(leaf)
     return leaves
+
+
+def _is_row_constant(param, rv):
+    """Whether ``param`` is a NumPy constant with one value per observation.
+
+    Such a constant (a censoring bound per row) is a leaf, so that it can
+    follow the points (`Predictive.from_observed`).
+    """
+    n_rows = rv.type.shape[0] if rv.type.ndim else None
+    return (
+        isinstance(param, Constant)
+        and param.data.ndim > 0
+        and n_rows is not None
+        and n_rows > 1
+        and param.data.shape[0] == n_rows
+    )
 
 
 def _support_bounds(out):
@@ -432,7 +448,22 @@ class GenericLikelihood:
     @property
     def functions(self):
         """The compiled functions, built on first use."""
-        return self._functions or self._compile()
+        if self._functions:
+            return self._functions
+        try:
+            return self._compile()
+        except TypeError as error:  # PyTensor's, when a parameter cannot take R rows
+            shared = [
+                leaf.name for leaf in self.leaves if leaf.var.type.ndim < 1 + len(leaf.trailing)
+            ]
+            raise ValueError(
+                f"pm_sens cannot evaluate the {self.name!r} likelihood point by point yet: "
+                f"its parameter(s) {shared} hold one value for all observations (a scalar "
+                "or per-component parameter) inside a distribution that PyMC builds for fixed "
+                "parameter shapes (a mixture's weights, a censored or zero-inflated "
+                "component). This model form is not supported yet; "
+                f"PyTensor said: {error}"
+            ) from None
 
     def _second_function(self):
         """The compiled log density, score and second derivatives in the parameters."""

@@ -3,6 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import SymbolicRandomVariable
+from pytensor.compile.builders import SymbolicOp
 from pytensor.compile.ops import ViewOp
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
@@ -290,9 +291,8 @@ def replace_rebuilding(outputs, replacements, keep=()):
     shape by a ``SpecifyShape``. Variables in ``keep`` (the model's random
     variables) and the graph's roots stay the same objects.
 
-    A replacement may also have more (leading) axes than the variable it
-    replaces: a scalar parameter given one value per row. The axes a
-    ``DimShuffle`` inserted on the left to broadcast it are then its own.
+    A ``SpecifyShape`` of a rebuilt variable is dropped: it pinned the data's
+    shape; a ``SymbolicOp`` (softmax) is built for the new input types.
     """
     memo = dict(replacements)
     for node in toposort(outputs, blockers=[*replacements, *keep]):
@@ -304,12 +304,13 @@ def replace_rebuilding(outputs, replacements, keep=()):
 
 
 def _rebuilt_outputs(node, inputs):
-    """``node``'s op applied to ``inputs``; a left-padding DimShuffle adapted to more axes."""
+    """``node``'s op applied to ``inputs``, with outputs typed for them."""
     op = node.op
-    extra = inputs[0].type.ndim - node.inputs[0].type.ndim if isinstance(op, DimShuffle) else 0
-    if extra > 0 and op.new_order[:extra] == ("x",) * extra:
-        kept = tuple(a if a == "x" else a + extra for a in op.new_order[extra:])
-        return [inputs[0].dimshuffle(*range(extra), *kept)]
+    if isinstance(op, SpecifyShape):
+        return [inputs[0]]
+    if isinstance(op, SymbolicOp):  # softmax & co.: built anew for the new input types
+        outputs = op(*inputs)
+        return outputs if isinstance(outputs, list | tuple) else [outputs]
     return node.clone_with_new_inputs(inputs, strict=False).outputs
 
 

@@ -84,6 +84,32 @@ def _per_point_observation_rows(model, params):
     return params, {copy: (container, rows) for container, copy in copies.items()}
 
 
+def _per_point_constants(params, n_rows):
+    """Give NumPy constants with one row per observation a symbolic row per point.
+
+    Such a constant (a censoring bound per row, a column of zero logits built
+    with ``np.zeros((n, 1))``) belongs to its observation as a ``pm.Data``
+    container would: each becomes a symbolic tensor that follows the points and
+    is held at each point's value, never moved as an input. Returns the new
+    parameters and ``{symbol: value}``.
+    """
+    if not n_rows or n_rows < 2:
+        return params, {}
+    constants = [
+        c
+        for c in dict.fromkeys(graph_inputs(params))
+        if isinstance(c, Constant) and np.ndim(c.data) and c.data.shape[0] == n_rows
+    ]
+    symbols = {
+        c: symbolic_tensor(c.name or f"row_constant_{i}", c.dtype, (None, *c.type.shape[1:]))
+        for i, c in enumerate(constants)
+    }
+    if not symbols:
+        return params, {}
+    params = replace_rebuilding(params, symbols)
+    return params, {symbol: c.data for c, symbol in symbols.items()}
+
+
 def _generic_likelihood(rv, model):
     """A likelihood without closed forms: PyMC's logp by summation or quadrature."""
     generic = GenericLikelihood(rv, {*model.free_RVs, *model.observed_RVs})
@@ -229,6 +255,9 @@ class Predictive:
         self.compiled = {}
         #: lengths of what each integer input indexes (its valid levels), once read
         self.indexed_lengths = {}
+        #: symbolic stand-ins of NumPy constants with one row per observation:
+        #: held at each point's value (their values are in ``defaults``)
+        self.row_constants = []
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -292,10 +321,12 @@ class Predictive:
         params, row_inputs = _per_point_observation_rows(model, params)
         params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
         group_inputs = {**row_inputs, **group_inputs}
+        params, row_constants = _per_point_constants(params, rv.type.shape[0] if rv.ndim else 0)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
         self = cls.__new__(cls)
-        self._init(likelihood, params, [*inputs, *group_inputs], rv.name)
+        self._init(likelihood, params, [*inputs, *group_inputs], rv.name, defaults=row_constants)
         self.group_inputs = group_inputs
+        self.row_constants = list(row_constants)
         return self
 
     @classmethod

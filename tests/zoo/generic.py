@@ -31,16 +31,6 @@ def truncated_normal(rng):
 
 @zoo_model(
     "a censored Normal with per-row detection limits (labs with different limits)",
-    known_failures={
-        f: "per-row bounds keep the data's length when the points are new rows"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
 )
 def censored_normal_per_row_bounds(rng):
     n = 20

@@ -207,17 +207,6 @@ def hurdle_poisson(rng):
 
 @zoo_model(
     "a multinomial logit (softmax) over 3 classes, the first class's logits fixed at 0",
-    known_failures={
-        f: "a NumPy constant with one row per observation (the zero logits) does not "
-        "travel with the points"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
 )
 def categorical_softmax(rng):
     n = 25
