@@ -39,7 +39,9 @@ class BlockJob:
         """The measure on one block, every output as float64."""
         points = self.ctx.points.block(*rows, point_values)
         draws = Draws(draw_values, chain, draw)
-        ctx = replace(self.ctx, points=points, draws=draws, progressbar=False)
+        # each categorical input's own levels at the block's rows
+        levels = [replace(lv, own=lv.own[slice(*rows)]) for lv in self.ctx.levels]
+        ctx = replace(self.ctx, points=points, draws=draws, levels=levels, progressbar=False)
         return {k: np.asarray(v, dtype=float) for k, v in self.measure(ctx, **per_point).items()}
 
 
@@ -82,6 +84,8 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
     key = uuid.uuid4().hex
     job = dask.delayed(BlockJob(_without_blocks(ctx), measure, key), name=f"pm-sens-job-{key}")
     sizes = {"feature": len(ctx.points.features), "feature_bis": len(ctx.points.features)}
+    # the levels each categorical input is compared at (`pm_sens.api._levels`)
+    sizes.update({f"{lv.label}_level": np.count_nonzero(lv.weights) for lv in ctx.levels})
     point_ranges = _ranges(_point_chunks(ctx.points))
     sample_blocks = _sample_blocks(ctx, outputs, sizes, point_ranges) if split_draws else [None]
     # NumPy values enter the graph once, as one-chunk dask arrays, not once per block

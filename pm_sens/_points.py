@@ -139,17 +139,15 @@ def _group_indices(predictive):
     ]
 
 
-def resolve_inputs(
-    predictive, model, inputs, differentiable=True, levels=False, lazy_points=False
-):
+def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False):
     """The input variables, the categorical ones, and all data variables of the predictive.
 
     Default: the predictive's float inputs with one row per point, and with
     ``levels`` its integer per-point containers (group indices, flags: compared
     level by level). With ``differentiable=False`` (permutation and grids, no
-    derivatives), integer per-point containers are plain inputs. Categorical
-    inputs are left out by default when the points are dask-backed
-    (``lazy_points``): their levels are weighed over all the points. Returns
+    derivatives), integer per-point containers are plain inputs. Count
+    parameters of the likelihood (trials) and NumPy constants with a row per
+    observation are held at each point's value. Returns
     ``(inputs, level_inputs, variables, n_default)``.
     """
     params = predictive.parameter_list
@@ -194,11 +192,7 @@ def resolve_inputs(
         grouped = [
             v
             for v in variables
-            if eligible(v)
-            and differentiable
-            and categorical(v)
-            and per_point(v)
-            and not lazy_points
+            if eligible(v) and differentiable and categorical(v) and per_point(v)
         ]
         given_draws = data_containers(model, params, given_draws=True)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
@@ -302,26 +296,27 @@ def check_levels(predictive, points):
     for var in points.per_point:
         if is_float(var) or is_lazy(points.values[var]) or np.ndim(points.values[var]) != 1:
             continue
-        length = _index_length(predictive, var)
-        values = np.asarray(points.values[var])
-        bad = values[(values < 0) | (values >= length)] if length is not None else []
-        if len(bad):
-            raise ValueError(
-                f"points[{var.name!r}] holds the level {bad[0].item()!r}, which {var.name!r} "
-                f"does not have; valid: 0..{length - 1}, the length of what it indexes"
-            )
+        _check_index_values(predictive, var, np.asarray(points.values[var]))
+
+
+def _check_index_values(predictive, var, values):
+    length = _index_length(predictive, var)
+    bad = values[(values < 0) | (values >= length)] if length is not None else []
+    if len(bad):
+        raise ValueError(
+            f"points[{var.name!r}] holds the level {bad[0].item()!r}, which {var.name!r} "
+            f"does not have; valid: 0..{length - 1}, the length of what it indexes"
+        )
 
 
 def resolve_levels(predictive, level_inputs, points):
     """`Levels` of each categorical input at the points (checked by `check_levels`)."""
     out = []
     for var in level_inputs:
-        if is_lazy(points.values[var]):
-            raise ValueError(
-                f"inputs={var.name!r} is categorical and the points are dask-backed; level "
-                "sensitivities need the points in memory (or leave it out of inputs=)"
-            )
+        # dask-backed points: the integer column is read once (the levels'
+        # frequencies are over all the points), the inputs stay lazy
         values = np.asarray(points.values[var])
+        _check_index_values(predictive, var, values)
         levels = _valid_levels(predictive, var, values)
         own = np.searchsorted(levels, values)
         out.append(Levels(var, var.name, levels, _level_weights(own, len(levels)), own))

@@ -13,7 +13,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import xarray as xr
 from threadpoolctl import ThreadpoolController
 
 from pm_sens._distributed import RemoteChunks, active_client
@@ -32,7 +31,6 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_positive,
     check_seed,
-    is_lazy,
 )
 from pm_sens._version import __version__
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
@@ -137,7 +135,7 @@ def make_context(
                 "model; build the Predictive from this model's variables"
             )
     diff_inputs, level_inputs, variables, n_default = resolve_inputs(
-        predictive, model, inputs, differentiable, levels, lazy_points=_is_lazy_request(points)
+        predictive, model, inputs, differentiable, levels
     )
     pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
     if pts.lazy and not lazy_points:
@@ -156,15 +154,6 @@ def make_context(
     return Context(
         model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info
     )
-
-
-def _is_lazy_request(points):
-    """Whether some of the given points are dask-backed."""
-    if isinstance(points, dict):
-        return any(is_lazy(getattr(v, "data", v)) for v in points.values())
-    if isinstance(points, xr.Dataset):
-        return any(is_lazy(v.data) for v in points.data_vars.values())
-    return False
 
 
 #: moment-mode derivatives of up to this many values (draws × rows ×

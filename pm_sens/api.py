@@ -723,7 +723,9 @@ def sensitivity(
     levels = {}
     if ctx.levels:
         dims = {f"level_{level.label}": ["point"] for level in ctx.levels}
-        dims.update({f"levels_{level.label}": ["point", "level"] for level in ctx.levels})
+        dims.update(
+            {f"levels_{level.label}": ["point", f"{level.label}_level"] for level in ctx.levels}
+        )
         if mode == "draw":
             dims = {name: ["chain", "draw", *d] for name, d in dims.items()}
         levels = run_local(ctx, partial(_levels, mode=mode, family=matched), dims, mode == "draw")
