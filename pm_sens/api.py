@@ -1,5 +1,6 @@
 """`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -339,6 +340,29 @@ def _levels(ctx, *, mode, family):
         out[f"levels_{level.label}"] = divergence
         out[f"level_{level.label}"] = level_sensitivity(divergence, own, level.weights[chosen])
     return out
+
+
+def _levels_for_alpha(ctx, alpha, chosen):
+    """The context without its categorical inputs when ``alpha != 1``, with a warning.
+
+    Their level sensitivity is a KL divergence (order 1) only: chosen by the
+    user (``inputs=``, ``categorical=``) they are an error at another order.
+    """
+    if not ctx.levels or alpha == 1:
+        return ctx
+    labels = [level.label for level in ctx.levels]
+    if chosen or not ctx.inputs:
+        raise ValueError(
+            f"alpha={alpha!r} is not valid with the categorical inputs {labels}: their "
+            "level sensitivity is a KL divergence (alpha=1); pass alpha=1"
+            + (", or inputs= without them" if ctx.inputs else "")
+        )
+    warn(
+        f"the categorical inputs {labels} are left out: their level sensitivity is a KL "
+        f"divergence (alpha=1), not a Rényi divergence of order alpha={alpha!r}; pass "
+        "alpha=1 to rank them"
+    )
+    return replace(ctx, levels=[])
 
 
 def _dims(name, mode, point_dim):
@@ -684,12 +708,7 @@ def sensitivity(
         levels=True,
         categorical=categorical,
     )
-    if ctx.levels and alpha != 1:
-        raise ValueError(
-            f"alpha={alpha!r} is not valid with the categorical inputs "
-            f"{[level.label for level in ctx.levels]}: their level sensitivity is a KL "
-            "divergence (alpha=1); pass alpha=1, or inputs= without them"
-        )
+    ctx = _levels_for_alpha(ctx, alpha, chosen=inputs is not None or categorical is not None)
     matched = _matched_family(ctx.predictive, mode, family)
 
     generic = ctx.predictive.likelihood.generic

@@ -150,12 +150,19 @@ def test_level_outside_the_indexed_length_is_refused(rng):
         pm_sens.sensitivity(idata, model, points=points, progressbar=False)
 
 
-def test_alpha_other_than_one_with_categorical_inputs_is_refused(rng):
+def test_alpha_other_than_one_leaves_default_categorical_inputs_out(rng):
     model, idata, *_ = _grouped_model(rng, "normal")
+    kw = dict(alpha=0.5, progressbar=False, extend_inferencedata=False)
+    with pytest.warns(UserWarning, match=r"categorical inputs \['group'\] are left out.*alpha=1"):
+        default = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
+    chosen = pm_sens.sensitivity(idata, model, inputs="x", **kw)["sensitivity"]
+    assert list(default["feature"].values) == list(chosen["feature"].values) == ["x"]
+    np.testing.assert_array_equal(default["rsens"].values, chosen["rsens"].values)
+    # chosen by the user, a categorical input at another order is an error
     with pytest.raises(ValueError, match=r"alpha=0.5 is not valid with the categorical"):
-        pm_sens.sensitivity(idata, model, alpha=0.5, progressbar=False)
-    out = pm_sens.sensitivity(idata, model, alpha=0.5, inputs="x", progressbar=False)
-    assert list(out["sensitivity"]["feature"].values) == ["x"]
+        pm_sens.sensitivity(idata, model, inputs=["x", "group"], **kw)
+    with pytest.raises(ValueError, match=r"alpha=0.5 is not valid.*pass alpha=1$"):
+        pm_sens.sensitivity(idata, model, inputs="group", **kw)
 
 
 def test_categorical_input_alone(rng):

@@ -1,0 +1,197 @@
+"""Every measure recomputed by brute force, independently of pm_sens, on zoo models:
+the predictive written again in NumPy, densities and entropies from SciPy, the same
+permutations, integrated gradients by quadrature of finite differences."""
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+import pm_sens
+from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+from tests.zoo._registry import ZOO
+
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+#: discrete mixtures' entropies sum the support until the mass left is below
+#: 1e-10 (`pm_sens.graph.generic.TAIL`, the families' pmf tables alike)
+ENTROPY_ATOL = 1e-9
+
+
+def _draws(case, name):
+    values = case.idata["posterior"][name].values
+    return values.reshape(-1, *values.shape[2:])
+
+
+class NormalLinear:
+    """``normal_linear``: Normal(Intercept + slope·x, sigma)."""
+
+    name, features, discrete = "normal_linear", ["x1", "x2"], False
+
+    def __init__(self, case):
+        self.a, self.b = _draws(case, "Intercept"), _draws(case, "slope")
+        self.sigma = _draws(case, "sigma")
+
+    def law(self, x):  # x (N, 2) -> a frozen SciPy law with (S, N) parameters
+        mu = self.a[:, None] + self.b @ x.T
+        return stats.norm(mu, np.broadcast_to(self.sigma[:, None], mu.shape))
+
+    def mean(self, x):
+        return self.law(x).mean()
+
+    def entropy(self, x):
+        law = self.law(x)
+        mu, var = law.mean(), law.var()
+        mixture_var = var.mean(0) + mu.var(0)  # law of total variance
+        total = 0.5 * np.log(2 * np.pi * np.e * mixture_var)  # moment-matched Normal
+        aleatoric = law.entropy().mean(0)
+        return np.stack([total, aleatoric, total - aleatoric], -1)
+
+
+class BernoulliLogit:
+    """``bernoulli_logit``: Bernoulli(invlogit(a + X @ beta))."""
+
+    name, features, discrete = "bernoulli_logit", ["0", "1", "2"], True
+
+    def __init__(self, case):
+        self.a, self.beta = _draws(case, "a"), _draws(case, "beta")
+
+    def law(self, x):
+        return stats.bernoulli(special.expit(self.a[:, None] + self.beta @ x.T))
+
+    def mean(self, x):
+        return self.law(x).mean()
+
+    def entropy(self, x):
+        p = self.law(x).mean()
+        total = stats.bernoulli(p.mean(0)).entropy()  # a mixture of Bernoullis is one
+        aleatoric = stats.bernoulli(p).entropy().mean(0)
+        return np.stack([total, aleatoric, total - aleatoric], -1)
+
+
+class PoissonOffset:
+    """``poisson_offset``: Poisson(exp(log_exposure + b0 + b1 x)); both inputs."""
+
+    name, features, discrete = "poisson_offset", ["x", "log_exposure"], True
+
+    def __init__(self, case):
+        self.b = _draws(case, "b")
+
+    def law(self, x):
+        return stats.poisson(np.exp(x[:, 1] + self.b[:, :1] + self.b[:, 1:] * x[:, 0]))
+
+    def mean(self, x):
+        return self.law(x).mean()
+
+    def entropy(self, x):
+        law = self.law(x)
+        support = np.arange(int(law.ppf(1 - 1e-14).max()) + 2)[:, None, None]
+        q = law.pmf(support).mean(1)  # the mixture's pmf, (Y, N)
+        total = -special.xlogy(q, q).sum(0)  # exact mixture entropy
+        aleatoric = law.entropy().mean(0)
+        return np.stack([total, aleatoric, total - aleatoric], -1)
+
+
+MODELS = [NormalLinear, BernoulliLogit, PoissonOffset]
+
+
+def _inputs(case, reference):
+    model = case.model
+    columns = [
+        model[name].get_value()
+        for name in ("x1", "x2", "data", "x", "log_exposure")
+        if name in model.named_vars
+    ]
+    return np.column_stack(columns).astype(float), reference
+
+
+def _log_mixture_density(model, x, y):
+    law = model.law(x)
+    logp = law.logpmf(y) if model.discrete else law.logpdf(y)
+    return special.logsumexp(logp, axis=0) - np.log(len(logp))
+
+
+@pytest.fixture(params=MODELS, ids=lambda m: m.name)
+def setup(request):
+    case = ZOO[request.param.name]()
+    reference = request.param(case)
+    x, _ = _inputs(case, reference)
+    y = next(iter(case.idata["observed_data"].to_dataset().data_vars.values())).values
+    return case, reference, x, y
+
+
+def test_permutation_importance_equals_brute_force(setup):
+    case, ref, x, y = setup
+    n_repeats, seed = 3, 11
+    out = pm_sens.permutation_importance(
+        case.idata, case.model, n_repeats=n_repeats, random_seed=seed, **QUIET
+    )["permutation_importance"]
+    assert list(out["feature"].values) == ref.features
+    rng = np.random.default_rng(
+        seed
+    )  # the same permutations: repeat by repeat, feature by feature
+    orders = [[rng.permutation(len(x)) for _ in ref.features] for _ in range(n_repeats)]
+    base_h, base_l = ref.entropy(x), _log_mixture_density(ref, x, y)
+    for r in range(n_repeats):
+        for d in range(len(ref.features)):
+            permuted = x.copy()
+            permuted[:, d] = x[orders[r][d], d]
+            entropy = (ref.entropy(permuted) - base_h).mean(0)
+            loss = (base_l - _log_mixture_density(ref, permuted, y)).mean()
+            got = out["entropy_pfi"].values[r, d]
+            assert np.all(np.isfinite(got))
+            np.testing.assert_allclose(got, entropy, rtol=1e-9, atol=ENTROPY_ATOL)
+            np.testing.assert_allclose(out["likelihood_pfi"].values[r, d], loss, rtol=1e-9)
+
+
+def test_partial_dependence_equals_brute_force(setup):
+    case, ref, x, y = setup
+    out = pm_sens.partial_dependence(
+        case.idata,
+        case.model,
+        kind=("mean", "entropy", "log_likelihood"),
+        grid_resolution=4,
+        **QUIET,
+    )["partial_dependence"]
+    n_chains, n_draws = out.sizes["chain"], out.sizes["draw"]
+    for d in range(len(ref.features)):
+        for k, value in enumerate(out["grid_value"].values[d]):
+            if np.isnan(value):
+                continue
+            at = x.copy()
+            at[:, d] = value
+            mean = ref.mean(at)  # (S, N)
+            entropy = ref.entropy(at)  # (N, 3)
+            loglik = _log_mixture_density(ref, at, y)
+            expected = {
+                "mean_ice": mean.mean(0),
+                "mean_pdp": mean.mean(1).reshape(n_chains, n_draws),
+                "entropy_ice": entropy,
+                "entropy_pdp": entropy.mean(0),
+                "log_likelihood_ice": loglik,
+                "log_likelihood_pdp": loglik.mean(),
+            }
+            for name, values in expected.items():
+                got = out[name].isel(feature=d, grid=k).values
+                assert np.all(np.isfinite(got)), name
+                np.testing.assert_allclose(got, values, rtol=1e-9, atol=ENTROPY_ATOL, err_msg=name)
+
+
+def test_integrated_gradients_equal_quadrature_of_finite_differences(setup):
+    case, ref, x, _ = setup
+    out = pm_sens.integrated_gradients(case.idata, case.model, **QUIET)["attribution"]
+    baseline = x.mean(0)
+    step = 1e-6
+
+    def gradient(t):  # ∂F/∂x_d along the path, by central differences: (S, N, D)
+        path = baseline + t * (x - baseline)
+        columns = []
+        for d in range(x.shape[1]):
+            shift = np.zeros(x.shape[1])
+            shift[d] = step
+            columns.append((ref.mean(path + shift) - ref.mean(path - shift)) / (2 * step))
+        return np.stack(columns, -1)
+
+    integral, _ = integrate.quad_vec(gradient, 0.0, 1.0, epsabs=1e-10, epsrel=1e-8, limit=50)
+    expected = (x - baseline) * integral
+    got = out["ig"].values.reshape(expected.shape)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
