@@ -92,7 +92,8 @@ def _current_value(var, predictive):
         # a container read through an index variable, or the rows picked by a constant
         base, index = predictive.group_inputs[var]
         rows = index if isinstance(index, np.ndarray) else _current_value(index, predictive)
-        return data_value(base)[rows]
+        # in the copy's dtype: an integer container used in arithmetic has a float copy
+        return data_value(base)[rows].astype(var.dtype, copy=False)
     return predictive.defaults.get(var)
 
 

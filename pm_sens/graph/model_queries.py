@@ -1,6 +1,7 @@
 """Small queries on a PyMC model's graph, and one way to rewrite it."""
 
 import numpy as np
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pymc.distributions.distribution import SymbolicRandomVariable
 from pytensor.compile.builders import SymbolicOp
@@ -83,6 +84,27 @@ def is_distribution(var):
     return var.owner is not None and isinstance(
         var.owner.op, RandomVariable | SymbolicRandomVariable
     )
+
+
+def arithmetic_integers(model, outputs):
+    """Integer containers that ``outputs`` use only in arithmetic, never as an index.
+
+    ``alpha + beta * t`` with ``t = pm.Data("t", range(n))`` (a time index, a
+    count of rooms) is a numeric input like a float one; an index (``a[g]``)
+    or a comparison (``g == 1``, a one-hot column) makes a container
+    categorical.
+    """
+    uses = {}
+    for node in apply_ancestors(outputs):
+        arithmetic = isinstance(node.op, Elemwise) and not isinstance(
+            node.op.scalar_op, ps.LogicalComparison | ps.Identity | ps.Cast
+        )
+        if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, ps.Cast):
+            arithmetic = is_float(node.outputs[0])
+        for var in node.inputs:
+            if isinstance(var, TensorSharedVariable) and not is_float(var):
+                uses.setdefault(var, set()).add(arithmetic or isinstance(node.op, DimShuffle))
+    return [v for v in model.data_vars if uses.get(v) == {True}]
 
 
 def symbolic_tensor(name, dtype, shape):

@@ -179,7 +179,6 @@ def _time_is_a_rate(case, state):
 @zoo_model(
     "the structural-AR notebook's trend: an integer time index used in arithmetic",
     check=_time_is_a_rate,
-    known_failures={"checks": "an integer container used arithmetically is taken as categorical"},
 )
 def integer_used_in_arithmetic(rng):
     n = 30
