@@ -197,6 +197,12 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         ]
         given_draws = data_containers(model, params, given_draws=True)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
+        if not chosen and not grouped and "__obs__" in model.coords:
+            raise ValueError(
+                "this PyMC model was built by bambi (its observations run along '__obs__') "
+                "and holds its predictors as constants; pass the bmb.Model itself, which "
+                "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
+            )
         if not chosen and not grouped:
             raise ValueError(
                 f"the predictions of {predictive.var_name or predictive.family!r} depend on "
@@ -465,6 +471,15 @@ def _given_points(points, names):
     return checked, dataarrays
 
 
+def _check_whole_numbers(var, value):
+    fractional = np.mod(value, 1) != 0
+    if np.any(fractional):
+        raise ValueError(
+            f"points[{var.name!r}] holds the non-integer value {value[fractional][0].item()!r}; "
+            f"{var.name!r} is an integer container ({var.dtype}): give whole numbers (its levels)"
+        )
+
+
 def _check_point_shape(name, value, current):
     if value.ndim != np.ndim(current) or value.shape[1:] != np.shape(current)[1:]:
         raise ValueError(
@@ -560,17 +575,16 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             value = given[var.name]
             if current is not None:
                 _check_point_shape(var.name, value, current)
-                if not (is_float(var) or is_lazy(value) or np.all(np.mod(value, 1) == 0)):
-                    raise ValueError(
-                        f"points[{var.name!r}] has non-integer values for an integer container"
-                    )
+                if not (is_float(var) or is_lazy(value)):
+                    _check_whole_numbers(var, np.asarray(value))
             values[var] = value.astype(var.dtype)
             if not (is_float(var) or is_lazy(value)):
                 changed = values[var] != value  # beyond the container's integer type
                 if np.any(changed):
                     raise ValueError(
                         f"points[{var.name!r}] holds the level {value[changed][0].item()!r}, "
-                        f"which does not fit the container's dtype {var.dtype}"
+                        f"which does not fit the container's dtype {var.dtype}; valid: "
+                        f"{np.iinfo(var.dtype).min}..{np.iinfo(var.dtype).max}"
                     )
             if value.ndim:
                 lengths[var.name] = value.shape[0]

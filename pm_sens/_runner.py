@@ -132,7 +132,8 @@ def make_context(
         if foreign:
             raise ValueError(
                 f"predictive= reads the data container(s) {foreign}, which are not in this "
-                "model; build the Predictive from this model's variables"
+                "model; build the Predictive from this model's variables (its containers: "
+                f"{sorted(v.name for v in model.data_vars)})"
             )
     diff_inputs, level_inputs, variables, n_default = resolve_inputs(
         predictive, model, inputs, differentiable, levels
@@ -209,9 +210,11 @@ def compiled_for(
 
     ``rows``: as in `backend_for`; ``whitened``, ``statistics``, ``parameters``:
     as in `compile_predictive`.
-    The first function a call uses also checks locality (`check_locality`),
+    The first call checks locality (`check_locality`) on the forward graph,
     which every measure relies on (derivatives, and stacked copies of the points).
     """
+    if not ctx.locality_checked:
+        _check_locality_first(ctx)
     values = ctx.points.values
     backend = backend_for(ctx, mode, order, rows, whitened)
     key = (
@@ -248,10 +251,18 @@ def compiled_for(
                 whitened=whitened,
                 forward=forward,
             )
-    if not ctx.locality_checked:
-        check_locality(cache[key], ctx.points, ctx.draws)
-        ctx.locality_checked = True
     return cache[key]
+
+
+def _check_locality_first(ctx):
+    """`check_locality` on the forward graph (parameters alone, cheap to build), before
+    a graph with derivatives is compiled: a model that is not local fails at once."""
+    ctx.locality_checked = True  # the forward graph is not checked twice
+    try:
+        check_locality(compiled_for(ctx, "draw", 0), ctx.points, ctx.draws)
+    except Exception:
+        ctx.locality_checked = False
+        raise
 
 
 def data_for_chunk(compiled, values):

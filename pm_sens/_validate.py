@@ -134,8 +134,13 @@ def group_dataset(idata, group):
     """``idata[group]`` as a Dataset; a missing group names what is there."""
     import xarray as xr
 
-    if not isinstance(idata, xr.DataTree) or group not in idata.children:
-        groups = sorted(idata.children) if isinstance(idata, xr.DataTree) else []
+    if not isinstance(idata, xr.DataTree):
+        raise TypeError(
+            f"idata is a {type(idata).__name__}, not an xarray.DataTree; pass the DataTree "
+            f"that the pm_sens function returned (it holds the group {group!r})"
+        )
+    if group not in idata.children:
+        groups = sorted(idata.children)
         raise ValueError(
             f"group={group!r} is not in idata (groups: {groups}); run the pm_sens function first"
         )

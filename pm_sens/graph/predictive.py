@@ -376,6 +376,11 @@ class Predictive:
             ``n`` (Binomial), ``alpha`` (negative binomial).
         """
         x_train = training_inputs(gp)
+        if feature_names is not None and len(feature_names) != x_train.shape[1]:
+            raise ValueError(
+                f"feature_names={feature_names!r} is not valid: the GP's X has "
+                f"{x_train.shape[1]} columns; give {x_train.shape[1]} names"
+            )
         x_new = pt.matrix("X", shape=(None, x_train.shape[1]))
         family, params = gp_parameters(gp, x_new, likelihood, link, parameters)
         self = cls(family, params, [x_new], defaults={x_new: x_train}, feature_names=feature_names)

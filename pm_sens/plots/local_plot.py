@@ -45,8 +45,11 @@ def _groups(dataset, local, color_by):
     elif color_by in list(dataset["feature"].values):
         values = dataset["input_value"].sel(feature=color_by).values
     else:
+        coords = sorted(str(c) for c in dataset.coords if dataset[c].dims == (point_dim,))
+        features = [str(f) for f in local["feature"].values]
         raise ValueError(
-            f"color_by={color_by!r} is neither a coordinate along {point_dim!r} nor a feature"
+            f"color_by={color_by!r} is neither a coordinate along {point_dim!r} nor a "
+            f"feature; valid: {coords} or {features}"
         )
     levels = np.unique(values)
     if len(levels) > _MAX_GROUPS:  # a continuous feature: quartiles

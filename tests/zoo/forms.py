@@ -3,6 +3,7 @@ posterior of one draw, masks and row selections, NumPy inputs, dims everywhere."
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 from tests.zoo._registry import known_posterior, zoo_model
 
@@ -108,4 +109,40 @@ def dims_everywhere(rng):
         eta = pm.Deterministic("eta", alpha + X @ beta, dims="obs_id")
         p = pm.Deterministic("p", pm.math.invlogit(eta), dims="obs_id")
         pm.Binomial("y", n=10, p=p, observed=rng.binomial(10, 0.5, n), dims="obs_id")
+    return model, known_posterior(model)
+
+
+def _adstock(x, decay, l_max):
+    """Geometric adstock as the marketing-mix notebooks write it: shifted copies."""
+    weights = decay ** pt.arange(l_max)
+    shifted = [pt.concatenate([pt.zeros(lag), x[: x.shape[0] - lag]]) for lag in range(l_max)]
+    return sum(weights[lag] * shifted[lag] for lag in range(l_max)) / weights.sum()
+
+
+@zoo_model(
+    "a marketing-mix model: geometric adstock of weekly spend, then saturation (issue 35)",
+    errors={
+        f: "depend on the inputs .* of other points"
+        for f in (
+            "sensitivity_moment",
+            "sensitivity_draw",
+            "permutation_importance",
+            "partial_dependence",
+            "integrated_gradients",
+        )
+    },
+)
+def marketing_mix_adstock(rng):
+    n = 30
+    spend = rng.gamma(2, 1, size=n)
+    with pm.Model() as model:
+        spend_ = pm.Data("spend", spend)
+        decay = pm.Beta("decay", 3, 3)
+        lam = pm.Gamma("lam", 3, 1)
+        beta = pm.HalfNormal("beta", 1)
+        intercept = pm.Normal("intercept", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        adstocked = _adstock(spend_, decay, 4)
+        saturated = (1 - pm.math.exp(-lam * adstocked)) / (1 + pm.math.exp(-lam * adstocked))
+        pm.Normal("sales", intercept + beta * saturated, sigma, observed=rng.normal(size=n))
     return model, known_posterior(model)
