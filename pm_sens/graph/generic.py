@@ -33,7 +33,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.censored import CensoredRV
-from pymc.distributions.distribution import DiracDeltaRV
+from pymc.distributions.distribution import DiracDeltaRV, SymbolicRandomVariable
 from pymc.distributions.mixture import _BaseMixtureRV
 from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
@@ -45,7 +45,8 @@ from pymc.logprob.transforms import (
     LogOddsTransform,
     LogTransform,
 )
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.fg import MissingInputError
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.type import RandomGeneratorType
@@ -82,6 +83,23 @@ def _is_constant(var):
     return all(isinstance(v, Constant) for v in graph_inputs([var]))
 
 
+def _lengths(var):
+    """The axes' lengths of ``var``, static or read from the model's data and dims.
+
+    A component count given by a coordinate (``dims=["N", "K"]``) is known.
+    """
+    if all(n is not None for n in var.type.shape):
+        return var.type.shape
+    try:  # the shape graph, not the values: no draw is needed
+        return tuple(int(n) for n in pytensor.function([], var.shape, mode="FAST_COMPILE")())
+    except (MissingInputError, NotImplementedError):
+        raise ValueError(
+            f"the likelihood parameter {var} has a component or class axis whose length "
+            "depends on the posterior draws; pm_sens needs it fixed (a constant number of "
+            "components, or one given by the model's dims)"
+        ) from None
+
+
 class Leaf:
     """A parameter of the likelihood or of one of its component distributions.
 
@@ -94,15 +112,9 @@ class Leaf:
         self.var = var
         self.batch_ndim = owner_output.type.ndim
         self.core = core
-        extra = owner_output.type.shape[1:]
-        core_shape = var.type.shape[var.type.ndim - core :] if core else ()
-        trailing = (*extra, *core_shape)
-        if any(n is None for n in trailing):
-            raise ValueError(
-                f"the likelihood parameter {var} has a component or class axis of unknown "
-                "length; pm_sens needs it to be fixed (a constant number of components)"
-            )
-        self.trailing = tuple(int(n) for n in trailing)
+        extra = _lengths(owner_output)[1:]
+        core_shape = _lengths(var)[var.type.ndim - core :] if core else ()
+        self.trailing = tuple(int(n) for n in (*extra, *core_shape))
 
     @property
     def size(self):
@@ -119,6 +131,17 @@ class Leaf:
         full = pt.broadcast_to(padded, (rows, *self.trailing))
         return [full[(slice(None), *index)] for index in np.ndindex(*self.trailing)]
 
+    def placeholder(self):
+        """A root variable standing for the leaf, of the type `assemble` gives it.
+
+        Any number of rows; a parameter shared by all points (a scalar, or one
+        per component) gets its row axis here, so that each point can hold its
+        own draw's value.
+        """
+        if not self.var.dtype.startswith("float") and self.var.type.ndim:
+            return self.var.type()  # counts (trials) keep their type: it sizes the support
+        return pt.tensor(dtype=self.var.dtype, shape=(None, *self.trailing))
+
     def assemble(self, components):
         """Inverse of `per_point_components`: (R, *trailing) from R-vectors."""
         if not self.trailing:
@@ -130,6 +153,50 @@ class Leaf:
         if not self.trailing:
             return [name]
         return [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(*self.trailing)]
+
+
+def _with_parameters(rv, replacements):
+    """The distribution ``rv`` with parameters replaced, to be resized next.
+
+    The replacements may have more axes (a row axis) than the parameters, so
+    the result is only an input to ``change_dist_size``.
+
+    Component distributions are rebuilt by their ops; the outer node keeps its op
+    unchecked (a symbolic distribution's op is built for fixed input types), as
+    ``change_dist_size`` builds it anew from its inputs.
+    """
+    node = rv.owner
+    inputs = []
+    for var in node.inputs:
+        if var in replacements:
+            var = replacements[var]
+        elif is_distribution(var) and var.owner is not None:
+            var = _rebuilt_component(var, replacements)
+        inputs.append(var)
+    if all(new is old for new, old in zip(inputs, node.inputs, strict=True)):
+        return rv
+    unchecked = Apply(node.op, inputs, [out.type() for out in node.outputs])
+    return unchecked.outputs[node.outputs.index(rv)]
+
+
+def _rebuilt_component(var, replacements):
+    """A component distribution with its parameters replaced.
+
+    A symbolic one (PyMC's Weibull) is rebuilt by its own ``rebuild_rv``, for
+    the new parameters' types; others by their op.
+    """
+    node, op = var.owner, var.owner.op
+    if not (isinstance(op, SymbolicRandomVariable) and op.extended_signature):
+        (rebuilt,) = replace_rebuilding([var], replacements)
+        return rebuilt
+    (rngs, size, params), _ = op.get_input_output_type_idxs(op.extended_signature)
+    inputs = [replacements.get(i, i) for i in node.inputs]
+    rebuilt = op.rebuild_rv(
+        *(inputs[i] for i in params),
+        size=None if size is None else inputs[size],
+        rng=inputs[rngs[0]] if len(rngs) == 1 else None,
+    )
+    return rebuilt.owner.outputs[node.outputs.index(var)]
 
 
 def constant_parameters(rv, model_rvs):
@@ -402,9 +469,10 @@ class GenericLikelihood:
         to be applied to log densities and quadrature rules built on the variable.
         """
         rows = phis[0].shape[0]
-        placeholders = {leaf.var: leaf.var.type() for leaf in self.leaves}
-        rv = graph_replace(self._rv, {**self._constants, **placeholders}, strict=False)
-        resized = change_dist_size(rv, new_size=(rows,))
+        placeholders = {leaf.var: leaf.placeholder() for leaf in self.leaves}
+        rv = graph_replace(self._rv, self._constants, strict=False)
+        # resized from its new parameters by PyMC's own recipe for the distribution
+        resized = change_dist_size(_with_parameters(rv, placeholders), new_size=(rows,))
         replacements, start = {}, 0
         for leaf in self.leaves:
             replacements[placeholders[leaf.var]] = leaf.assemble(phis[start : start + leaf.size])

@@ -17,6 +17,7 @@ from pm_sens.graph.likelihoods import (
 )
 from pm_sens.graph.model_queries import (
     arithmetic_integers,
+    count_containers,
     data_containers,
     data_name,
     data_value,
@@ -111,7 +112,7 @@ def _per_point_constants(params, n_rows):
     return params, {symbol: c.data for c, symbol in symbols.items()}
 
 
-def _per_point_arithmetic_integers(model, params):
+def _per_point_arithmetic_integers(model, params, var_name):
     """Give integer containers used only in arithmetic a float copy, an input.
 
     ``beta * t`` with an integer time index ``t`` is differentiable in ``t``: the
@@ -119,7 +120,8 @@ def _per_point_arithmetic_integers(model, params):
     are the container's, `_points._current_value`). Returns the new parameters
     and ``{copy: (container, rows)}``.
     """
-    numeric = arithmetic_integers(model, params)
+    counts = count_containers(model, var_name)  # trials: held, never moved
+    numeric = [c for c in arithmetic_integers(model, params) if c not in counts]
     if not numeric:
         return params, {}
     copies = {c: symbolic_tensor(c.name, "float64", (None, *c.type.shape[1:])) for c in numeric}
@@ -338,7 +340,7 @@ class Predictive:
         params, row_inputs = _per_point_observation_rows(model, params)
         params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
         group_inputs = {**row_inputs, **group_inputs}
-        params, numeric_integers = _per_point_arithmetic_integers(model, params)
+        params, numeric_integers = _per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
         params, row_constants = _per_point_constants(params, rv.type.shape[0] if rv.ndim else 0)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]

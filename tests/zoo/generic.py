@@ -55,15 +55,9 @@ def censored_normal_per_row_bounds(rng):
 @zoo_model(
     "the parametric survival notebooks: right-censored Weibull with a scalar shape",
     known_failures={
-        f: "a scalar parameter inside a symbolic distribution (Censored) cannot take "
-        "one value per row"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
+        "sensitivity_moment": "the derivative of the mixture mean is not finite (censoring "
+        "at +inf for the uncensored rows)",
+        "plots": "no moment-mode sensitivity to plot",
     },
 )
 def censored_weibull(rng):
@@ -129,16 +123,6 @@ def normal_mixture_stacked(rng):
 
 @zoo_model(
     "PyMC's docs: pm.Mixture of listed Poisson components",
-    known_failures={
-        f: "the mixture's weights check fails on the per-row weights"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
 )
 def poisson_mixture_listed(rng):
     n = 20
@@ -164,7 +148,7 @@ def poisson_mixture_listed(rng):
 @zoo_model(
     "the dependent density regression notebook: K from dims, stick-breaking weights",
     known_failures={
-        f: "the component count from the model's dims is taken as unknown"
+        f: "the quadrature graph still reads the dim length N (a shared variable)"
         for f in (
             "sensitivity_moment",
             "sensitivity_draw",
@@ -243,16 +227,6 @@ def skew_normal(rng):
 
 @zoo_model(
     "a zero-inflated binomial with trials a NumPy constant",
-    known_failures={
-        f: "the mixture's weights check fails on the per-row weights"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
 )
 def zero_inflated_binomial(rng):
     n = 15
