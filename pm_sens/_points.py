@@ -611,9 +611,16 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
         }
         stale = [v.name for v in per_point if v.name not in given and v not in derived]
         if stale:
+            constants = [v.name for v in predictive.row_constants if v.name in stale]
             raise ValueError(
                 f"points give {n_points} rows but {stale} still hold(s) {n_default} "
                 "(one per original observation); pass new values for them in points too"
+                + (
+                    f" ({constants} are NumPy arrays with one value per observation in the "
+                    "model, named by position; a pm.Data container gives them a name)"
+                    if constants
+                    else ""
+                )
             )
     labelled = inputs or per_point  # categorical inputs only: label points by them
     dim, coords = _point_labels(model, predictive, labelled, n_points, bool(given), dataarrays)

@@ -90,9 +90,9 @@ def arithmetic_integers(model, outputs):
     """Integer containers that ``outputs`` use only in arithmetic, never as an index.
 
     ``alpha + beta * t`` with ``t = pm.Data("t", range(n))`` (a time index, a
-    count of rooms) is a numeric input like a float one; an index (``a[g]``)
-    or a comparison (``g == 1``, a one-hot column) makes a container
-    categorical.
+    count of rooms) is a numeric input like a float one; an index (``a[g]``),
+    a comparison (``g == 1``) or a 0/1 flag (a dummy column, ``c * treated``)
+    makes a container categorical.
     """
     uses = {}
     for node in apply_ancestors(outputs):
@@ -104,7 +104,12 @@ def arithmetic_integers(model, outputs):
         for var in node.inputs:
             if isinstance(var, TensorSharedVariable) and not is_float(var):
                 uses.setdefault(var, set()).add(arithmetic or isinstance(node.op, DimShuffle))
-    return [v for v in model.data_vars if uses.get(v) == {True}]
+    # a 0/1 flag multiplied in is a dummy (one-hot) column: categorical
+    return [
+        v
+        for v in model.data_vars
+        if uses.get(v) == {True} and not np.isin(v.get_value(), (0, 1)).all()
+    ]
 
 
 def symbolic_tensor(name, dtype, shape):

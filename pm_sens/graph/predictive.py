@@ -102,10 +102,14 @@ def _per_point_constants(params, n_rows):
         for c in dict.fromkeys(graph_inputs(params))
         if isinstance(c, Constant) and np.ndim(c.data) and c.data.shape[0] == n_rows
     ]
-    symbols = {
-        c: symbolic_tensor(c.name or f"row_constant_{i}", c.dtype, (None, *c.type.shape[1:]))
-        for i, c in enumerate(constants)
-    }
+    # one symbol per array: PyMC may hold the same values as several constants
+    by_values, symbols = {}, {}
+    for c in constants:
+        key = (c.dtype, c.data.shape, c.data.tobytes())
+        if key not in by_values:
+            name = c.name or f"row_constant_{len(by_values)}"
+            by_values[key] = symbolic_tensor(name, c.dtype, (None, *c.type.shape[1:]))
+        symbols[c] = by_values[key]
     if not symbols:
         return params, {}
     params = replace_rebuilding(params, symbols)

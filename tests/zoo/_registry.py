@@ -31,6 +31,7 @@ class ZooCase:
     #: expected level sensitivity, ``f(case, mode) -> {input: (..., N, L) array}``
     levels: object = None
     kl_rtol: float = 1e-4  # R-sens against the central finite-difference KL
+    kl_delta: float = 1e-4  # its step, in standard deviations of each input
     check: object = None  # more checks of the results, ``f(case, state)``
     kwargs: dict = field(default_factory=dict)  # passed to every function
 
