@@ -36,6 +36,21 @@ class ZooCase:
     kwargs: dict = field(default_factory=dict)  # passed to every function
 
 
+#: the functions that evaluate the model (the others read their results)
+EVALUATING = (
+    "sensitivity_moment",
+    "sensitivity_draw",
+    "permutation_importance",
+    "partial_dependence",
+    "integrated_gradients",
+)
+
+
+def every_evaluation(what):
+    """``{function: what}`` for every function that evaluates the model."""
+    return dict.fromkeys(EVALUATING, what)
+
+
 def zoo_model(source, **expect):
     """Register a builder ``f(rng) -> (model, idata[, keywords])`` under its name."""
 

@@ -5,7 +5,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from tests.zoo._registry import known_posterior, zoo_model
+from tests.zoo._registry import every_evaluation, known_posterior, zoo_model
 
 
 @zoo_model("a user's model on float32 data (pytensor floatX float32 habits)")
@@ -49,16 +49,7 @@ def masked_rows(rng):
 
 @zoo_model(
     "the negative-binomial GLM notebook as written: NumPy arrays, no pm.Data (issue 34)",
-    errors={
-        f: "no float pm.Data container"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
+    errors=every_evaluation("no float pm.Data container"),
 )
 def numpy_inputs(rng):
     n = 20
@@ -75,16 +66,7 @@ def numpy_inputs(rng):
 
 @zoo_model(
     "inputs standardized inside the model on a pm.Data container (issue 34)",
-    errors={
-        f: "standardiz|every other point|local"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
+    errors=every_evaluation("standardiz|every other point|local"),
 )
 def standardized_inside(rng):
     n = 20
@@ -121,16 +103,7 @@ def _adstock(x, decay, l_max):
 
 @zoo_model(
     "a marketing-mix model: geometric adstock of weekly spend, then saturation (issue 35)",
-    errors={
-        f: "depend on the inputs .* of other points"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
+    errors=every_evaluation("depend on the inputs .* of other points"),
 )
 def marketing_mix_adstock(rng):
     n = 30

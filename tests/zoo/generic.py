@@ -6,7 +6,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from tests.zoo._registry import known_posterior, zoo_model
+from tests.zoo._registry import every_evaluation, known_posterior, zoo_model
 from tests.zoo.glm import _trials_are_not_an_input
 
 
@@ -147,16 +147,9 @@ def poisson_mixture_listed(rng):
 
 @zoo_model(
     "the dependent density regression notebook: K from dims, stick-breaking weights",
-    known_failures={
-        f: "the quadrature graph still reads the dim length N (a shared variable)"
-        for f in (
-            "sensitivity_moment",
-            "sensitivity_draw",
-            "permutation_importance",
-            "partial_dependence",
-            "integrated_gradients",
-        )
-    },
+    known_failures=every_evaluation(
+        "the quadrature graph still reads the dim length N (a shared variable)"
+    ),
 )
 def mixture_components_from_dims(rng):
     n, k = 20, 3

@@ -120,13 +120,19 @@ def _steps(case, state):
     def sensitivity_draw():
         state["draw"] = _sensitivity(case, case.idata.copy(), "draw")
 
+    def _any_sensitivity():
+        if "moment" not in state and "draw" not in state:
+            raise _Skipped("no sensitivity to summarize")
+
     def summary():
+        _any_sensitivity()
         for name in ("moment", "draw"):
             if name in state:
                 table = pm_sens.summary(state[name])
                 assert len(table), "empty summary"
 
     def importance():
+        _any_sensitivity()
         for name in ("moment", "draw"):
             if name in state:
                 da = pm_sens.importance(state[name], "rsens")
