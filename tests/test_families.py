@@ -228,6 +228,23 @@ def test_negative_binomial_kl_between_distant_laws(phi_q):
 
 
 @pytest.mark.parametrize(
+    ("eta_p", "eta_q"),
+    [(-20.0, 20.0), (0.0, 40.0), (20.0, -20.0), (-40.0, 40.0), (3.0, 2.5), (0.3, 0.2), (5.0, 5.0)],
+)
+def test_bernoulli_kl_by_logits_is_exact_for_any_distance(eta_p, eta_q):
+    """Levels far apart: p rounded to 1 made the KL infinite; from the log masses
+    it is finite, equal to SciPy's relative entropy of exactly computed masses."""
+    from pm_sens.families import bernoulli
+
+    got = bernoulli.kl_divergence_logit(np.array([[eta_p]]), np.array([[eta_q]]))[0]
+    log_p = stats.logistic.logcdf([eta_p, -eta_p])  # log σ(η), log σ(−η), exact in the tails
+    log_q = stats.logistic.logcdf([eta_q, -eta_q])
+    expected = np.sum(np.exp(log_p) * (log_p - log_q))
+    assert np.isfinite(got)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize(
     ("family", "make", "phi", "fixed"), ALL_FAMILIES, ids=lambda x: getattr(x, "name", "")
 )
 def test_kl_hessian_is_the_fisher_information(family, make, phi, fixed):
