@@ -165,8 +165,8 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     )
     n_default = _default_point_count(predictive, model, variables)
     # held at each point's value, like an exposure: never an input
-    counts = count_containers(model, predictive.var_name) if predictive.var_name else []
-    counts = [*counts, *predictive.row_constants]
+    held = count_containers(model, predictive.var_name) if predictive.var_name else []
+    held = [*held, *predictive.row_constants]
 
     def per_point(var):
         value = _current_value(var, predictive)
@@ -177,7 +177,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         return levels and predictive.data_per_point and not is_float(var) and np.ndim(value) == 1
 
     def eligible(var):
-        return var not in counts and (is_float(var) or not differentiable or categorical(var))
+        return var not in held and (is_float(var) or not differentiable or categorical(var))
 
     candidates = [v for v in variables if eligible(v)]
     if inputs is None:
@@ -188,7 +188,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         chosen = [
             v
             for v in pool
-            if v not in counts and (is_float(v) or not differentiable) and per_point(v)
+            if v not in held and (is_float(v) or not differentiable) and per_point(v)
         ]
         grouped = [
             v
@@ -197,18 +197,8 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         ]
         given_draws = data_containers(model, params, given_draws=True)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
-        if not chosen and not grouped and "__obs__" in model.coords:
-            raise ValueError(
-                "this PyMC model was built by bambi (its observations run along '__obs__') "
-                "and holds its predictors as constants; pass the bmb.Model itself, which "
-                "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
-            )
         if not chosen and not grouped:
-            raise ValueError(
-                f"the predictions of {predictive.var_name or predictive.family!r} depend on "
-                "no float pm.Data container with one row per observation; wrap the inputs "
-                "in pm.Data (or pass inputs= / a Predictive)"
-            )
+            _raise_no_inputs(predictive, model)
         return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
     chosen, grouped = [], []
@@ -216,8 +206,9 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         var = by_name.get(name)
         if var is None or not eligible(var):
             reason = (
-                "is a count parameter of the likelihood (its trials n), held at each point's value"
-                if var in counts
+                "is held at each point's value (the likelihood's trials n, or a NumPy array "
+                "with one value per observation)"
+                if var in held
                 else f"is an integer container (dtype {var.dtype}); integer inputs such as group "
                 "indices have no derivative (sensitivity() compares their levels, "
                 "permutation_importance and partial_dependence take them as they are)"
@@ -235,6 +226,21 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
             )
         (grouped if differentiable and not is_float(var) else chosen).append(var)
     return chosen, grouped, variables, n_default
+
+
+def _raise_no_inputs(predictive, model):
+    """The error for predictions that depend on no input, with its likely cause."""
+    if "__obs__" in model.coords:
+        raise ValueError(
+            "this PyMC model was built by bambi (its observations run along '__obs__') "
+            "and holds its predictors as constants; pass the bmb.Model itself, which "
+            "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
+        )
+    raise ValueError(
+        f"the predictions of {predictive.var_name or predictive.family!r} depend on "
+        "no float pm.Data container with one row per observation; wrap the inputs "
+        "in pm.Data (or pass inputs= / a Predictive)"
+    )
 
 
 def _warn_held_floats(predictive, held):
