@@ -141,7 +141,16 @@ def _component_design(component, columns, categories):
     call = getattr(component, "call", None)
     if component.kind == "offset":
         call = call.args[0]  # offset(e) wraps the values of e
-    value = call.eval(columns, component.env) if call is not None else columns[name]
+    try:
+        value = call.eval(columns, component.env) if call is not None else columns[name]
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(
+            f"the bambi term {component.name!r} applies a transform that works on NumPy "
+            "arrays only (a spline basis such as bs(), or a stateful function), so pm_sens "
+            "cannot rebuild it on symbolic columns to differentiate it; compute those "
+            "columns in the data frame and use them as terms, or pass a pm_sens.Predictive "
+            f"(the transform said: {error})"
+        ) from None
     value = pt.as_tensor_variable(value)
     return value[:, None] if value.ndim == 1 else value
 

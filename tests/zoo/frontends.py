@@ -5,7 +5,7 @@ import pandas as pd
 import pymc as pm
 
 import pm_sens
-from tests.zoo._registry import known_posterior, zoo_model
+from tests.zoo._registry import every_evaluation, known_posterior, zoo_model
 
 
 def _frame(rng, n=30):
@@ -71,6 +71,14 @@ def bambi_poisson(rng):
         "z": draws.normal(-0.1, 0.1, size=(2, 3)),
     }
     return model, known_posterior(model.backend.model, fixed=fixed)
+
+
+@zoo_model(
+    "bambi's docs (splines): a B-spline basis term, y ~ bs(x, df=4)",
+    errors=every_evaluation("applies a transform that works on NumPy arrays only"),
+)
+def bambi_spline(rng):
+    return _bambi("y ~ bs(x, df=4)", _frame(rng))
 
 
 def _gp_draws(model, chains=2, draws=3):
