@@ -112,6 +112,23 @@ def arithmetic_integers(model, outputs):
     ]
 
 
+def per_point_arithmetic_integers(model, params, var_name):
+    """Give integer containers used only in arithmetic a float copy, an input.
+
+    ``beta * t`` with an integer time index ``t`` is differentiable in ``t``: the
+    container is read through a float symbolic tensor named like it (its values
+    are the container's, `_points._current_value`). Returns the new parameters
+    and ``{copy: (container, rows)}``.
+    """
+    counts = count_containers(model, var_name)  # trials: held, never moved
+    numeric = [c for c in arithmetic_integers(model, params) if c not in counts]
+    if not numeric:
+        return params, {}
+    copies = {c: symbolic_tensor(c.name, "float64", (None, *c.type.shape[1:])) for c in numeric}
+    params = replace_rebuilding(params, copies, keep=model.free_RVs)
+    return params, {copy: (c, np.arange(len(c.get_value()))) for c, copy in copies.items()}
+
+
 def symbolic_tensor(name, dtype, shape):
     """``pt.tensor`` that takes any name (bambi's ``1|g`` would be read as a dtype)."""
     return pt.TensorType(dtype=dtype, shape=shape)(name=name)

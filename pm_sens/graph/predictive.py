@@ -16,8 +16,6 @@ from pm_sens.graph.likelihoods import (
     zero_modified_likelihood,
 )
 from pm_sens.graph.model_queries import (
-    arithmetic_integers,
-    count_containers,
     data_containers,
     data_name,
     data_value,
@@ -25,6 +23,7 @@ from pm_sens.graph.model_queries import (
     is_float,
     observation_rows,
     observed_variable,
+    per_point_arithmetic_integers,
     push_indexing_down,
     replace_rebuilding,
     symbolic_tensor,
@@ -114,23 +113,6 @@ def _per_point_constants(params, n_rows):
         return params, {}
     params = replace_rebuilding(params, symbols)
     return params, {symbol: c.data for c, symbol in symbols.items()}
-
-
-def _per_point_arithmetic_integers(model, params, var_name):
-    """Give integer containers used only in arithmetic a float copy, an input.
-
-    ``beta * t`` with an integer time index ``t`` is differentiable in ``t``: the
-    container is read through a float symbolic tensor named like it (its values
-    are the container's, `_points._current_value`). Returns the new parameters
-    and ``{copy: (container, rows)}``.
-    """
-    counts = count_containers(model, var_name)  # trials: held, never moved
-    numeric = [c for c in arithmetic_integers(model, params) if c not in counts]
-    if not numeric:
-        return params, {}
-    copies = {c: symbolic_tensor(c.name, "float64", (None, *c.type.shape[1:])) for c in numeric}
-    params = replace_rebuilding(params, copies, keep=model.free_RVs)
-    return params, {copy: (c, np.arange(len(c.get_value()))) for c, copy in copies.items()}
 
 
 def _generic_likelihood(rv, model):
@@ -344,7 +326,7 @@ class Predictive:
         params, row_inputs = _per_point_observation_rows(model, params)
         params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
         group_inputs = {**row_inputs, **group_inputs}
-        params, numeric_integers = _per_point_arithmetic_integers(model, params, rv.name)
+        params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
         params, row_constants = _per_point_constants(params, rv.type.shape[0] if rv.ndim else 0)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
