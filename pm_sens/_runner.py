@@ -199,7 +199,7 @@ def compiled_for(
     ctx,
     mode,
     order,
-    uses_variance=False,
+    second_moment=None,
     statistic=None,
     rows=None,
     whitened=False,
@@ -220,7 +220,7 @@ def compiled_for(
     key = (
         mode,
         order,
-        uses_variance,
+        second_moment,
         statistic,
         tuple(statistics),
         parameters,
@@ -243,7 +243,7 @@ def compiled_for(
                 ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
                 mode=mode,
                 order=order,
-                uses_variance=uses_variance,
+                second_moment=second_moment,
                 statistic=statistic,
                 statistics=statistics,
                 parameters=parameters,
@@ -409,7 +409,10 @@ def _component_names(ctx, compiled):
         return [statistic]
     if compiled.mode == "draw":
         return list(ctx.predictive.likelihood.draw_family.parameters)
-    if compiled.settings.get("uses_variance"):
+    second = compiled.settings.get("second_moment")
+    if second == "scale2":
+        return ["location", "squared scale", "1/nu"]
+    if second:
         return ["mean", "variance"]
     return ["mean", "1 - mean"]
 
@@ -495,9 +498,9 @@ def check_outputs(ctx, compiled, draws, out):
         raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")
 
 
-def moment_pass(ctx, compiled, values, uses_variance, description):
+def moment_pass(ctx, compiled, values, second_moment, description):
     """Mixture moments (and derivatives) over all draws, merged chunk by chunk."""
-    moments = MixtureMoments(uses_variance)
+    moments = MixtureMoments(second_moment)
     fixed = {}
     for _, size, out in _chunks(ctx, compiled, values, 2, description):
         moments.add(size, out["phi"], out.get("jac"), out.get("hess"))

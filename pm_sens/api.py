@@ -35,6 +35,7 @@ from pm_sens._validate import (
     warn,
 )
 from pm_sens.graph.engine import per_draw_parameters
+from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
@@ -56,15 +57,18 @@ def _matched_family(predictive, mode, family):
                 f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
             )
         return likelihood.draw_family
-    name = families.DEFAULT_MOMENT_FAMILY[likelihood.support] if family is None else family
-    matched = families.get_moment_family(name)
-    if matched.support != likelihood.support:
-        valid = sorted(
-            n for n, f in families.MOMENT_FAMILIES.items() if f.support == likelihood.support
-        )
+    if family is None:
+        return default_moment_family(likelihood)
+    matched = families.get_moment_family(family)
+    fits = {
+        n: f.support == likelihood.support
+        and (f.second_moment != "scale2" or likelihood.heavy_tails is not None)
+        for n, f in families.MOMENT_FAMILIES.items()
+    }
+    if not fits[family]:
         raise ValueError(
-            f"family={name!r} does not fit the {likelihood.name} likelihood, whose values "
-            f"are {likelihood.support}; valid: {valid}"
+            f"family={family!r} does not fit the {likelihood.name} likelihood, whose values "
+            f"are {likelihood.support}; valid: {sorted(n for n, ok in fits.items() if ok)}"
         )
     return matched
 
@@ -88,7 +92,7 @@ def _check_matched(phi, family):
     The message says which failed, where, and what usually causes it.
     """
     mean = phi[..., 0]
-    variance = phi[..., 1] if family.uses_variance else np.ones_like(mean)
+    variance = phi[..., 1] if family.second_moment else np.ones_like(mean)
     checks = [
         (
             ~np.isfinite(mean),
@@ -99,8 +103,9 @@ def _check_matched(phi, family):
         (
             np.isinf(variance),
             "variance is infinite",
-            "a likelihood without a finite variance (Student-t with nu <= 2, Cauchy) or a "
-            "scale parameter that overflows; use mode='draw'",
+            "a likelihood without a finite variance (Student-t with nu <= 2, whose default "
+            "family='studentt' needs none; Cauchy) or a scale parameter that overflows; "
+            "use mode='draw'",
         ),
         (
             ~(np.isfinite(variance) & (variance > 0)),
@@ -148,12 +153,12 @@ def _warn_saturated(phi, family):
 
 def _rsens(ctx, *, mode, family, alpha, order):
     """R-sens (and R-sens2), local values (..., N, D[, D])."""
-    uses_variance = mode == "moment" and family.uses_variance
+    second_moment = family.second_moment if mode == "moment" else None
     # draw-mode R-sens alone is computed inside the graph (`WhitenedNorm`)
     whitened = mode == "draw" and order == 1
-    compiled = compiled_for(ctx, mode, order, uses_variance, whitened=whitened)
+    compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
     if mode == "moment":
-        moments, fixed = moment_pass(ctx, compiled, ctx.points.values, uses_variance, "R-sens")
+        moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
         _check_matched(moments.phi, family)
         jac = list(moments.jac)
         out = {"rsens": rsens_local(jac, partial(family.whitened, moments.phi, **fixed), alpha)}
@@ -223,8 +228,8 @@ def _stacked_measure(ctx, compiled, values, blocks, family, measure, width, desc
     """
     n = ctx.points.n_points
     if compiled.mode == "moment":
-        uses_variance = compiled.settings["uses_variance"]
-        moments, fixed = moment_pass(ctx, compiled, values, uses_variance, description)
+        second_moment = compiled.settings["second_moment"]
+        moments, fixed = moment_pass(ctx, compiled, values, second_moment, description)
         phi = moments.phi.reshape(blocks, n, -1)
         _check_matched(phi, family)
         return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
@@ -247,8 +252,8 @@ def _kl(ctx, *, mode, family, steps, scheme):
     x = feature_matrix(ctx.points.values, ctx.inputs)
     offsets = shift_offsets(steps, scheme)
     rows = np.concatenate([x, *(x + offset for offset in offsets)])
-    uses_variance = mode == "moment" and family.uses_variance
-    compiled = compiled_for(ctx, mode, 0, uses_variance, rows=len(rows))
+    second_moment = family.second_moment if mode == "moment" else None
+    compiled = compiled_for(ctx, mode, 0, second_moment, rows=len(rows))
     values = values_at(ctx.points, ctx.inputs, rows)
     measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
     kl = _stacked_measure(
@@ -318,7 +323,7 @@ def _levels(ctx, *, mode, family):
     own level to every level present among the points, and ``level_g`` (..., N),
     its mean over the other levels weighted by their frequency.
     """
-    compiled = compiled_for(ctx, mode, 0, mode == "moment" and family.uses_variance)
+    compiled = compiled_for(ctx, mode, 0, family.second_moment if mode == "moment" else None)
     n = ctx.points.n_points
     measure = partial(level_divergence, family.kl_divergence)
     out = {}

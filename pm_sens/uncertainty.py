@@ -3,7 +3,6 @@
 import numpy as np
 import xarray as xr
 
-from pm_sens import families
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._runner import (
     compiled_for,
@@ -23,6 +22,7 @@ from pm_sens._validate import (
 )
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.engine import per_draw_parameters
+from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
     COMPONENTS,
@@ -138,10 +138,10 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
     statistics = ["mean"] if add_mean is not None else []
     mixture, matched = None, None
     if entropy and not family.discrete:
-        matched = families.get_moment_family(families.DEFAULT_MOMENT_FAMILY[likelihood.support])
-        if likelihood.generic is None and matched.uses_variance:
+        matched = default_moment_family(likelihood)
+        if likelihood.generic is None and matched.second_moment == "variance":
             # the mixture's moments from the per-draw ones, in the same evaluation
-            mixture = MixtureMoments(uses_variance=True)
+            mixture = MixtureMoments(second_moment="variance")
             statistics = ["mean", "variance"]
     # the entropies computed in the graph, where no other measure needs the parameters
     entropy_in_graph = entropy and likelihood.entropy is not None and observed_rows is None
@@ -192,8 +192,8 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
             total = accumulator.mixture_entropy()
         else:
             if mixture is None:
-                compiled = compiled_for(ctx, "moment", 0, matched.uses_variance, rows=n_rows)
-                mixture, _ = moment_pass(ctx, compiled, values, matched.uses_variance, "mixture")
+                compiled = compiled_for(ctx, "moment", 0, matched.second_moment, rows=n_rows)
+                mixture, _ = moment_pass(ctx, compiled, values, matched.second_moment, "mixture")
             total = matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
     return out

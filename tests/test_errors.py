@@ -118,14 +118,30 @@ def test_inputs_not_in_pm_data(rng):
         pm_sens.sensitivity(posterior({"b": np.zeros((1, 2))}), model, progressbar=False)
 
 
-def test_moment_mode_needs_finite_variance(rng):
+def test_a_normal_match_needs_finite_variance(rng):
     x = rng.normal(size=6)
     with pm.Model() as model:
         xd = pm.Data("x", x)
         b = pm.Normal("b")
         pm.StudentT("y", nu=1.5, mu=b * xd, sigma=1, observed=x)
-    with pytest.raises(ValueError, match=r"variance is infinite at .*nu <= 2"):
-        pm_sens.sensitivity(posterior({"b": np.ones((1, 3))}), model, progressbar=False)
+    idata = posterior({"b": np.ones((1, 3))})
+    with pytest.raises(ValueError, match=r"variance is infinite at .*nu <= 2.*family='studentt'"):
+        pm_sens.sensitivity(idata, model, family="normal", progressbar=False)
+    # the default Student-t match needs no variance
+    result = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    assert result.attrs["family"] == "studentt"
+
+
+def test_studentt_family_needs_a_studentt_likelihood(rng):
+    x = rng.normal(size=6)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Normal("y", b * xd, 1, observed=x)
+    with pytest.raises(ValueError, match=r"family='studentt' does not fit.*valid: \['laplace'"):
+        pm_sens.sensitivity(
+            posterior({"b": np.ones((1, 3))}), model, family="studentt", progressbar=False
+        )
 
 
 def test_inputs_standardized_inside_the_model_break_locality(rng):

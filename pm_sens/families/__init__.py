@@ -39,7 +39,7 @@ MOMENT_FAMILIES: dict[str, Family] = {
         poisson,
         negative_binomial,
     )
-}
+} | {"studentt": studentt.FAMILY_MATCHED}
 
 #: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
 DEFAULT_MOMENT_FAMILY = {

@@ -89,9 +89,15 @@ class Family:
         return self.support_upper is not None
 
     @property
-    def uses_variance(self) -> bool:
-        """Whether moment matching needs the mixture variance, not only the mean."""
-        return self.parameters == ("mean", "variance")
+    def second_moment(self) -> str | None:
+        """What moment matching needs besides the mixture mean, or None.
+
+        ``"variance"``: the mixture variance (law of total variance);
+        ``"scale2"``: the same with each draw's squared scale in place of its
+        variance (Student-t, whose variance needs ν > 2).
+        """
+        second = self.parameters[1:2]
+        return second[0] if second in (("variance",), ("scale2",)) else None
 
     def whitening(self, phi, given, **fixed):
         """The information's square-root diagonal and correlation on ``given``.

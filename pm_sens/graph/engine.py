@@ -53,7 +53,8 @@ class CompiledPredictive:
     Calling it with ``(data values, draw values)`` returns a dict with
 
     - mode ``"moment"``: ``phi`` (N, M) chunk moments (class probabilities or
-      mean, then the chunk's mixture variance when ``uses_variance``),
+      mean, then the chunk's mixture variance (or squared scale, and tail
+      weight) per ``second_moment``),
       with ``order >= 1`` ``jac`` (M, N, D), with ``order=2`` ``hess`` (M, N, D, D);
     - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters (a view of an
       (M, S, N) array: each component contiguous, as NumPy reads it fastest
@@ -927,19 +928,28 @@ def _point_hessian(jac, wrts, one_dimensional, n_features):
     return pt.moveaxis(_feature_columns(rows, one_dimensional), 0, -2)
 
 
-def _moment_components(likelihood, params, uses_variance, n_classes):
-    """The chunk's mixture moments, and which of them to differentiate."""
+def _moment_components(likelihood, params, second_moment, n_classes):
+    """The chunk's mixture moments, and which of them to differentiate.
+
+    ``second_moment`` (`Family.second_moment`): ``"variance"`` adds the law of
+    total variance, ``"scale2"`` the same with each draw's squared scale in its
+    place, then the mean tail weight ``1/ν``, not differentiated.
+    """
     mean, variance = likelihood.moments(*params)
+    if second_moment == "scale2":
+        variance, inverse_nu = likelihood.heavy_tails(*params)
     chunk_mean = mean.mean(0)
     components = _split_components(chunk_mean, n_classes)
     varying = list(range(len(components)))
-    if likelihood.complement is not None and not uses_variance:
+    if likelihood.complement is not None and not second_moment:
         components.append(likelihood.complement(*params).mean(0))
-    if uses_variance:
+    if second_moment:
         # law of total variance within the chunk (chunks merge in measures.mixture)
         total = variance.mean(0) + ((mean - chunk_mean) ** 2).mean(0)
         components.append(total)
         varying.append(len(components) - 1)
+    if second_moment == "scale2":
+        components.append(pt.broadcast_to(inverse_nu, mean.shape).mean(0))
     return components, varying
 
 
@@ -998,26 +1008,26 @@ class GenericStatistics:
     moment mode, the per-draw statistic in draw mode.
     """
 
-    def __init__(self, draws, generic, *, mode, order, uses_variance, statistic):
+    def __init__(self, draws, generic, *, mode, order, second_moment, statistic):
         self.draws, self.generic = draws, generic
         self.data_variables, self.free_rvs, self.inputs = (
             draws.data_variables,
             draws.free_rvs,
             draws.inputs,
         )
-        self.mode, self.order, self.uses_variance, self.statistic = (
+        self.mode, self.order, self.second_moment, self.statistic = (
             mode,
             order,
-            uses_variance,
+            second_moment,
             statistic,
         )
-        n_components = 2 if mode == "moment" and statistic is None and uses_variance else 1
+        n_components = 2 if mode == "moment" and statistic is None and second_moment else 1
         self.varying = list(range(n_components))
         self.fixed_names = []
         self.settings = dict(
             mode=mode,
             order=order,
-            uses_variance=uses_variance,
+            second_moment=second_moment,
             statistic=statistic,
             backend=draws.settings["backend"],
         )
@@ -1042,7 +1052,7 @@ class GenericStatistics:
             values = values.mean(0)
             derivatives = [d.mean(0) for d in derivatives]
             stats = _mean_and_variance(values, derivatives)
-            if not self.uses_variance:
+            if not self.second_moment:
                 stats = [a[..., :1] for a in stats]
         else:
             stats = _mean_and_variance(values, derivatives)
@@ -1088,7 +1098,7 @@ def compile_predictive(
     *,
     mode,
     order,
-    uses_variance,
+    second_moment,
     statistic=None,
     statistics=(),
     parameters=True,
@@ -1119,7 +1129,7 @@ def compile_predictive(
         data_values,
         draw_values,
         mode="draw",
-        uses_variance=False,
+        second_moment=None,
     )
     generic = predictive.likelihood.generic
     if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
@@ -1129,7 +1139,7 @@ def compile_predictive(
             generic,
             mode=mode,
             order=order,
-            uses_variance=uses_variance,
+            second_moment=second_moment,
             statistic=statistic,
         )
     params = _parameters_given_observed(predictive, model)
@@ -1177,7 +1187,7 @@ def compile_predictive(
         components = [c.mean(0) for c in _draw_components(predictive, params, None, statistic)]
         varying = [0]
     elif mode == "moment":
-        components, varying = _moment_components(likelihood, params, uses_variance, n_classes)
+        components, varying = _moment_components(likelihood, params, second_moment, n_classes)
     else:
         components = _draw_components(predictive, params, n_classes, statistic)
     # draw mode: components first, each one contiguous (`CompiledPredictive`)
@@ -1251,7 +1261,7 @@ def compile_predictive(
         settings=dict(
             mode=mode,
             order=order,
-            uses_variance=uses_variance,
+            second_moment=second_moment,
             statistic=statistic,
             statistics=tuple(statistics),
             parameters=parameters,

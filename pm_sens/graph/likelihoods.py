@@ -62,6 +62,10 @@ class Likelihood:
     #: graph, rewrites simplify it (σ = exp(η) gives log σ = η). The draw
     #: family's ``entropy`` is the reference it is tested against.
     entropy: Callable | None = None
+    #: the moment-matched family's name when it is not the support's default
+    moment_family: str | None = None
+    #: ``(σ², 1/ν)`` per draw, for a Student-t match (`families.studentt`)
+    heavy_tails: Callable | None = None
 
 
 def _sigmoid_argument(p):
@@ -135,6 +139,10 @@ def _studentt_moments(nu, mu, sigma):
     return mu, pt.switch(nu > 2, sigma**2 * nu / (nu - 2), np.inf)
 
 
+def _studentt_tails(nu, mu, sigma):
+    return sigma**2, 1 / nu
+
+
 def _laplace(mu, b):
     return [mu, 2 * b**2]
 
@@ -202,6 +210,8 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.STUDENTT,
         _studentt_draw,
         _studentt_moments,
+        moment_family="studentt",
+        heavy_tails=_studentt_tails,
     ),
     rv.LaplaceRV: Likelihood(
         "laplace",
@@ -345,6 +355,12 @@ def statistic_expression(likelihood, parameter_names, params, name):
     if match:
         return params[0][..., int(match.group(1))]
     return params[list(parameter_names).index(name)]
+
+
+def default_moment_family(likelihood) -> Family:
+    """The family ``mode="moment"`` matches the likelihood's mixture to by default."""
+    name = likelihood.moment_family or families.DEFAULT_MOMENT_FAMILY[likelihood.support]
+    return families.get_moment_family(name)
 
 
 def likelihood_for_op(op) -> Likelihood | None:

@@ -18,13 +18,14 @@ class MixtureMoments:
 
     Parameters
     ----------
-    uses_variance : bool
-        True when the last component of ``phi`` is the chunk mixture variance
-        and the first one the mean; False when all components are means.
+    second_moment : str or None
+        `Family.second_moment`: when set, the second component of ``phi`` is
+        the chunk mixture's variance (or squared scale) and the first its mean;
+        any further component, and all of them when None, are means.
     """
 
-    def __init__(self, uses_variance):
-        self.uses_variance = uses_variance
+    def __init__(self, second_moment):
+        self.second_moment = second_moment
         self.count = 0
         self.phi = self.jac = self.hess = None
 
@@ -52,14 +53,14 @@ class MixtureMoments:
         new_phi = wa * self.phi + wb * phi
         new_jac = None if jac is None else wa * self.jac + wb * jac
         new_hess = None if hess is None else wa * self.hess + wb * hess
-        if self.uses_variance:
+        if self.second_moment:
             cross = wa * wb
-            new_phi[..., -1] += cross * delta**2
-        if self.uses_variance and jac is not None:
+            new_phi[..., 1] += cross * delta**2
+        if self.second_moment and jac is not None:
             d_delta = jac[0] - self.jac[0]
-            new_jac[-1] += 2 * cross * delta[:, None] * d_delta
+            new_jac[1] += 2 * cross * delta[:, None] * d_delta
             if hess is not None:
                 dd_delta = hess[0] - self.hess[0]
                 outer = d_delta[:, :, None] * d_delta[:, None, :]
-                new_hess[-1] += 2 * cross * (outer + delta[:, None, None] * dd_delta)
+                new_hess[1] += 2 * cross * (outer + delta[:, None, None] * dd_delta)
         self.count, self.phi, self.jac, self.hess = total, new_phi, new_jac, new_hess
