@@ -45,6 +45,7 @@ from pymc.logprob.transforms import (
     LogOddsTransform,
     LogTransform,
 )
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.fg import MissingInputError
 from pytensor.graph.replace import graph_replace
@@ -208,6 +209,23 @@ def constant_parameters(rv, model_rvs):
         elif _is_constant(param) and param.owner is not None:
             constants.append(param)
     return constants
+
+
+def _dim_lengths(rv, leaf_vars):
+    """The model's dim lengths in ``rv``'s graph, as constants of their values.
+
+    Integer shared scalars: a component sized ``(N, K)`` by dims keeps reading
+    its K from that shape after it is resized to the points, and N then sizes
+    nothing, but would stay an input of the graph.
+    """
+    return {
+        v: pt.constant(v.get_value(), dtype=v.dtype)
+        for v in graph_inputs([rv])
+        if isinstance(v, SharedVariable)
+        and getattr(v.type, "ndim", None) == 0
+        and v.dtype.startswith("int")
+        and v not in leaf_vars
+    }
 
 
 def likelihood_leaves(rv, model_rvs):
@@ -434,6 +452,7 @@ class GenericLikelihood:
             c: pt.constant(data_value(c), dtype=c.dtype)
             for c in constant_parameters(rv, model_rvs)
         }
+        self._dim_lengths = _dim_lengths(rv, {leaf.var for leaf in self.leaves})
         self.n_nodes, self.tail = n_nodes, tail
         self._rv = rv
         self._functions = self._symbolic = None
@@ -471,8 +490,9 @@ class GenericLikelihood:
         rows = phis[0].shape[0]
         placeholders = {leaf.var: leaf.placeholder() for leaf in self.leaves}
         rv = graph_replace(self._rv, self._constants, strict=False)
+        rv = graph_replace(_with_parameters(rv, placeholders), self._dim_lengths, strict=False)
         # resized from its new parameters by PyMC's own recipe for the distribution
-        resized = change_dist_size(_with_parameters(rv, placeholders), new_size=(rows,))
+        resized = change_dist_size(rv, new_size=(rows,))
         replacements, start = {}, 0
         for leaf in self.leaves:
             replacements[placeholders[leaf.var]] = leaf.assemble(phis[start : start + leaf.size])
@@ -647,8 +667,11 @@ class GenericLikelihood:
             with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
                 value = integrand(y, logp, *derivatives)
             w = w.reshape(w.shape + (1,) * (value.ndim - w.ndim))
+            # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
+            # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
+            negligible = (w < self.tail) & ~np.isfinite(value)
             with np.errstate(invalid="ignore"):
-                block = np.where(w > 0, w * value, 0.0).sum(0)
+                block = np.where((w > 0) & ~negligible, w * value, 0.0).sum(0)
             if out is None:
                 out = np.empty((len(flat), *block.shape[1:]))
             out[index] = block

@@ -6,7 +6,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from tests.zoo._registry import every_evaluation, known_posterior, zoo_model
+from tests.zoo._registry import known_posterior, zoo_model
 from tests.zoo.glm import _trials_are_not_an_input
 
 
@@ -52,14 +52,7 @@ def censored_normal_per_row_bounds(rng):
     return model, known_posterior(model)
 
 
-@zoo_model(
-    "the parametric survival notebooks: right-censored Weibull with a scalar shape",
-    known_failures={
-        "sensitivity_moment": "with interactions=True the second derivative of the mixture "
-        "mean is not finite (quadrature route; first order agrees with the KL to 2e-5)",
-        "plots": "no moment-mode sensitivity to plot",
-    },
-)
+@zoo_model("the parametric survival notebooks: right-censored Weibull with a scalar shape")
 def censored_weibull(rng):
     n = 20
     x = rng.normal(size=n)
@@ -145,12 +138,7 @@ def poisson_mixture_listed(rng):
     return model, known_posterior(model)
 
 
-@zoo_model(
-    "the dependent density regression notebook: K from dims, stick-breaking weights",
-    known_failures=every_evaluation(
-        "the quadrature graph still reads the dim length N (a shared variable)"
-    ),
-)
+@zoo_model("the dependent density regression notebook: K from dims, stick-breaking weights")
 def mixture_components_from_dims(rng):
     n, k = 20, 3
     x = rng.normal(size=n)
@@ -200,14 +188,26 @@ def beta_binomial_trials(rng):
     return model, known_posterior(model)
 
 
-@zoo_model(
-    "a skew-normal regression (quadrature route)",
-    known_failures={
-        "sensitivity_moment": "with interactions=True the second derivative of the mixture "
-        "mean is not finite (quadrature route; first order agrees with the KL to 2e-8)",
-        "plots": "no moment-mode sensitivity to plot",
-    },
-)
+def _skew_normal_rsens2(case, state):
+    """R-sens2 of x with x in closed form: the mean is linear in x, so only
+    ``∂²v = 2 Var_s b1`` moves the matched Normal: ``sqrt(2) Var_s b1 / v``, with
+    ``v = E_s[s²(1 − 2δ²/π)] + Var_s(b0 + b1 x + s δ sqrt(2/π))``,
+    ``δ = α/sqrt(1 + α²)`` (the skew-normal's variance and mean)."""
+    post = case.idata["posterior"].to_dataset()
+    b = post["b"].values.reshape(-1, 2)
+    s = post["s"].values.reshape(-1)
+    x = case.model["x"].get_value()
+    delta = SKEW_ALPHA / np.sqrt(1 + SKEW_ALPHA**2)
+    mean = b[:, :1] + b[:, 1:] * x + (s * delta * np.sqrt(2 / np.pi))[:, None]
+    v = np.mean(s**2 * (1 - 2 * delta**2 / np.pi)) + np.var(mean, 0)
+    got = state["moment"]["sensitivity"]["rsens2"].values[:, 0, 0]
+    np.testing.assert_allclose(got, np.sqrt(2) * np.var(b[:, 1]) / v, rtol=1e-6)
+
+
+SKEW_ALPHA = 3.0
+
+
+@zoo_model("a skew-normal regression (quadrature route)", check=_skew_normal_rsens2)
 def skew_normal(rng):
     n = 15
     x = rng.normal(size=n)
@@ -215,7 +215,7 @@ def skew_normal(rng):
         x_ = pm.Data("x", x)
         b = pm.Normal("b", 0, 1, shape=2)
         s = pm.HalfNormal("s", 1)
-        pm.SkewNormal("y", mu=b[0] + b[1] * x_, sigma=s, alpha=3.0, observed=x)
+        pm.SkewNormal("y", mu=b[0] + b[1] * x_, sigma=s, alpha=SKEW_ALPHA, observed=x)
     return model, known_posterior(model)
 
 
