@@ -7,6 +7,7 @@ import xarray as xr
 
 from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array, warn
 from pm_sens.graph.model_queries import (
+    bart_variables,
     count_containers,
     data_containers,
     data_value,
@@ -164,6 +165,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         )
     )
     n_default = _default_point_count(predictive, model, variables)
+    _refuse_bart(model, params)
     # held at each point's value, like an exposure: never an input
     held = count_containers(model, predictive.var_name) if predictive.var_name else []
     held = [*held, *predictive.row_constants]
@@ -198,7 +200,8 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         given_draws = data_containers(model, params, given_draws=True)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
         if not chosen and not grouped:
-            _raise_no_inputs(predictive, model)
+            other_lengths = [v for v in variables if is_float(v) and not per_point(v)]
+            _raise_no_inputs(predictive, model, other_lengths, n_default)
         return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
     chosen, grouped = [], []
@@ -228,18 +231,44 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     return chosen, grouped, variables, n_default
 
 
-def _raise_no_inputs(predictive, model):
-    """The error for predictions that depend on no input, with its likely cause."""
+def _refuse_bart(model, params):
+    """BART's trees hold values at the model's rows only: say so, and what to use."""
+    for rv, containers in bart_variables(model, params).items():
+        raise ValueError(
+            f"the predictions depend on the BART variable {rv.name!r} over "
+            f"{[c.name for c in containers]}: its posterior draws are its values at the "
+            "model's rows (sums of piecewise-constant trees), which pm_sens cannot evaluate "
+            "at moved or new points, nor differentiate. pymc-bart's own "
+            "pmb.compute_variable_importance and pmb.plot_pdp work on the trees"
+        )
+
+
+def _raise_no_inputs(predictive, model, other_lengths, n_points):
+    """The error for predictions that depend on no input, with its likely cause.
+
+    ``other_lengths``: float containers the predictions use without one row
+    per observation (e.g. lagged slices ``x[1:]``, ``x[:-1]`` of a series).
+    """
     if "__obs__" in model.coords:
         raise ValueError(
             "this PyMC model was built by bambi (its observations run along '__obs__') "
             "and holds its predictors as constants; pass the bmb.Model itself, which "
             "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
         )
+    name = predictive.var_name or predictive.family
+    if other_lengths:
+        shapes = {v.name: np.shape(_current_value(v, predictive)) for v in other_lengths}
+        raise ValueError(
+            f"the predictions of {name!r} ({n_points} observations) depend on the float "
+            f"pm.Data container(s) {shapes}, which do not have one row per observation: a "
+            "model that takes shifted slices of an input (lags such as x[1:] and x[:-1], "
+            "an AR term on x) makes one prediction depend on several rows, which pm_sens "
+            "does not support yet; give each observation its own row (e.g. pm.Data "
+            "columns x and x_lag1, both of length N)"
+        )
     raise ValueError(
-        f"the predictions of {predictive.var_name or predictive.family!r} depend on "
-        "no float pm.Data container with one row per observation; wrap the inputs "
-        "in pm.Data (or pass inputs= / a Predictive)"
+        f"the predictions of {name!r} depend on no float pm.Data container with one row "
+        "per observation; wrap the inputs in pm.Data (or pass inputs= / a Predictive)"
     )
 
 

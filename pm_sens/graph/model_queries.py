@@ -150,6 +150,19 @@ def free_variables(model, outputs):
     return [rv for rv in model.free_RVs if rv in upstream]
 
 
+def bart_variables(model, outputs):
+    """pymc-bart's BART variables that ``outputs`` depend on, with the containers they take.
+
+    Returns ``{rv: [container, ...]}``. (pymc-bart makes a class per variable,
+    based on ``pymc_bart.bart.BARTRV``; it is recognized without importing it.)
+    """
+    return {
+        rv: data_containers(model, _distribution_params(rv.owner), given_draws=True)
+        for rv in free_variables(model, outputs)
+        if any(c.__module__.startswith("pymc_bart") for c in type(rv.owner.op).__mro__)
+    }
+
+
 def observed_ancestors(model, outputs):
     """Observed RVs upstream of ``outputs``, mapped to their observed data."""
     upstream = set(ancestors(outputs))

@@ -119,3 +119,22 @@ def marketing_mix_adstock(rng):
         saturated = (1 - pm.math.exp(-lam * adstocked)) / (1 + pm.math.exp(-lam * adstocked))
         pm.Normal("sales", intercept + beta * saturated, sigma, observed=rng.normal(size=n))
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "a regression with AR(1) errors written with lagged slices of the series (issue 35)",
+    errors=every_evaluation(r"\{'x': \(40,\)\}.*shifted slices of an input"),
+)
+def ar1_errors_lagged_slices(rng):
+    n = 40
+    x = rng.normal(size=n)
+    y = x + np.cumsum(rng.normal(0, 0.3, size=n))
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b")
+        rho = pm.Uniform("rho", -1, 1)
+        sigma = pm.HalfNormal("sigma")
+        # y_t − b x_t = ρ (y_{t−1} − b x_{t−1}) + ε_t
+        mu = b * x_[1:] + rho * (y[:-1] - b * x_[:-1])
+        pm.Normal("y", mu=mu, sigma=sigma, observed=y[1:])
+    return model, known_posterior(model)

@@ -132,3 +132,36 @@ def gp_hsgp(rng):
         sigma = pm.HalfNormal("sigma", 0.5)
         pm.Normal("y", f, sigma, observed=np.sin(x))
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "pymc-bart's docs: BART over a pm.Data design matrix, Normal likelihood (issue 35)",
+    errors=every_evaluation(r"BART variable 'mu' over \['X'\].*compute_variable_importance"),
+)
+def bart_regression(rng):
+    import pymc_bart as pmb
+
+    n = 30
+    x = rng.normal(size=(n, 3))
+    y = np.sin(x[:, 0]) + 0.5 * x[:, 1] + rng.normal(0, 0.2, n)
+    with pm.Model() as model:
+        x_ = pm.Data("X", x)
+        mu = pmb.BART("mu", x_, y, m=10)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", mu, sigma, observed=y, shape=mu.shape)
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a latent GP prior on a pm.Data input, used without Predictive.from_gp",
+    errors=every_evaluation(r"depend on the inputs \['x'\] of other points.*GP predictive"),
+)
+def gp_latent_on_data_without_predictive(rng):
+    x = rng.uniform(-1, 1, size=12)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        ls = pm.Gamma("ls", 5, 5)
+        gp = pm.gp.Latent(cov_func=pm.gp.cov.ExpQuad(1, ls=ls))
+        f = gp.prior("f", X=x_[:, None])
+        pm.Normal("y", mu=f, sigma=0.3, observed=np.sin(3 * x))
+    return model, known_posterior(model)

@@ -233,3 +233,53 @@ def integer_used_in_arithmetic(rng):
         gamma = pm.Normal("gamma", 0, 1)
         pm.Normal("y", alpha + beta * t_ + gamma * x_, 1.0, observed=0.05 * t + x)
     return model, known_posterior(model)
+
+
+def _effect_read_at_its_row(case, state):
+    """Draw mode, Poisson log link: R-sens = |b| sqrt(λ), λ = exp(a + b x_i + eps_i)."""
+    post = case.idata["posterior"].to_dataset()
+    a, b = (post[v].values.reshape(-1, 1) for v in ("a", "b"))
+    eps = post["eps"].values.reshape(len(a), -1)
+    rate = np.exp(a + b * case.model["x"].get_value() + eps)
+    got = state["draw"]["sensitivity"]["rsens"].values.reshape(len(a), -1)
+    np.testing.assert_allclose(got, np.abs(b) * np.sqrt(rate), rtol=1e-10)
+
+
+@zoo_model(
+    "an observation-level random effect for overdispersed counts (GLMM notebooks)",
+    check=_effect_read_at_its_row,
+)
+def observation_level_effect(rng):
+    n = 20
+    x = rng.normal(size=n)
+    with pm.Model(coords={"obs": np.arange(n)}) as model:
+        x_ = pm.Data("x", x, dims="obs")
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 0.5)
+        s = pm.HalfNormal("s", 0.5)
+        eps = pm.Normal("eps", 0, s, dims="obs")
+        pm.Poisson("y", mu=pm.math.exp(a + b * x_ + eps), observed=rng.poisson(2, n), dims="obs")
+    return model, known_posterior(model)
+
+
+def _only_z_is_an_input(case, state):
+    """Given the draws of the true values, the measured ones change nothing."""
+    features = [str(f) for f in state["moment"]["sensitivity"]["feature"].values]
+    assert features == ["z"], features
+
+
+@zoo_model(
+    "a measurement-error model (errors-in-variables notebooks): NumPy x_obs in a prior",
+    check=_only_z_is_an_input,
+)
+def measurement_error(rng):
+    n = 20
+    x_obs = rng.normal(size=n)
+    z = rng.normal(size=n)
+    with pm.Model() as model:
+        z_ = pm.Data("z", z)
+        x_true = pm.Normal("x_true", mu=x_obs, sigma=0.2, shape=n)
+        b = pm.Normal("b", 0, 1, shape=3)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", b[0] + b[1] * x_true + b[2] * z_, sigma, observed=x_obs + z)
+    return model, known_posterior(model)
