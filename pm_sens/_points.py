@@ -26,6 +26,7 @@ class PointSet:
     point_dim: str
     point_coords: np.ndarray
     features: list  # feature labels, in the order of the derivative columns
+    bounds: frozenset = frozenset()  # names of held per-row values that may be ±inf
 
     @property
     def lazy(self) -> bool:
@@ -39,10 +40,18 @@ class PointSet:
         """
         values = dict(self.values)
         for var, value in zip(self.per_point, per_point_values, strict=True):
-            values[var] = native_array(check_finite_array(f"points[{var.name!r}]", value))
+            name = f"points[{var.name!r}]"
+            held = var.name in self.bounds
+            values[var] = native_array(check_finite_array(name, value, bounds=held))
         coords = self.point_coords[start:stop]
         return PointSet(
-            values, self.per_point, stop - start, self.point_dim, coords, self.features
+            values,
+            self.per_point,
+            stop - start,
+            self.point_dim,
+            coords,
+            self.features,
+            self.bounds,
         )
 
     def computed(self):
@@ -481,7 +490,8 @@ def _pattern_label(row, labels):
     return ", ".join(f"{label}={value:g}" for label, value in zip(labels, row, strict=True))
 
 
-def _given_points(points, names):
+def _given_points(points, names, bounds=()):
+    """Given arrays by name (``bounds``: names of held per-row values, ±inf allowed)."""
     if points is None:
         return {}, {}
     if isinstance(points, xr.Dataset):
@@ -500,7 +510,9 @@ def _given_points(points, names):
         )
     dataarrays = {k: v for k, v in arrays.items() if isinstance(v, xr.DataArray)}
     checked = {
-        k: check_finite_array(f"points[{k!r}]", v.data if isinstance(v, xr.DataArray) else v)
+        k: check_finite_array(
+            f"points[{k!r}]", v.data if isinstance(v, xr.DataArray) else v, bounds=k in bounds
+        )
         for k, v in arrays.items()
     }
     return checked, dataarrays
@@ -590,7 +602,8 @@ def _take_rows(table, index):
 def resolve_points(model, predictive, inputs, variables, n_default, points):
     """Values of all data variables at the requested points, checked, with labels."""
     names = {v.name: v for v in variables}
-    given, dataarrays = _given_points(points, names)
+    bounds = {v.name for v in predictive.row_constants}
+    given, dataarrays = _given_points(points, names, bounds)
 
     def rows_per_point(var):
         if var in inputs:
@@ -660,4 +673,4 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     labelled = inputs or per_point  # categorical inputs only: label points by them
     dim, coords = _point_labels(model, predictive, labelled, n_points, bool(given), dataarrays)
     features = _feature_labels(model, predictive, inputs, values, dataarrays)
-    return PointSet(values, per_point, n_points, dim, coords, features)
+    return PointSet(values, per_point, n_points, dim, coords, features, frozenset(bounds))

@@ -113,20 +113,25 @@ def native_array(value):
     return np.require(array, dtype=dtype, requirements=["ALIGNED", "C_CONTIGUOUS"])
 
 
-def check_finite_array(name, value):
-    """A numeric array with only finite values.
+def check_finite_array(name, value, bounds=False):
+    """A numeric array with only finite values (``bounds``: ±inf allowed, no nan).
 
-    A dask-backed array stays lazy: its dtype is checked now, its values when
-    each block is computed (reading them all here would defeat laziness).
+    ``bounds`` is for held per-row values such as censoring bounds, where an
+    infinite bound means "not censored". A dask-backed array stays lazy: its
+    dtype is checked now, its values when each block is computed (reading them
+    all here would defeat laziness).
     """
     array = value if is_lazy(value) else np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{name} has dtype {array.dtype}; it must be numeric")
-    if is_lazy(array):
+    if is_lazy(array) or array.dtype.kind != "f":
         return array
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        raise ValueError(f"{name} has {bad} non-finite value(s) (nan or inf); all must be finite")
+    valid = ~np.isnan(array) if bounds else np.isfinite(array)
+    if not np.all(valid):
+        bad = int(np.size(array) - np.count_nonzero(valid))
+        what = "nan" if bounds else "non-finite value(s) (nan or inf)"
+        must = "no nan (±inf bounds are allowed)" if bounds else "all must be finite"
+        raise ValueError(f"{name} has {bad} {what}; {must}")
     return array
 
 
