@@ -316,16 +316,20 @@ def _var(ctx, *, mode, n_nodes, gaussian):
     return {"var": per_draw_shape(ctx, out)}
 
 
-def _levels(ctx, *, mode, family):
+def _levels(ctx, *, mode, family, alpha):
     """Level divergences of each categorical input, and their per-point summary.
 
-    For input ``g``: ``levels_g`` (..., N, L), the divergence from each point's
-    own level to every level present among the points, and ``level_g`` (..., N),
-    its mean over the other levels weighted by their frequency.
+    For input ``g``: ``levels_g`` (..., N, L), the divergence ``sqrt(2 D_α)``
+    from each point's own level to every level present among the points
+    (``D_1`` the KL), and ``level_g`` (..., N), its mean over the other levels
+    weighted by their frequency.
     """
     compiled = compiled_for(ctx, mode, 0, family.second_moment if mode == "moment" else None)
     n = ctx.points.n_points
-    measure = partial(level_divergence, family.kl_divergence)
+    divergence = (
+        family.kl_divergence if alpha == 1 else partial(family.renyi_divergence, alpha=alpha)
+    )
+    measure = partial(level_divergence, divergence)
     out = {}
     for level in ctx.levels:
         chosen = np.flatnonzero(level.weights)
@@ -347,26 +351,27 @@ def _levels(ctx, *, mode, family):
     return out
 
 
-def _levels_for_alpha(ctx, alpha, chosen):
-    """The context without its categorical inputs when ``alpha != 1``, with a warning.
+def _levels_for_alpha(ctx, alpha, chosen, family):
+    """The context without its categorical inputs if the family lacks a Rényi divergence.
 
-    Their level sensitivity is a KL divergence (order 1) only: chosen by the
-    user (``inputs=``, ``categorical=``) they are an error at another order.
+    At ``alpha != 1`` level sensitivity needs the family's exact Rényi
+    divergence; without it they are left out with a warning, or, chosen by the
+    user (``inputs=``, ``categorical=``) they are an error then.
     """
-    if not ctx.levels or alpha == 1:
+    if not ctx.levels or alpha == 1 or family.renyi_divergence is not None:
         return ctx
     labels = [level.label for level in ctx.levels]
+    why = (
+        f"their level sensitivity at alpha={alpha!r} is a Rényi divergence, which pm_sens "
+        f"has for the Normal, Bernoulli, Binomial, Categorical and Poisson families, not "
+        f"the {family.name!r} one (its KL, at alpha=1, it has)"
+    )
     if chosen or not ctx.inputs:
         raise ValueError(
-            f"alpha={alpha!r} is not valid with the categorical inputs {labels}: their "
-            "level sensitivity is a KL divergence (alpha=1); pass alpha=1"
-            + (", or inputs= without them" if ctx.inputs else "")
+            f"alpha={alpha!r} is not valid with the categorical inputs {labels}: {why}; "
+            "pass alpha=1" + (", or inputs= without them" if ctx.inputs else "")
         )
-    warn(
-        f"the categorical inputs {labels} are left out: their level sensitivity is a KL "
-        f"divergence (alpha=1), not a Rényi divergence of order alpha={alpha!r}; pass "
-        "alpha=1 to rank them"
-    )
+    warn(f"the categorical inputs {labels} are left out: {why}; pass alpha=1 to rank them")
     return replace(ctx, levels=[])
 
 
@@ -713,8 +718,9 @@ def sensitivity(
         levels=True,
         categorical=categorical,
     )
-    ctx = _levels_for_alpha(ctx, alpha, chosen=inputs is not None or categorical is not None)
     matched = _matched_family(ctx.predictive, mode, family)
+    chosen = inputs is not None or categorical is not None
+    ctx = _levels_for_alpha(ctx, alpha, chosen, matched)
 
     generic = ctx.predictive.likelihood.generic
     if generic is not None:
@@ -752,7 +758,9 @@ def sensitivity(
         )
         if mode == "draw":
             dims = {name: ["chain", "draw", *d] for name, d in dims.items()}
-        levels = run_local(ctx, partial(_levels, mode=mode, family=matched), dims, mode == "draw")
+        levels = run_local(
+            ctx, partial(_levels, mode=mode, family=matched, alpha=alpha), dims, mode == "draw"
+        )
     # one look at the points (a pass over them when they are dask-backed)
     kinds = _feature_kinds(ctx)
     results = _with_levels(results, levels, ctx, mode, kinds)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from pm_sens import families
 from pm_sens.families import negative_binomial
@@ -541,3 +541,54 @@ def test_normal_log_density_against_scipy_across_float_range(rng):
         np.stack([mean, variance], -1), y
     )
     np.testing.assert_allclose(got_variance[finite], expected[finite], rtol=1e-13)
+
+
+RENYI = [case for case in ALL_FAMILIES if case[0].renyi_divergence is not None]
+
+
+@pytest.mark.parametrize("alpha", [0.3, 2.5])
+@pytest.mark.parametrize(
+    ("family", "make", "phi", "fixed"), RENYI, ids=lambda x: getattr(x, "name", "")
+)
+def test_renyi_divergence_matches_numeric_integration(family, make, phi, fixed, alpha):
+    """``D_α = log E_p[(q/p)^(1−α)] / (α − 1)``, and the KL as α → 1."""
+    phi_p = np.array(phi, float)
+    phi_q = phi_p * (1 + 0.05 * np.array([1, -1, 1][: len(phi)]))
+    p, q = make(phi_p), make(phi_q)
+    if hasattr(p, "pdf"):
+        ratio = _expectation_by_quantiles(
+            p, lambda y: np.exp((1 - alpha) * (q.logpdf(y) - p.logpdf(y)))
+        )
+    else:
+        y = np.arange(int(3 * max(p.ppf(1 - 1e-15), q.ppf(1 - 1e-15))) + 2)
+        y = y[p.pmf(y) > 0]  # classes without mass under p add nothing
+        ratio = np.sum(np.exp(alpha * p.logpmf(y) + (1 - alpha) * q.logpmf(y)))
+    got = family.renyi_divergence(phi_p[None], phi_q[None], alpha, **fixed)[0]
+    np.testing.assert_allclose(got, np.log(ratio) / (alpha - 1), rtol=1e-7)
+    near_one = family.renyi_divergence(phi_p[None], phi_q[None], 1 + 1e-6, **fixed)[0]
+    kl = family.kl_divergence(phi_p[None], phi_q[None], **fixed)[0]
+    np.testing.assert_allclose(near_one, kl, rtol=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 3.0])
+@pytest.mark.parametrize(("eta_p", "eta_q"), [(-40.0, 40.0), (20.0, -20.0), (0.3, 0.2)])
+def test_bernoulli_renyi_by_logits_is_exact_for_any_distance(eta_p, eta_q, alpha):
+    from pm_sens.families import bernoulli
+
+    got = bernoulli.renyi_divergence_logit(np.array([[eta_p]]), np.array([[eta_q]]), alpha)[0]
+    log_p = stats.logistic.logcdf([eta_p, -eta_p])
+    log_q = stats.logistic.logcdf([eta_q, -eta_q])
+    expected = special.logsumexp(alpha * log_p + (1 - alpha) * log_q) / (alpha - 1)
+    assert np.isfinite(got)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_categorical_and_normal_renyi():
+    p, q = np.array([0.2, 0.5, 0.3]), np.array([0.25, 0.45, 0.3])
+    got = families.MOMENT_FAMILIES["categorical"].renyi_divergence(p[None], q[None], 2.0)[0]
+    np.testing.assert_allclose(got, np.log(np.sum(p**2 / q)), rtol=1e-12)
+    normal = families.MOMENT_FAMILIES["normal"]
+    # α > 1 and q much narrower than p: ∫ p^α q^(1−α) diverges
+    assert (
+        normal.renyi_divergence(np.array([[0.0, 4.0]]), np.array([[0.0, 1.0]]), 2.0)[0] == np.inf
+    )

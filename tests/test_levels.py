@@ -3,7 +3,7 @@
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 import pm_sens
 from tests.conftest import posterior
@@ -150,10 +150,47 @@ def test_level_outside_the_indexed_length_is_refused(rng):
         pm_sens.sensitivity(idata, model, points=points, progressbar=False)
 
 
-def test_alpha_other_than_one_leaves_default_categorical_inputs_out(rng):
-    model, idata, *_ = _grouped_model(rng, "normal")
+@pytest.mark.parametrize("alpha", [0.5, 2.0])
+def test_levels_at_another_order_are_renyi_divergences(rng, alpha):
+    """Draw mode, Normal with one σ per draw: ``sqrt(2 D_α) = sqrt(α) |Δa| / σ``;
+    moment mode: D_α between the matched Normals by quadrature."""
+    model, idata, draws, group, x = _grouped_model(rng, "normal")
+    kw = dict(alpha=alpha, progressbar=False)
+    out = pm_sens.sensitivity(idata, model, mode="draw", **kw)["sensitivity"]
+    a, sigma = _draws(draws, "a"), _draws(draws, "sigma")
+    expected = (
+        np.sqrt(alpha) * np.abs(a[:, None, :] - a[:, group][:, :, None]) / sigma[:, None, None]
+    )
+    got = out["levels_group"].values.reshape(expected.shape)
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+    out = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
+    b = _draws(draws, "b")
+    for i in (0, 5):
+        means = a + (b * x[i])[:, None]  # (S, levels)
+        m, v = means.mean(0), (sigma**2).mean() + means.var(0)
+        own = stats.norm(m[group[i]], np.sqrt(v[group[i]]))
+        for level in set(range(N_GROUPS)) - {group[i]}:  # the own level is 0 exactly
+            other = stats.norm(m[level], np.sqrt(v[level]))
+
+            def tilted(y, p=own, q=other):
+                return np.exp(alpha * p.logpdf(y) + (1 - alpha) * q.logpdf(y))
+
+            renyi = np.log(integrate.quad(tilted, -40, 40)[0]) / (alpha - 1)
+            got = out["levels_group"].values[i, level]
+            np.testing.assert_allclose(got, np.sqrt(2 * renyi), rtol=1e-7)
+
+
+def test_alpha_other_than_one_without_a_renyi_divergence_leaves_levels_out(rng):
+    n = 20
+    group, x = rng.integers(0, N_GROUPS, n), rng.normal(size=n)
+    with pm.Model() as model:
+        xd, gd = pm.Data("x", x), pm.Data("group", group)
+        a, b = pm.Normal("a", shape=N_GROUPS), pm.Normal("b")
+        pm.Gamma("y", alpha=2.0, beta=2.0 / pm.math.exp(a[gd] + b * xd), observed=np.ones(n))
+    idata = posterior({"a": rng.normal(size=(1, 4, N_GROUPS)), "b": rng.normal(size=(1, 4))})
     kw = dict(alpha=0.5, progressbar=False, extend_inferencedata=False)
-    with pytest.warns(UserWarning, match=r"categorical inputs \['group'\] are left out.*alpha=1"):
+    with pytest.warns(UserWarning, match=r"\['group'\] are left out.*not the 'gamma' one"):
         default = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     chosen = pm_sens.sensitivity(idata, model, inputs="x", **kw)["sensitivity"]
     assert list(default["feature"].values) == list(chosen["feature"].values) == ["x"]

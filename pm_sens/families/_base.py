@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 SUPPORTS = ("real", "positive", "unit", "count", "binary", "binomial", "categorical")
 
@@ -60,6 +61,10 @@ class Family:
         representable (a Poisson rate of 1e300, whose squared derivative
         overflows). `diagonal_factors` builds it for a diagonal I. Without it,
         both come from ``fisher_information``.
+    renyi_divergence : callable, optional
+        ``renyi_divergence(phi_p, phi_q, alpha, **fixed) -> (...)``: the Rényi
+        divergence of order ``alpha`` (≠ 1), where pm_sens has it exactly (closed
+        forms, finite supports); level sensitivity at ``alpha != 1`` needs it.
     whitened_hessian : callable, optional
         Families held in another parametrization than mean–variance (for range):
         ``whitened_hessian(phi, jac, hess, **fixed) -> (u, corr)``, the second
@@ -82,6 +87,7 @@ class Family:
     pmf_table: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
+    renyi_divergence: Callable[..., np.ndarray] | None = None
 
     @property
     def discrete(self) -> bool:
@@ -200,6 +206,17 @@ def log1p_gap(u):
     series = u**2 * (1 / 2 - u * (1 / 3 - u * (1 / 4 - u / 5)))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(small, series, u - np.log1p(np.where(small, 0.0, u)))
+
+
+def renyi_from_log_masses(log_p, log_q, alpha):
+    """``log Σ_k p_k^α q_k^(1−α) / (α − 1)`` over a finite support (last axis).
+
+    Classes without mass under p add nothing; with mass under p and none
+    under q the divergence is infinite for ``alpha > 1``.
+    """
+    with np.errstate(invalid="ignore"):
+        terms = np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
+    return special.logsumexp(terms, axis=-1) / (alpha - 1)
 
 
 def stack_matrix(rows):

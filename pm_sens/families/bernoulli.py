@@ -15,6 +15,7 @@ from pm_sens.families._base import (
     diagonal_factors,
     log1p_gap,
     outer,
+    renyi_from_log_masses,
     softplus,
 )
 
@@ -68,6 +69,18 @@ def pmf_table(phi):
     return (q, p), special.entr(p) + special.entr(q)
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence of order α over {0, 1}."""
+    return renyi_from_log_masses(
+        _log_masses(probabilities(phi_p)), _log_masses(probabilities(phi_q)), alpha
+    )
+
+
+def _log_masses(p_and_q):
+    with np.errstate(divide="ignore"):
+        return np.log(np.stack(p_and_q, -1))
+
+
 FAMILY = Family(
     "bernoulli",
     "binary",
@@ -78,6 +91,7 @@ FAMILY = Family(
     support_upper=support_upper,
     pmf_table=pmf_table,
     fisher_factors=fisher_factors,
+    renyi_divergence=renyi_divergence,
 )
 
 
@@ -167,6 +181,16 @@ def pmf_table_logit(phi):
     return (q, p), entropy
 
 
+def renyi_divergence_logit(phi_p, phi_q, alpha):
+    """Rényi divergence of order α from the log masses ``−softplus(∓η)``, exact in the tails."""
+    return renyi_from_log_masses(_log_masses_logit(phi_p), _log_masses_logit(phi_q), alpha)
+
+
+def _log_masses_logit(phi):
+    eta = phi[..., 0]
+    return np.stack([-softplus(-eta), -softplus(eta)], -1)
+
+
 FAMILY_LOGIT = Family(
     "bernoulli",
     "binary",
@@ -178,4 +202,5 @@ FAMILY_LOGIT = Family(
     pmf_table=pmf_table_logit,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
+    renyi_divergence=renyi_divergence_logit,
 )

@@ -34,6 +34,16 @@ def support_upper(phi, tail, n):
     return np.broadcast_to(np.asarray(n), phi.shape[:-1]).astype(int)
 
 
+def renyi_divergence(phi_p, phi_q, alpha, n):
+    """N times the Bernoulli's: the binomial sum factors, ``(Σ p^α q^(1−α))^n``."""
+    return np.asarray(n) * bernoulli.renyi_divergence(phi_p, phi_q, alpha)
+
+
+def renyi_divergence_logit(phi_p, phi_q, alpha, n):
+    """N times the Bernoulli's, from the logits."""
+    return np.asarray(n) * bernoulli.renyi_divergence_logit(phi_p, phi_q, alpha)
+
+
 FAMILY = Family(
     "binomial",
     "binomial",
@@ -43,6 +53,7 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     fisher_factors=fisher_factors,
+    renyi_divergence=renyi_divergence,
 )
 
 
@@ -90,4 +101,5 @@ FAMILY_LOGIT = Family(
     support_upper=support_upper,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
+    renyi_divergence=renyi_divergence_logit,
 )

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy import special
 
-from pm_sens.families._base import Family, clip_probability, log1p_gap
+from pm_sens.families._base import Family, clip_probability, log1p_gap, renyi_from_log_masses
 
 
 def fisher_information(phi):
@@ -19,6 +19,12 @@ def kl_divergence(phi_p, phi_q):
     """``Σ_k p₁ₖ g((p₂ₖ − p₁ₖ)/p₁ₖ)``: the first-order terms sum to zero exactly."""
     p1, p2 = clip_probability(phi_p), clip_probability(phi_q)
     return (p1 * log1p_gap((p2 - p1) / p1)).sum(-1)
+
+
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence of order α over the K classes."""
+    with np.errstate(divide="ignore"):
+        return renyi_from_log_masses(np.log(phi_p), np.log(phi_q), alpha)
 
 
 def log_density(phi, y):
@@ -52,4 +58,5 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     pmf_table=pmf_table,
+    renyi_divergence=renyi_divergence,
 )

@@ -23,6 +23,20 @@ def kl_divergence(phi_p, phi_q):
     return 0.5 * (log1p_gap((v1 - v2) / v2) + (m1 - m2) ** 2 / v2)
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """``D_α = α(m₁ − m₂)²/(2v_α) − log(v_α / (v₁^(1−α) v₂^α)) / (2(α − 1))``.
+
+    ``v_α = α v₂ + (1 − α) v₁``; infinite where ``v_α <= 0`` (α > 1 and q
+    much narrower than p: the integral diverges).
+    """
+    (m1, v1), (m2, v2) = (phi_p[..., 0], phi_p[..., 1]), (phi_q[..., 0], phi_q[..., 1])
+    v_alpha = alpha * v2 + (1 - alpha) * v1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(v_alpha) - (1 - alpha) * np.log(v1) - alpha * np.log(v2)
+        value = alpha * (m1 - m2) ** 2 / (2 * v_alpha) - log_ratio / (2 * (alpha - 1))
+    return np.where(v_alpha > 0, value, np.inf)
+
+
 def _log_density(y, mean, sd):
     """``−½ ((y − m)/s)² − log s − ½ log 2π`` (nan where s <= 0, as scipy's)."""
     z = np.empty(np.broadcast_shapes(np.shape(y), np.shape(mean), np.shape(sd)))
@@ -55,6 +69,7 @@ FAMILY = Family(
     log_density,
     entropy,
     fisher_factors=_FACTORS,
+    renyi_divergence=renyi_divergence,
 )
 
 
@@ -118,4 +133,12 @@ FAMILY_MEAN_SD = Family(
     entropy_mean_sd,
     fisher_factors=_FACTORS_MEAN_SD,
     whitened_hessian=whitened_hessian_mean_sd,
+    renyi_divergence=lambda phi_p, phi_q, alpha: renyi_divergence(
+        _variance(phi_p), _variance(phi_q), alpha
+    ),
 )
+
+
+def _variance(phi):
+    """(m, s) -> (m, s²)."""
+    return np.stack([phi[..., 0], phi[..., 1] ** 2], -1)

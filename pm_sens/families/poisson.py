@@ -49,6 +49,13 @@ def pmf_recursion(phi):
     return np.zeros_like(m), m, lambda y: log_density(phi, y), None, None
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """``(α m₁ + (1 − α) m₂ − m₁^α m₂^(1−α)) / (1 − α)``."""
+    m1, m2 = clip_positive(phi_p[..., 0]), clip_positive(phi_q[..., 0])
+    tilted = np.exp(alpha * np.log(m1) + (1 - alpha) * np.log(m2))
+    return (alpha * m1 + (1 - alpha) * m2 - tilted) / (1 - alpha)
+
+
 FAMILY = Family(
     "poisson",
     "count",
@@ -60,4 +67,5 @@ FAMILY = Family(
     support_window=support_window,
     pmf_recursion=pmf_recursion,
     fisher_factors=diagonal_factors(_rate_scale),
+    renyi_divergence=renyi_divergence,
 )

@@ -11,13 +11,15 @@ a continuous input's R-sens times a typical change of that input (its sd).
 import numpy as np
 
 
-def level_divergence(kl_divergence, phi, phi_levels, **fixed):
-    """``sqrt(2 KL)`` from the predictive at the points to the same points at each level.
+def level_divergence(divergence, phi, phi_levels, **fixed):
+    """``sqrt(2 D)`` from the predictive at the points to the same points at each level.
 
     Parameters
     ----------
-    kl_divergence : callable
-        ``kl_divergence(phi_p, phi_q, **fixed)`` of the predictive family.
+    divergence : callable
+        ``divergence(phi_p, phi_q, **fixed)`` of the predictive family: its KL,
+        or its Rényi divergence of order α (``sqrt(2 D_α)`` is R-sens of order α
+        times the step for nearby laws, as ``D_α ≈ α/2 δᵀIδ``).
     phi : ndarray, shape (..., N, M)
         Family parameters at the points, at their own levels.
     phi_levels : ndarray, shape (L, ..., N, M)
@@ -29,8 +31,8 @@ def level_divergence(kl_divergence, phi, phi_levels, **fixed):
     -------
     ndarray, shape (..., N, L)
     """
-    kl = kl_divergence(phi[None], phi_levels, **fixed)
-    return np.moveaxis(np.sqrt(np.clip(2 * kl, 0, None)), 0, -1)
+    value = divergence(phi[None], phi_levels, **fixed)
+    return np.moveaxis(np.sqrt(np.clip(2 * value, 0, None)), 0, -1)
 
 
 def level_sensitivity(divergence, own, weights):
