@@ -253,3 +253,17 @@ def test_a_fixed_per_observation_array_cannot_follow_new_points():
             ValueError, match=r"\['row_constant_0'\] still hold.*NumPy arrays.*pm.Data"
         ):
             pm_sens.sensitivity(idata, model, mode=mode, points={"x": x[:3]}, progressbar=False)
+
+
+def test_rates_beyond_any_support_sum_get_our_error(rng):
+    """exp(60) ≈ 1e26 expected counts: the entropy's support sum cannot be held."""
+    x = np.linspace(0, 1, 5)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Poisson("y", mu=pm.math.exp(b * xd), observed=np.ones(5, dtype=int))
+    idata = posterior({"b": np.array([[60.0, 1.0]])})
+    with pytest.raises(ValueError, match=r"poisson predictive puts mass on counts beyond"):
+        pm_sens.permutation_importance(idata, model, kind="entropy", progressbar=False)
+    with pytest.raises(ValueError, match=r"counts beyond the first 16,777,216"):
+        pm_sens.partial_dependence(idata, model, kind="entropy", progressbar=False)

@@ -38,6 +38,8 @@ class EntropyAccumulator:
 
     #: mass left out of the support sums
     TAIL = 1e-10
+    #: most counts one row's support sum may cover
+    MAX_SUPPORT = 2**24
 
     def __init__(self, family, n_rows, tail=TAIL, window=None):
         self.family, self.tail = family, tail
@@ -47,6 +49,7 @@ class EntropyAccumulator:
         if self.windowed:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
+            self._check_support(self.widths)
         else:
             self.lower = np.zeros(n_rows, dtype=int)
             self.widths = np.zeros(n_rows, dtype=int)
@@ -82,12 +85,26 @@ class EntropyAccumulator:
 
     def _widen(self, width):
         """Without a window: make every row's counts ``0..width − 1`` at least."""
+        self._check_support(np.array([width]))
         n_rows, old = len(self.widths), int(self.widths.max(initial=0))
         if width > old:
             dense = self.pmf_sum.reshape(n_rows, old)
             self.pmf_sum = np.pad(dense, ((0, 0), (0, width - old))).ravel()
             self.widths = np.full(n_rows, width)
             self.offsets = np.arange(n_rows + 1) * width
+
+    def _check_support(self, widths):
+        """Refuse support sums that cannot be held (rates beyond the data's scale)."""
+        # an upper bound beyond int64 wraps around: a width below 1
+        if np.any((widths > self.MAX_SUPPORT) | (widths < 1)):
+            raise ValueError(
+                f"the {self.family.name} predictive puts mass on counts beyond the first "
+                f"{self.MAX_SUPPORT:,} at some points, more than its entropy can be summed "
+                "over: the posterior's rates there are far "
+                "beyond any data's scale (often priors too wide for a log link, such as "
+                "bambi's defaults on unscaled predictors). Check the rates "
+                "(kind='mean' needs no support sum) and the priors"
+            )
 
     def _row_groups(self):
         """(rows, width): the rows in groups of similar support width, each with its widest."""
