@@ -13,12 +13,14 @@ import numpy as np
 import xarray as xr
 
 import pm_sens
+from tests.zoo._lazy import assert_same, lazy_posterior, model_points
 
 QUIET = dict(progressbar=False)
 #: the public functions, in the order they run (later ones read earlier results)
 FUNCTIONS = (
     "sensitivity_moment",
     "sensitivity_draw",
+    "dask_and_lazy",
     "summary",
     "importance",
     "permutation_importance",
@@ -75,8 +77,8 @@ def _check_rsens_against_kl(out, where, rtol):
     assert worst < rtol, f"{where}: R-sens and central KL differ by {worst:.2e} (relative)"
 
 
-def _sensitivity(case, idata, mode):
-    out = pm_sens.sensitivity(
+def _sensitivity_call(case, idata, mode, **kwargs):
+    return pm_sens.sensitivity(
         idata,
         case.model,
         mode=mode,
@@ -86,7 +88,12 @@ def _sensitivity(case, idata, mode):
         interactions=True,
         **QUIET,
         **case.kwargs,
+        **kwargs,
     )
+
+
+def _sensitivity(case, idata, mode):
+    out = _sensitivity_call(case, idata, mode)
     local = out["sensitivity"].to_dataset()
     where = f"sensitivity({mode!r})"
     _check_finite(local, where)
@@ -119,6 +126,26 @@ def _steps(case, state):
 
     def sensitivity_draw():
         state["draw"] = _sensitivity(case, case.idata.copy(), "draw")
+
+    def dask_and_lazy():
+        """The same calls with a lazy posterior and dask-backed points: the same
+        features and values (the compiled graphs are the in-memory calls')."""
+        modes = [m for m in ("moment", "draw") if m in state]
+        if not modes:
+            raise _Skipped("no sensitivity to compare with")
+        points = model_points(case)
+        for mode in modes:
+            eager = state[mode]["sensitivity"]
+            lazy = _sensitivity_call(case, lazy_posterior(case), mode, extend_inferencedata=False)
+            assert_same(lazy["sensitivity"], eager, f"lazy posterior, {mode}")
+            if points is not None:
+                given = [
+                    _sensitivity_call(case, case.idata, mode, points=p, extend_inferencedata=False)
+                    for p in (points, points.chunk(obs=7))
+                ]
+                assert_same(
+                    given[1]["sensitivity"], given[0]["sensitivity"], f"dask points, {mode}"
+                )
 
     def _any_sensitivity():
         if "moment" not in state and "draw" not in state:
@@ -181,6 +208,7 @@ def _steps(case, state):
         for f in (
             sensitivity_moment,
             sensitivity_draw,
+            dask_and_lazy,
             summary,
             importance,
             permutation_importance,

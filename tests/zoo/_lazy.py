@@ -1,0 +1,51 @@
+"""The same call on dask-backed points and on a lazy posterior, compared with in-memory."""
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+
+def model_points(case):
+    """The model's per-point values as a Dataset (rows along ``obs``), or None.
+
+    A GP predictive's one input ``X`` defaults to its training inputs; a bambi
+    model takes data columns, not containers (only its lazy posterior is checked).
+    """
+    predictive = case.kwargs.get("predictive")
+    if predictive is not None:
+        x = next(iter(predictive.defaults.values()))
+        return xr.Dataset({"X": (("obs", "X_column"), x)})
+    if not isinstance(case.model, pm.Model):
+        return None
+    n = len(next(iter(case.idata["observed_data"].to_dataset().data_vars.values())))
+    data = {}
+    for name, var in case.model.named_vars.items():
+        value = var.get_value() if hasattr(var, "get_value") else None
+        if value is None or np.ndim(value) not in (1, 2) or len(value) != n:
+            continue
+        dims = ("obs",) if np.ndim(value) == 1 else ("obs", f"{name}_column")
+        data[name] = (dims, value)
+    return xr.Dataset(data)
+
+
+def lazy_posterior(case):
+    """The case's idata with its posterior dask-backed, two draws per chunk."""
+    lazy = case.idata.copy()
+    lazy["posterior"] = xr.DataTree(case.idata["posterior"].to_dataset().chunk(draw=2))
+    return lazy
+
+
+def assert_same(got, expected, where):
+    """Same features, variables and values (to round-off), each with finite values."""
+    got, expected = got.to_dataset().compute(), expected.to_dataset()
+    assert list(got["feature"].values) == list(expected["feature"].values), where
+    assert set(got.data_vars) == set(expected.data_vars), where
+    for name, var in expected.data_vars.items():
+        assert np.isfinite(var.values).any(), f"{where}: {name} has no finite value to compare"
+        # round-off: moment sums are merged in another order per block, and a
+        # matrix product of another block shape rounds differently, which the
+        # finite-difference KL divides by delta² (the latent GP's delta is 1e-6)
+        rtol = 1e-5 if name == "kl" else 1e-8
+        np.testing.assert_allclose(
+            got[name].values, var.values, rtol=rtol, atol=1e-14, err_msg=f"{where}: {name}"
+        )
