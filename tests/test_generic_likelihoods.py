@@ -657,3 +657,22 @@ def test_a_rule_that_misses_mass_is_reported():
     with pytest.warns(UserWarning, match=r"integrates its density to 1 only within"):
         out = pm_sens.sensitivity(idata, continuous, mode="draw", progressbar=False)
     assert out["sensitivity"].attrs["rule_mass_error"] > 1e-6
+
+
+def test_locate_mixes_quartiles_and_newton_row_by_row():
+    """Rows whose inverse CDF fails take the mode and curvature scale (Newton on
+    log p), the others keep the median and interquartile half-width."""
+    from pm_sens.graph.generic import _locate
+
+    mu, sd = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+
+    def quartiles(mu, sd):  # row 1: no finite quartiles
+        mid = np.where([True, False], mu, np.nan)
+        return mid - 0.7 * sd, mid, mid + 0.7 * sd
+
+    def gradient(z, mu, sd):  # log p of Normal(mu, sd): slope, curvature, bounds
+        return -(z - mu) / sd**2, -1 / sd**2, np.full_like(z, -np.inf), np.full_like(z, np.inf)
+
+    centre, scale = _locate((quartiles, gradient, lambda mu, sd: [np.zeros_like(mu)]), [mu, sd])
+    np.testing.assert_allclose(centre, [1.0, -2.0], rtol=1e-12)
+    np.testing.assert_allclose(scale, [0.7 * 0.5, 3.0], rtol=1e-12)
