@@ -140,7 +140,7 @@ def poisson_mixture_listed(rng):
 
 @zoo_model("the dependent density regression notebook: K from dims, stick-breaking weights")
 def mixture_components_from_dims(rng):
-    n, k = 20, 3
+    n, k = 20, 2
     x = rng.normal(size=n)
     with pm.Model(coords={"N": np.arange(n), "K": np.arange(k)}) as model:
         x_ = pm.Data("x", x, dims="N")
