@@ -313,3 +313,17 @@ def test_a_placeholder_container_is_not_constant_when_the_points_vary(rng):
     points[:, 0] = 0.0  # the placeholder's own value at every point: nothing varies
     out = pm_sens.sensitivity(idata, model, points={"X": points}, progressbar=False)
     assert list(out["sensitivity"]["feature_kind"].values) == ["constant", "rate"]
+
+
+def test_nan_attrs_say_why_level_columns_have_no_pairs(rng):
+    model, idata, *_ = _grouped_model(rng, "normal")
+    out = pm_sens.sensitivity(
+        idata, model, method=["rsens", "ead", "aed"], interactions=True, progressbar=False
+    )["sensitivity"]
+    for name in ("rsens2", "eah", "aeh"):
+        assert out[name].attrs["nan"] == (
+            f"categorical inputs (feature_kind 'level') have no {name} pairs yet; "
+            "their level sensitivity is in levels_<input>"
+        ), name
+    assert "pairs" not in out["ead"].attrs["nan"]
+    assert "nan" not in out["rsens"].attrs
