@@ -4,8 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors, apply_ancestors, graph_inputs
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
@@ -29,6 +28,7 @@ from pm_sens.graph.model_queries import (
     replace_rebuilding,
     symbolic_tensor,
 )
+from pm_sens.graph.per_row import per_row_constants, per_row_variables
 
 
 def _per_point_group_inputs(model, params, indices=()):
@@ -84,72 +84,6 @@ def _per_point_observation_rows(model, params):
         replacements[read] = graph_replace(expression, inner, strict=False)
     params = replace_rebuilding(params, replacements, keep=model.free_RVs)
     return params, {copy: (container, rows) for container, copy in copies.items()}
-
-
-def _per_point_constants(model, params, n_rows):
-    """Give NumPy constants with one row per observation a symbolic row per point.
-
-    Such a constant (a censoring bound per row, a column of zero logits built
-    with ``np.zeros((n, 1))``) belongs to its observation as a ``pm.Data``
-    container would: each becomes a symbolic tensor that follows the points and
-    is held at each point's value, never moved as an input. Constants in the
-    priors of random variables (pymc-bart's Y) stay: their draws are given.
-    Returns the new parameters and ``{symbol: value}``.
-    """
-    if not n_rows or n_rows < 2:
-        return params, {}
-    constants = [
-        c
-        for c in dict.fromkeys(ancestors(params, blockers=model.free_RVs))
-        if isinstance(c, Constant) and np.ndim(c.data) and c.data.shape[0] == n_rows
-    ]
-    # one symbol per array: PyMC may hold the same values as several constants
-    by_values, symbols = {}, {}
-    for c in constants:
-        key = (c.dtype, c.data.shape, c.data.tobytes())
-        if key not in by_values:
-            name = c.name or f"row_constant_{len(by_values)}"
-            by_values[key] = symbolic_tensor(name, c.dtype, (None, *c.type.shape[1:]))
-        symbols[c] = by_values[key]
-    if not symbols:
-        return params, {}
-    params = replace_rebuilding(params, symbols, keep=model.free_RVs)
-    return params, {symbol: c.data for c, symbol in symbols.items()}
-
-
-#: the per-point index into random variables with one value per observation
-OBSERVATION_ROW = "observation_row"
-
-
-def _per_point_free_variables(model, params, n_rows):
-    """Read random variables with one value per observation at each point's row.
-
-    An observation-level effect ``eps`` (dims of the observations, added
-    elementwise) belongs to its row as a per-row constant does: it becomes
-    ``eps[observation_row]``, with ``observation_row`` held at each point's
-    value (0..N−1 for the model's own points). Variables read through an index
-    (group effects) or a product are left alone. Returns the new parameters
-    and ``{symbol: value}``.
-    """
-    if not n_rows or n_rows < 2:
-        return params, {}
-    uses = {}
-    for node in apply_ancestors(params):
-        for i in node.inputs:
-            if i in model.free_RVs and i.ndim >= 1:
-                uses.setdefault(i, []).append(node)
-    elementwise = [
-        rv for rv, nodes in uses.items() if all(isinstance(n.op, Elemwise) for n in nodes)
-    ]
-    if not elementwise:
-        return params, {}
-    shapes = model.eval_rv_shapes()
-    per_row = [rv for rv in elementwise if shapes[rv.name][:1] == (n_rows,)]
-    if not per_row:
-        return params, {}
-    row = symbolic_tensor(OBSERVATION_ROW, "int64", (None,))
-    params = replace_rebuilding(params, {rv: rv[row] for rv in per_row}, keep=model.free_RVs)
-    return params, {row: np.arange(n_rows)}
 
 
 def _generic_likelihood(rv, model):
@@ -367,8 +301,8 @@ class Predictive:
         group_inputs.update(numeric_integers)
         # the observed data's length: the variable's own is unknown with dims
         n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
-        params, row_constants = _per_point_constants(model, params, n_rows)
-        params, observation_rows = _per_point_free_variables(model, params, n_rows)
+        params, row_constants = per_row_constants(model, params, n_rows)
+        params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
         self = cls.__new__(cls)
