@@ -73,6 +73,11 @@ def _matched_family(predictive, mode, family):
     return matched
 
 
+def _second_moment(family, mode):
+    """What the moment-mode graph computes besides the mean (`Family.second_moment`)."""
+    return family.second_moment if mode == "moment" else None
+
+
 def _check_methods(method, interactions):
     methods = as_name_list("method", method)
     for m in methods:
@@ -153,7 +158,7 @@ def _warn_saturated(phi, family):
 
 def _rsens(ctx, *, mode, family, alpha, order):
     """R-sens (and R-sens2), local values (..., N, D[, D])."""
-    second_moment = family.second_moment if mode == "moment" else None
+    second_moment = _second_moment(family, mode)
     # draw-mode R-sens alone is computed inside the graph (`WhitenedNorm`)
     whitened = mode == "draw" and order == 1
     compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
@@ -252,7 +257,7 @@ def _kl(ctx, *, mode, family, steps, scheme):
     x = feature_matrix(ctx.points.values, ctx.inputs)
     offsets = shift_offsets(steps, scheme)
     rows = np.concatenate([x, *(x + offset for offset in offsets)])
-    second_moment = family.second_moment if mode == "moment" else None
+    second_moment = _second_moment(family, mode)
     compiled = compiled_for(ctx, mode, 0, second_moment, rows=len(rows))
     values = values_at(ctx.points, ctx.inputs, rows)
     measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
@@ -324,7 +329,7 @@ def _levels(ctx, *, mode, family, alpha):
     (``D_1`` the KL), and ``level_g`` (..., N), its mean over the other levels
     weighted by their frequency.
     """
-    compiled = compiled_for(ctx, mode, 0, family.second_moment if mode == "moment" else None)
+    compiled = compiled_for(ctx, mode, 0, _second_moment(family, mode))
     n = ctx.points.n_points
     divergence = (
         family.kl_divergence if alpha == 1 else partial(family.renyi_divergence, alpha=alpha)
@@ -351,6 +356,10 @@ def _levels(ctx, *, mode, family, alpha):
     return out
 
 
+#: the families with an exact Rényi divergence, for messages
+_RENYI_FAMILIES = sorted({f.name for f in families.MOMENT_FAMILIES.values() if f.renyi_divergence})
+
+
 def _levels_for_alpha(ctx, alpha, chosen, family):
     """The context without its categorical inputs if the family lacks a Rényi divergence.
 
@@ -363,8 +372,8 @@ def _levels_for_alpha(ctx, alpha, chosen, family):
     labels = [level.label for level in ctx.levels]
     why = (
         f"their level sensitivity at alpha={alpha!r} is a Rényi divergence, which pm_sens "
-        f"has for the Normal, Bernoulli, Binomial, Categorical and Poisson families, not "
-        f"the {family.name!r} one (its KL, at alpha=1, it has)"
+        f"has for the {_RENYI_FAMILIES} families, not the {family.name!r} one (its KL, at "
+        "alpha=1, it has)"
     )
     if chosen or not ctx.inputs:
         raise ValueError(
