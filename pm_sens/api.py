@@ -356,24 +356,31 @@ def _levels(ctx, *, mode, family, alpha):
     return out
 
 
-#: the families with an exact Rényi divergence, for messages
-_RENYI_FAMILIES = sorted({f.name for f in families.MOMENT_FAMILIES.values() if f.renyi_divergence})
+#: the families with a closed-form Rényi divergence of any order, for messages
+_RENYI_FAMILIES = sorted(
+    {f.name for f in families.MOMENT_FAMILIES.values() if f.renyi_divergence and f.renyi_above_one}
+)
 
 
 def _levels_for_alpha(ctx, alpha, chosen, family):
     """The context without its categorical inputs if the family lacks a Rényi divergence.
 
-    At ``alpha != 1`` level sensitivity needs the family's exact Rényi
-    divergence; without it they are left out with a warning, or, chosen by the
-    user (``inputs=``, ``categorical=``) they are an error then.
+    At ``alpha != 1`` level sensitivity needs the family's Rényi divergence of
+    that order (above 1 only closed forms: `pm_sens.families._renyi`); without
+    it they are left out with a warning, or, chosen by the user (``inputs=``,
+    ``categorical=``) they are an error then.
     """
-    if not ctx.levels or alpha == 1 or family.renyi_divergence is not None:
+    if not ctx.levels or alpha == 1:
+        return ctx
+    if family.renyi_divergence is not None and (alpha < 1 or family.renyi_above_one):
         return ctx
     labels = [level.label for level in ctx.levels]
     why = (
         f"their level sensitivity at alpha={alpha!r} is a Rényi divergence, which pm_sens "
-        f"has for the {_RENYI_FAMILIES} families, not the {family.name!r} one (its KL, at "
-        "alpha=1, it has)"
+        f"has for every alpha > 0 for the {_RENYI_FAMILIES} families (closed forms), and "
+        f"for 0 < alpha < 1 for the others, not for the {family.name!r} one at this alpha"
+        " (above 1 its integral can lie outside both laws, where no rule built from them "
+        "reaches; its KL, at alpha=1, it has)"
     )
     if chosen or not ctx.inputs:
         raise ValueError(

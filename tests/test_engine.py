@@ -235,7 +235,8 @@ def test_no_output_at_all_without_progress_bars(logistic, capfd):
 
 
 def _heteroscedastic(rng, n=30, d=3):
-    """sd through softplus, mean through clip: ops NumPy has no ufunc for."""
+    """sd through softplus, mean through clip and a cube (a composite op, as
+    PyTensor writes ``x**3``): ops NumPy has no ufunc for."""
     x = rng.normal(size=(n, d))
     with pm.Model() as model:
         xd = pm.Data("X", x)
@@ -243,7 +244,7 @@ def _heteroscedastic(rng, n=30, d=3):
         g = pm.Normal("g", shape=d)
         pm.Normal(
             "y",
-            mu=pm.math.clip(xd @ b, -2.0, 2.0) + xd[:, 0] * xd[:, 1],
+            mu=pm.math.clip(xd @ b, -2.0, 2.0) + xd[:, 0] * xd[:, 1] + 0.1 * xd[:, 2] ** 3,
             sigma=pm.math.log1pexp(0.3 * xd @ g),
             observed=x[:, 0],
         )

@@ -676,3 +676,65 @@ def test_locate_mixes_quartiles_and_newton_row_by_row():
     centre, scale = _locate((quartiles, gradient, lambda mu, sd: [np.zeros_like(mu)]), [mu, sd])
     np.testing.assert_allclose(centre, [1.0, -2.0], rtol=1e-12)
     np.testing.assert_allclose(scale, [0.7 * 0.5, 3.0], rtol=1e-12)
+
+
+def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
+    """A truncated Normal (quadrature route) and a zero-truncated Poisson
+    (summation route) at alpha=0.5: levels are ``sqrt(2 D_α)`` with ``D_α``
+    integrated (summed) from SciPy's densities; at alpha=2 they are refused."""
+    group = np.array([0, 1, 2, 0, 1, 2])
+    a = np.array([[[-0.5, 1.0, 4.0]]])
+    idata = posterior({"a": a})
+    truncated = stats.norm(a[0, 0], 0.8)
+    with pm.Model() as continuous:
+        g = pm.Data("g", group)
+        mu = pm.Normal("a", shape=3)[g]
+        pm.Truncated("y", pm.Normal.dist(mu, 0.8), lower=0.0, observed=np.ones(6))
+    with pm.Model() as discrete:
+        g = pm.Data("g", group)
+        rate = pm.math.exp(pm.Normal("a", shape=3)[g])
+        pm.Truncated("y", pm.Poisson.dist(rate), lower=1, observed=np.ones(6, dtype=int))
+
+    def truncated_log_density(k, y):
+        return truncated.logpdf(y)[k] - truncated.logsf(0.0)[k]
+
+    def poisson_log_mass(k, y):
+        law = stats.poisson(np.exp(a[0, 0, k]))
+        return law.logpmf(y) - law.logsf(0)
+
+    y = np.arange(1, 400)
+    for model, divergence in (
+        (
+            continuous,
+            lambda k, j: integrate.quad(
+                lambda v: np.exp(
+                    0.5 * truncated_log_density(k, v) + 0.5 * truncated_log_density(j, v)
+                ),
+                0,
+                40,
+                epsrel=1e-13,
+            )[0],
+        ),
+        (
+            discrete,
+            lambda k, j: np.sum(
+                np.exp(0.5 * poisson_log_mass(k, y) + 0.5 * poisson_log_mass(j, y))
+            ),
+        ),
+    ):
+        kw = dict(mode="draw", progressbar=False, extend_inferencedata=False)
+        out = pm_sens.sensitivity(idata, model, alpha=0.5, **kw)["sensitivity"]
+        assert "summation" in out.attrs["fisher"] or "quadrature" in out.attrs["fisher"]
+        got = out["levels_g"].values[0, 0]  # (point, level)
+        expected = [
+            [
+                np.sqrt(2 * np.log(divergence(k, j)) / (0.5 - 1)) if j != k else 0.0
+                for j in range(3)
+            ]
+            for k in group
+        ]
+        # (the 64-node rules: 3e-7 for the Normals 5.6 sd apart)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        # g is the only input: nothing would be left
+        with pytest.raises(ValueError, match=r"categorical inputs \['g'\].*pass alpha=1$"):
+            pm_sens.sensitivity(idata, model, alpha=2.0, **kw)

@@ -181,24 +181,42 @@ def test_levels_at_another_order_are_renyi_divergences(rng, alpha):
             np.testing.assert_allclose(got, np.sqrt(2 * renyi), rtol=1e-7)
 
 
-def test_alpha_other_than_one_without_a_renyi_divergence_leaves_levels_out(rng):
+def test_alpha_above_one_without_a_closed_form_leaves_levels_out(rng):
+    """A negative binomial has Rényi divergences below order 1 only (sums over
+    both laws' supports): at 0.5 its levels are ``sqrt(2 D_α)`` summed with SciPy's
+    pmf; at 2 they are left out with a warning, or an error where chosen."""
     n = 20
     group, x = rng.integers(0, N_GROUPS, n), rng.normal(size=n)
     with pm.Model() as model:
         xd, gd = pm.Data("x", x), pm.Data("group", group)
         a, b = pm.Normal("a", shape=N_GROUPS), pm.Normal("b")
-        pm.Gamma("y", alpha=2.0, beta=2.0 / pm.math.exp(a[gd] + b * xd), observed=np.ones(n))
-    idata = posterior({"a": rng.normal(size=(1, 4, N_GROUPS)), "b": rng.normal(size=(1, 4))})
-    kw = dict(alpha=0.5, progressbar=False, extend_inferencedata=False)
-    with pytest.warns(UserWarning, match=r"\['group'\] are left out.*not the 'gamma' one"):
+        pm.NegativeBinomial("y", mu=pm.math.exp(a[gd] + b * xd), alpha=3.0, observed=np.ones(n))
+    draws = {"a": rng.normal(size=(1, 4, N_GROUPS)), "b": rng.normal(size=(1, 4))}
+    idata = posterior(draws)
+    kw = dict(progressbar=False, extend_inferencedata=False, mode="draw")
+    out = pm_sens.sensitivity(idata, model, alpha=0.5, **kw)["sensitivity"]
+    mean = np.exp(_draws(draws, "a")[:, None, :] + (_draws(draws, "b")[:, None] * x)[..., None])
+    y = np.arange(50_000)  # means up to 1,400 with dispersion 3
+    log_pmf = stats.nbinom.logpmf(y[:, None, None, None], 3.0, 3.0 / (3.0 + mean))  # (Y, S, N, L)
+    own = np.take_along_axis(
+        log_pmf, np.broadcast_to(group[None, None, :, None], log_pmf.shape[:3] + (1,)), -1
+    )
+    renyi = special.logsumexp(0.5 * own + 0.5 * log_pmf, axis=0) / (0.5 - 1)
+    renyi[:, np.arange(n), group] = 0.0  # the own level, exactly
+    got = out["levels_group"].values.reshape(renyi.shape)
+    # (1e-7: the graph's NB means differ from NumPy's by up to 1e-8, as at alpha=1)
+    np.testing.assert_allclose(got, np.sqrt(2 * renyi), rtol=1e-7, atol=1e-12)
+
+    kw["alpha"] = 2.0
+    with pytest.warns(UserWarning, match=r"\['group'\] are left out.*'negative_binomial' one"):
         default = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     chosen = pm_sens.sensitivity(idata, model, inputs="x", **kw)["sensitivity"]
     assert list(default["feature"].values) == list(chosen["feature"].values) == ["x"]
     np.testing.assert_array_equal(default["rsens"].values, chosen["rsens"].values)
     # chosen by the user, a categorical input at another order is an error
-    with pytest.raises(ValueError, match=r"alpha=0.5 is not valid with the categorical"):
+    with pytest.raises(ValueError, match=r"alpha=2.0 is not valid with the categorical"):
         pm_sens.sensitivity(idata, model, inputs=["x", "group"], **kw)
-    with pytest.raises(ValueError, match=r"alpha=0.5 is not valid.*pass alpha=1$"):
+    with pytest.raises(ValueError, match=r"alpha=2.0 is not valid.*pass alpha=1$"):
         pm_sens.sensitivity(idata, model, inputs="group", **kw)
 
 

@@ -4,7 +4,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 SUPPORTS = ("real", "positive", "unit", "count", "binary", "binomial", "categorical")
 
@@ -63,8 +62,11 @@ class Family:
         both come from ``fisher_information``.
     renyi_divergence : callable, optional
         ``renyi_divergence(phi_p, phi_q, alpha, **fixed) -> (...)``: the Rényi
-        divergence of order ``alpha`` (≠ 1), where pm_sens has it exactly (closed
-        forms, finite supports); level sensitivity at ``alpha != 1`` needs it.
+        divergence of order ``alpha`` (≠ 1) (`pm_sens.families._renyi`); level
+        sensitivity at ``alpha != 1`` needs it.
+    renyi_above_one : bool
+        Whether ``renyi_divergence`` holds for ``alpha > 1`` too (closed forms),
+        not only for ``0 < alpha < 1`` (sums and rules built from both laws).
     whitened_hessian : callable, optional
         Families held in another parametrization than mean–variance (for range):
         ``whitened_hessian(phi, jac, hess, **fixed) -> (u, corr)``, the second
@@ -88,6 +90,7 @@ class Family:
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
     renyi_divergence: Callable[..., np.ndarray] | None = None
+    renyi_above_one: bool = True
 
     @property
     def discrete(self) -> bool:
@@ -206,17 +209,6 @@ def log1p_gap(u):
     series = u**2 * (1 / 2 - u * (1 / 3 - u * (1 / 4 - u / 5)))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(small, series, u - np.log1p(np.where(small, 0.0, u)))
-
-
-def renyi_from_log_masses(log_p, log_q, alpha):
-    """``log Σ_k p_k^α q_k^(1−α) / (α − 1)`` over a finite support (last axis).
-
-    Classes without mass under p add nothing; with mass under p and none
-    under q the divergence is infinite for ``alpha > 1``.
-    """
-    with np.errstate(invalid="ignore"):
-        terms = np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
-    return special.logsumexp(terms, axis=-1) / (alpha - 1)
 
 
 def stack_matrix(rows):

@@ -15,9 +15,9 @@ from pm_sens.families._base import (
     diagonal_factors,
     log1p_gap,
     outer,
-    renyi_from_log_masses,
     softplus,
 )
+from pm_sens.families._renyi import renyi_from_log_masses
 
 
 def probabilities(phi):

@@ -4,6 +4,7 @@ from scipy import stats
 from scipy.special import betaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
+from pm_sens.families._renyi import renyi_exponential_family
 
 
 def fisher_information(phi):
@@ -38,6 +39,18 @@ def kl_divergence(phi_p, phi_q):
     )
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence between Beta laws: natural parameters ``(a − 1, b − 1)``."""
+    (a1, b1), (a2, b2) = _shapes(phi_p), _shapes(phi_q)
+    return renyi_exponential_family(
+        (a1 - 1, b1 - 1),
+        (a2 - 1, b2 - 1),
+        lambda a_1, b_1: betaln(a_1 + 1, b_1 + 1),
+        alpha,
+        lambda a_1, b_1: (a_1 > -1) & (b_1 > -1),
+    )
+
+
 def log_density(phi, y):
     """Log density at 0 < y < 1."""
     a, b = _shapes(phi)
@@ -58,4 +71,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    renyi_divergence=renyi_divergence,
 )

@@ -3,7 +3,8 @@
 import numpy as np
 from scipy import special
 
-from pm_sens.families._base import Family, clip_probability, log1p_gap, renyi_from_log_masses
+from pm_sens.families._base import Family, clip_probability, log1p_gap
+from pm_sens.families._renyi import renyi_from_log_masses
 
 
 def fisher_information(phi):

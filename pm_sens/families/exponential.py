@@ -4,6 +4,7 @@ import numpy as np
 from scipy import stats
 
 from pm_sens.families._base import Family, log1p_gap
+from pm_sens.families._renyi import renyi_exponential_family
 
 
 def fisher_information(phi):
@@ -16,6 +17,17 @@ def kl_divergence(phi_p, phi_q):
     """KL between exponentials with means m₁, m₂: ``g(m₁/m₂ − 1)``."""
     m1, m2 = phi_p[..., 0], phi_q[..., 0]
     return log1p_gap((m1 - m2) / m2)
+
+
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence between exponentials: natural parameter ``−1/m``."""
+    return renyi_exponential_family(
+        (-1 / phi_p[..., 0],),
+        (-1 / phi_q[..., 0],),
+        lambda eta: -np.log(-eta),
+        alpha,
+        lambda eta: eta < 0,
+    )
 
 
 def log_density(phi, y):
@@ -36,4 +48,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    renyi_divergence=renyi_divergence,
 )

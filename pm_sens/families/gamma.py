@@ -13,6 +13,7 @@ from pm_sens.families._base import (
     reparametrize,
     stack_matrix,
 )
+from pm_sens.families._renyi import renyi_exponential_family
 
 
 def fisher_information(phi):
@@ -81,6 +82,26 @@ def log_density(phi, y):
     return stats.gamma.logpdf(y, phi[..., 0] ** 2 / phi[..., 1], scale=phi[..., 1] / phi[..., 0])
 
 
+def renyi_shape_rate(a1, r1, a2, r2, alpha):
+    """Rényi divergence between Gamma laws of shapes a and rates r.
+
+    Natural parameters ``(a − 1, −r)``, log-partition ``log Γ(a) − a log r``.
+    """
+    return renyi_exponential_family(
+        (a1 - 1, -r1),
+        (a2 - 1, -r2),
+        lambda shape_1, minus_rate: gammaln(shape_1 + 1) - (shape_1 + 1) * np.log(-minus_rate),
+        alpha,
+        lambda shape_1, minus_rate: (shape_1 > -1) & (minus_rate < 0),
+    )
+
+
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence between Gamma laws given as (mean, variance)."""
+    (m1, v1), (m2, v2) = (phi_p[..., 0], phi_p[..., 1]), (phi_q[..., 0], phi_q[..., 1])
+    return renyi_shape_rate(m1**2 / v1, m1 / v1, m2**2 / v2, m2 / v2, alpha)
+
+
 def entropy(phi):
     """``a − log r + log Γ(a) + (1 − a) ψ(a)`` (shape a, rate r)."""
     a, r = phi[..., 0] ** 2 / phi[..., 1], phi[..., 0] / phi[..., 1]
@@ -96,6 +117,7 @@ FAMILY = Family(
     log_density,
     entropy,
     fisher_factors=fisher_factors,
+    renyi_divergence=renyi_divergence,
 )
 
 
@@ -176,4 +198,11 @@ FAMILY_MEAN_SHAPE = Family(
     entropy_mean_shape,
     fisher_factors=_FACTORS_MEAN_SHAPE,
     whitened_hessian=whitened_hessian_mean_shape,
+    renyi_divergence=lambda phi_p, phi_q, alpha: renyi_shape_rate(
+        phi_p[..., 1],
+        phi_p[..., 1] / phi_p[..., 0],
+        phi_q[..., 1],
+        phi_q[..., 1] / phi_q[..., 0],
+        alpha,
+    ),
 )

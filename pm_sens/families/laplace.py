@@ -24,6 +24,31 @@ def kl_divergence(phi_p, phi_q):
     return log1p_gap((b1 - b2) / b2) + rho * (np.expm1(-scaled) + scaled)
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence between Laplace laws, integrated piece by piece.
+
+    With ``a = α/b₁``, ``c = (1 − α)/b₂`` and distance ``t = |m₁ − m₂|``, the
+    integrand ``p^α q^(1−α)`` is ``(2b₁)^(−α) (2b₂)^(α−1) e^{−a|y−m₁| − c|y−m₂|}``,
+    whose integral is ``(e^{−at} + e^{−ct})/(a + c) + (e^{−at} − e^{−ct})/(c − a)``
+    (the outer pieces, then the one between the means); infinite where
+    ``a + c <= 0`` (α > 1 and q much narrower than p).
+    """
+    b1, b2 = np.sqrt(phi_p[..., 1] / 2), np.sqrt(phi_q[..., 1] / 2)
+    t = np.abs(phi_p[..., 0] - phi_q[..., 0])
+    a, c = alpha / b1, (1 - alpha) / b2
+    total = a + c
+    low, gap = np.minimum(a, c), np.abs(c - a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        outer = np.logaddexp(-a * t, -c * t) - np.log(total)
+        # (e^{−at} − e^{−ct})/(c − a) = e^{−low·t} (1 − e^{−gap·t})/gap, t as gap → 0
+        between = -low * t + np.where(
+            gap * t > 1e-300, np.log(-np.expm1(-gap * t)) - np.log(gap), np.log(t)
+        )
+        log_integral = np.logaddexp(outer, between)
+    log_integral = log_integral - alpha * np.log(2 * b1) + (alpha - 1) * np.log(2 * b2)
+    return np.where(total > 0, log_integral / (alpha - 1), np.inf)
+
+
 def log_density(phi, y):
     """Log density at y (scale b = sqrt(v/2))."""
     return stats.laplace.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1] / 2))
@@ -42,4 +67,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    renyi_divergence=renyi_divergence,
 )

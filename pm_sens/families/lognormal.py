@@ -31,6 +31,11 @@ def kl_divergence(phi_p, phi_q):
     return normal.kl_divergence(_log_moments(phi_p), _log_moments(phi_q))
 
 
+def renyi_divergence(phi_p, phi_q, alpha):
+    """That of the normal laws of log y (a divergence is kept by a bijection)."""
+    return normal.renyi_divergence(_log_moments(phi_p), _log_moments(phi_q), alpha)
+
+
 def log_density(phi, y):
     """Log density at y > 0."""
     log_moments = _log_moments(phi)
@@ -51,4 +56,5 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    renyi_divergence=renyi_divergence,
 )

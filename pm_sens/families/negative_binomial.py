@@ -15,6 +15,7 @@ from pm_sens.families._base import (
     reparametrize,
     stack_matrix,
 )
+from pm_sens.families._renyi import renyi_by_summation
 
 _MAX_CELLS = 4_000_000  # elements × support values summed at once
 
@@ -247,6 +248,8 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     pmf_recursion=pmf_recursion,
+    renyi_divergence=renyi_by_summation(log_density, support_upper),
+    renyi_above_one=False,
 )
 
 #: PyMC's own parametrization (mean μ, dispersion α), for per-draw likelihoods
@@ -260,5 +263,7 @@ FAMILY_MEAN_ALPHA = Family(
     support_upper=support_upper_mean_alpha,
     support_window=support_window_mean_alpha,
     pmf_recursion=pmf_recursion_mean_alpha,
+    renyi_divergence=renyi_by_summation(log_density_mean_alpha, support_upper_mean_alpha),
+    renyi_above_one=False,
     fisher_factors=diagonal_factors(_mean_scale, _alpha_scale),
 )

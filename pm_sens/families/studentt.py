@@ -13,6 +13,7 @@ from scipy.special import betaln, polygamma, psi
 from scipy.stats import t as student_t
 
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
+from pm_sens.families._renyi import renyi_by_rules
 
 
 def fisher_information(phi):
@@ -63,6 +64,37 @@ def kl_divergence(phi_p, phi_q):
     return np.where(resolved, (weights * integrand).sum(0), plain)
 
 
+#: the same substitution on a finer grid: laws 30 scales apart need it (2001
+#: nodes: relative error 1e-7 there, against 1e-2 with the KL's 221)
+_RENYI_STEP = 0.005
+_RENYI_T = np.arange(-5.0, 5.0 + _RENYI_STEP / 2, _RENYI_STEP)
+_RENYI_Z = np.sinh(np.pi / 2 * np.sinh(_RENYI_T))[:, None]
+_RENYI_LOG_DZ = np.log(
+    _RENYI_STEP * np.pi / 2 * np.cosh(_RENYI_T) * np.cosh(np.pi / 2 * np.sinh(_RENYI_T))
+)[:, None]
+_MAX_CELLS = 4_000_000  # elements × nodes evaluated at once
+
+
+def renyi_divergence(phi_p, phi_q, alpha):
+    """Rényi divergence (0 < α < 1) by the double-exponential rules of both laws."""
+    phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
+    flat_p, flat_q = (a.reshape(-1, a.shape[-1]) for a in (phi_p, phi_q))
+    out = np.empty(len(flat_p))
+    step = max(1, _MAX_CELLS // len(_RENYI_Z))
+    for start in range(0, len(flat_p), step):
+        p, q = flat_p[start : start + step], flat_q[start : start + step]
+        rules = []
+        for own in (p, q):
+            scale = np.sqrt(own[:, 1])
+            y = own[:, 0] + scale * _RENYI_Z
+            log_p, log_q = log_density(p, y), log_density(q, y)
+            own_density = log_p if own is p else log_q
+            with np.errstate(divide="ignore"):
+                rules.append((np.log(scale) + _RENYI_LOG_DZ + own_density, log_p, log_q))
+        out[start : start + step] = renyi_by_rules(*rules, alpha)
+    return out.reshape(phi_p.shape[:-1])
+
+
 def log_density(phi, y):
     """Log density at y."""
     return student_t.logpdf(y, phi[..., 2], phi[..., 0], np.sqrt(phi[..., 1]))
@@ -87,6 +119,8 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    renyi_divergence=renyi_divergence,
+    renyi_above_one=False,
 )
 
 
@@ -110,4 +144,8 @@ FAMILY_MATCHED = Family(
     lambda phi_p, phi_q: kl_divergence(_with_nu(phi_p), _with_nu(phi_q)),
     lambda phi, y: log_density(_with_nu(phi), y),
     lambda phi: entropy(_with_nu(phi)),
+    renyi_divergence=lambda phi_p, phi_q, alpha: renyi_divergence(
+        _with_nu(phi_p), _with_nu(phi_q), alpha
+    ),
+    renyi_above_one=False,
 )

@@ -24,6 +24,7 @@ import numpy as np
 
 from pm_sens.families import negative_binomial, poisson
 from pm_sens.families._base import Family, log1p_gap, outer
+from pm_sens.families._renyi import renyi_by_summation
 
 _MAX_CELLS = 4_000_000  # elements × support values summed at once
 
@@ -183,4 +184,6 @@ def zero_modified(base, name, *, hurdle):
         support_upper=support_upper,
         support_window=_support_window(base, hurdle),
         pmf_recursion=_pmf_recursion(base, hurdle),
+        renyi_divergence=renyi_by_summation(log_density, support_upper),
+        renyi_above_one=False,
     )

@@ -403,8 +403,29 @@ def _ufuncs_writing_out(fgraph, node):
 
 @node_rewriter([Elemwise])
 def _numpy_ufunc_forms(fgraph, node):
-    form = _UFUNC_FORMS.get(type(node.op.scalar_op))
+    scalar_op = node.op.scalar_op
+    if isinstance(scalar_op, ps.Composite):
+        return _composite_as_elemwise(scalar_op, node.inputs)
+    form = _UFUNC_FORMS.get(type(scalar_op))
     return None if form is None else [form(*node.inputs)]
+
+
+def _composite_as_elemwise(composite, inputs):
+    """A composite scalar op's outputs as one elementwise op per inner op.
+
+    PyTensor's rewrites build composites outside the fusion pass (``x**3`` as
+    ``sqr(x) * x``); NumPy's linker would run them one element at a time.
+    """
+    if any(o.owner is None for o in composite.fgraph.outputs):
+        return None  # an output that is an input or a constant: not the op's broadcast type
+    values = dict(zip(composite.fgraph.inputs, inputs, strict=True))
+    for inner in composite.fgraph.toposort():
+        arguments = [
+            values[i] if i in values else pt.constant(i.data, dtype=i.dtype) for i in inner.inputs
+        ]
+        outputs = Elemwise(inner.op)(*arguments, return_list=True)
+        values.update(zip(inner.outputs, outputs, strict=True))
+    return [values[o] for o in composite.fgraph.outputs]
 
 
 @node_rewriter([Sum])

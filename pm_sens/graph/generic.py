@@ -54,6 +54,7 @@ from pytensor.tensor.random.type import RandomGeneratorType
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
+from pm_sens.families._renyi import log_rule_term
 from pm_sens.graph.model_queries import (
     censored_parts,
     data_value,
@@ -736,6 +737,22 @@ class GenericLikelihood:
                 out[index] = np.where(w > 0, w * gap, 0.0).sum(0)
         return out.reshape(shape[:-1])
 
+    def renyi_divergence(self, phi_p, phi_q, alpha):
+        """D_α(p ‖ q), 0 < α < 1, by the rules of both laws (`renyi_by_rules`)."""
+        shape = np.broadcast_shapes(phi_p.shape, phi_q.shape)
+        flat = [np.broadcast_to(x, shape).reshape(-1, shape[-1]) for x in (phi_p, phi_q)]
+        terms = np.empty((2, len(flat[0])))
+        for own, rows in enumerate(flat):
+            for index, y, w in self._rules(rows):
+                log_p, log_q = (
+                    self.log_density(_tiled(x[index], len(y)), y.reshape(-1)).reshape(y.shape)
+                    for x in flat
+                )
+                with np.errstate(divide="ignore"):
+                    log_w = (log_p, log_q)[own] if w is None else np.log(w)
+                terms[own, index] = log_rule_term(log_w, log_p, log_q, alpha)
+        return (np.logaddexp(*terms) / (alpha - 1)).reshape(shape[:-1])
+
     def support_upper(self, phi, tail):
         """Discrete: a count above which each row's mass is below ``tail``."""
         flat = phi.reshape(-1, phi.shape[-1])
@@ -756,6 +773,8 @@ class GenericLikelihood:
             lambda p, q, **_: self.kl_divergence(p, q),
             lambda phi, y, **_: self.log_density(phi, y),
             entropy=None if self.discrete else self.entropy,
+            renyi_divergence=lambda p, q, alpha, **_: self.renyi_divergence(p, q, alpha),
+            renyi_above_one=False,
             support_upper=(lambda phi, tail, **_: self.support_upper(phi, tail))
             if self.discrete
             else None,
