@@ -13,6 +13,8 @@ with variances 1 and 1/4: at α = 1.3 the tilted law ``∝ p^α q^(1−α)`` has
 3.2, at α ≥ 4/3 the integral diverges); only closed forms are used there.
 """
 
+from functools import partial
+
 import numpy as np
 from scipy import special
 
@@ -65,23 +67,46 @@ def renyi_by_summation(log_density, support_upper, tail=1e-15):
     """
 
     def renyi_divergence(phi_p, phi_q, alpha):
-        phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
-        shape = phi_p.shape[:-1]
-        flat_p, flat_q = (a.reshape(-1, a.shape[-1]) for a in (phi_p, phi_q))
-        out = np.empty(len(flat_p))
-        if not len(flat_p):
-            return out.reshape(shape)
-        top = max(support_upper(flat_p, tail).max(), support_upper(flat_q, tail).max())
-        y = np.arange(int(top) + 2)
-        step = max(1, _MAX_CELLS // len(y))
-        for start in range(0, len(flat_p), step):
-            rows = slice(start, start + step)
-            lp = log_density(flat_p[rows, None, :], y)
-            lq = log_density(flat_q[rows, None, :], y)
-            out[rows] = renyi_from_log_masses(lp, lq, alpha)
-        return out.reshape(shape)
+        def top(flat_p, flat_q):
+            return max(support_upper(flat_p, tail).max(), support_upper(flat_q, tail).max())
+
+        return sum_over_counts(
+            log_density, phi_p, phi_q, top, partial(renyi_from_log_masses, alpha=alpha)
+        )
 
     return renyi_divergence
+
+
+def sum_over_counts(log_density, phi_p, phi_q, top, reduce):
+    """``reduce(log p, log q)`` over the counts 0..K + 1, rows in blocks.
+
+    Parameters
+    ----------
+    log_density : callable
+        The family's ``log_density(phi, y)``.
+    phi_p, phi_q : ndarray (..., M)
+    top : callable
+        ``top(flat_p, flat_q) -> K`` from the rows' parameters (R, M).
+    reduce : callable
+        ``reduce(log_p, log_q) -> (r,)`` from the log masses (r, K + 2).
+
+    Returns
+    -------
+    ndarray (...)
+    """
+    phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
+    shape = phi_p.shape[:-1]
+    flat_p, flat_q = (a.reshape(-1, a.shape[-1]) for a in (phi_p, phi_q))
+    out = np.empty(len(flat_p))
+    if not len(flat_p):
+        return out.reshape(shape)
+    y = np.arange(int(top(flat_p, flat_q)) + 2)
+    step = max(1, _MAX_CELLS // len(y))
+    for start in range(0, len(flat_p), step):
+        rows = slice(start, start + step)
+        log_p = log_density(flat_p[rows, None, :], y)
+        out[rows] = reduce(log_p, log_density(flat_q[rows, None, :], y))
+    return out.reshape(shape)
 
 
 def renyi_by_rules(own_p, own_q, alpha):

@@ -24,9 +24,7 @@ import numpy as np
 
 from pm_sens.families import negative_binomial, poisson
 from pm_sens.families._base import Family, log1p_gap, outer
-from pm_sens.families._renyi import renyi_by_summation
-
-_MAX_CELLS = 4_000_000  # elements × support values summed at once
+from pm_sens.families._renyi import renyi_by_summation, sum_over_counts
 
 
 @dataclass(frozen=True)
@@ -138,24 +136,21 @@ def _support_window(base, hurdle):
 def _kl_divergence(log_density, support_upper):
     def kl_divergence(phi_p, phi_q):
         """KL summed over the support of p, as ``E_p[g(q/p − 1)]`` (every term ≥ 0)."""
-        phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
-        shape = phi_p.shape[:-1]
-        flat_p, flat_q = (a.reshape(-1, a.shape[-1]) for a in (phi_p, phi_q))
-        out = np.empty(len(flat_p))
-        if not len(flat_p):
-            return out.reshape(shape)
-        y = np.arange(int(support_upper(flat_p, 1e-15).max()) + 2)
-        step = max(1, _MAX_CELLS // len(y))
-        for start in range(0, len(flat_p), step):
-            rows = slice(start, start + step)
-            lp = log_density(flat_p[rows, None, :], y)
-            lq = log_density(flat_q[rows, None, :], y)
-            with np.errstate(invalid="ignore", over="ignore"):
-                terms = np.exp(lp) * log1p_gap(np.expm1(lq - lp))
-            out[rows] = np.where(np.isfinite(lp), terms, 0.0).sum(-1)
-        return out.reshape(shape)
+        return sum_over_counts(
+            log_density,
+            phi_p,
+            phi_q,
+            lambda flat_p, _: support_upper(flat_p, 1e-15).max(),
+            _kl_terms,
+        )
 
     return kl_divergence
+
+
+def _kl_terms(log_p, log_q):
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = np.exp(log_p) * log1p_gap(np.expm1(log_q - log_p))
+    return np.where(np.isfinite(log_p), terms, 0.0).sum(-1)
 
 
 def _pmf_recursion(base, hurdle):
