@@ -1,5 +1,7 @@
 """Level sensitivity of categorical inputs (group indices, flags) against closed forms."""
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -345,3 +347,33 @@ def test_nan_attrs_say_why_level_columns_have_no_pairs(rng):
         ), name
     assert "pairs" not in out["ead"].attrs["nan"]
     assert "nan" not in out["rsens"].attrs
+
+
+def test_censored_normal_levels_at_order_two():
+    """The per-draw censored Normal has a closed-form Rényi divergence of any
+    order: levels at alpha=2 without a warning, equal to ``sqrt(2 D_2)`` between
+    the censored laws of each point at its own and every other level."""
+    from pm_sens.families import censored_normal
+
+    group, x = np.array([0, 1, 2, 0, 1, 2]), np.linspace(-1, 1, 6)
+    with pm.Model() as model:
+        g, xd = pm.Data("g", group), pm.Data("x", x)
+        a, b, s = pm.Normal("a", shape=3), pm.Normal("b"), pm.HalfNormal("s")
+        pm.Censored("y", pm.Normal.dist(a[g] + b * xd, s), lower=-1.0, upper=1.5, observed=x)
+    a_draw = np.array([-0.5, 1.0, 4.0])
+    idata = posterior(
+        {"a": a_draw[None, None], "b": np.full((1, 1), 0.7), "s": np.full((1, 1), 0.8)}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = pm_sens.sensitivity(
+            idata, model, mode="draw", alpha=2.0, progressbar=False, extend_inferencedata=False
+        )["sensitivity"]
+    assert out.attrs["likelihood"] == "censored_normal"
+    mu = a_draw[None, :] + 0.7 * x[:, None]  # (point, level)
+    own = np.stack([mu[np.arange(6), group], np.full(6, 0.8)], -1)
+    divergence = censored_normal.renyi_divergence(
+        own[:, None], np.stack([mu, np.full_like(mu, 0.8)], -1), 2.0, -1.0, 1.5
+    )
+    divergence[np.arange(6), group] = 0.0  # the own level, exactly
+    np.testing.assert_allclose(out["levels_g"].values[0, 0], np.sqrt(2 * divergence), rtol=1e-10)

@@ -195,3 +195,52 @@ def test_renyi_routes_below_one_are_batched_and_chunked(monkeypatch):
     ]
     assert got.shape == (2, 3)
     np.testing.assert_allclose(got.reshape(-1), one_by_one, rtol=1e-13)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.7, 1.5, 2.0, 4.0])
+@pytest.mark.parametrize(
+    ("phi_p", "phi_q", "lower", "upper"),
+    [
+        ([0.3, 1.0], [1.5, 0.7], -0.5, 1.0),
+        ([0.0, 1.0], [0.5, 0.4], -1.0, 2.0),  # above 1: the Dawson branch (P < 0)
+        ([2.0, 1.0], [0.5, 0.3], -1.0, 0.5),
+        ([0.3, 1.0], [4.0, 0.7], -np.inf, 1.0),
+        ([0.0, 1.0], [6.0, 2.0], -np.inf, np.inf),
+    ],
+)
+def test_censored_normal_renyi_against_quadrature(phi_p, phi_q, lower, upper, alpha):
+    """The masses at the bounds plus ``∫ p^α q^(1−α)`` between them by quad (the
+    censored Normal in (μ, σ)); infinite where the interval is unbounded and the
+    tilted exponent opens upwards (α > 1, q much narrower)."""
+    from pm_sens.families import censored_normal
+
+    p, q = stats.norm(*phi_p), stats.norm(*phi_q)
+    got = censored_normal.renyi_divergence(
+        np.array([phi_p]), np.array([phi_q]), alpha, lower, upper
+    )[0]
+    precision = alpha / phi_p[1] ** 2 + (1 - alpha) / phi_q[1] ** 2
+    if precision <= 0 and not (np.isfinite(lower) and np.isfinite(upper)):
+        assert got == np.inf
+        return
+    low = lower if np.isfinite(lower) else min(phi_p[0], phi_q[0]) - 60 * max(phi_p[1], phi_q[1])
+    high = upper if np.isfinite(upper) else max(phi_p[0], phi_q[0]) + 60 * max(phi_p[1], phi_q[1])
+    cuts = np.linspace(low, high, 200)
+    interior = sum(
+        integrate.quad(
+            lambda y: np.exp(alpha * p.logpdf(y) + (1 - alpha) * q.logpdf(y)),
+            a,
+            b,
+            epsabs=0,
+            epsrel=1e-13,
+        )[0]
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+    )
+    masses = sum(
+        mass_p**alpha * mass_q ** (1 - alpha)
+        for mass_p, mass_q, bound in (
+            (p.cdf(lower), q.cdf(lower), lower),
+            (p.sf(upper), q.sf(upper), upper),
+        )
+        if np.isfinite(bound)
+    )
+    np.testing.assert_allclose(got, np.log(interior + masses) / (alpha - 1), rtol=1e-12)
