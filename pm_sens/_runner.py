@@ -37,6 +37,7 @@ from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.predictive import Predictive
+from pm_sens.graph.rewrites import excluded as excluded_rewrites
 from pm_sens.measures.mixture import MixtureMoments
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
@@ -159,7 +160,7 @@ def make_context(
 
 #: moment-mode derivatives of up to this many values (draws × rows ×
 #: features^order) run op by op in NumPy rather than compiled: the compile would
-#: take longer than the run (`pm_sens.graph.engine.BACKENDS`)
+#: take longer than the run (`pm_sens.graph.rewrites.BACKENDS`)
 INTERPRETED_WORK = 2e7
 #: values (draws × rows × features^order) per chunk of a graph run in NumPy or of
 #: a per-draw graph, so that its temporaries stay in the CPU's cache and below
@@ -229,6 +230,7 @@ def compiled_for(
         tuple(v.name for v in ctx.inputs),
         tuple((v.name, np.shape(values[v])[1:]) for v in values),
         tuple(np.shape(v)[1:] for v in ctx.draws.values),
+        excluded_rewrites(),
     )
     cache = ctx.predictive.compiled
     with _COMPILING:

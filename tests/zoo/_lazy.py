@@ -35,8 +35,8 @@ def lazy_posterior(case):
     return lazy
 
 
-def assert_same(got, expected, where):
-    """Same features, variables and values (to round-off), each with finite values."""
+def assert_same(got, expected, where, rtol=1e-8):
+    """Same features, variables and values (to ``rtol``), each with finite values."""
     got, expected = got.to_dataset().compute(), expected.to_dataset()
     assert list(got["feature"].values) == list(expected["feature"].values), where
     assert set(got.data_vars) == set(expected.data_vars), where
@@ -45,7 +45,10 @@ def assert_same(got, expected, where):
         # round-off: moment sums are merged in another order per block, and a
         # matrix product of another block shape rounds differently, which the
         # finite-difference KL divides by delta² (the latent GP's delta is 1e-6)
-        rtol = 1e-5 if name == "kl" else 1e-8
         np.testing.assert_allclose(
-            got[name].values, var.values, rtol=rtol, atol=1e-14, err_msg=f"{where}: {name}"
+            got[name].values,
+            var.values,
+            rtol=1e-5 if name == "kl" else rtol,
+            atol=1e-14,
+            err_msg=f"{where}: {name}",
         )

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 import pm_sens
+from pm_sens.graph.rewrites import REWRITES, excluding
 from tests.zoo._lazy import assert_same, lazy_posterior, model_points
 
 QUIET = dict(progressbar=False)
@@ -21,6 +22,7 @@ FUNCTIONS = (
     "sensitivity_moment",
     "sensitivity_draw",
     "dask_and_lazy",
+    "rewrites_excluded",
     "summary",
     "importance",
     "permutation_importance",
@@ -147,6 +149,21 @@ def _steps(case, state):
                     given[1]["sensitivity"], given[0]["sensitivity"], f"dask points, {mode}"
                 )
 
+    def rewrites_excluded():
+        """The same calls compiled without pm_sens's rewrites: the same values to
+        1e-12 (they change how a graph computes, never what). Not without the
+        NumPy forms of scalar ops: a graph would be compiled by Numba instead
+        (seconds per model; that switch is `tests/test_rewrites.py`'s)."""
+        modes = [m for m in ("moment", "draw") if m in state]
+        if not modes:
+            raise _Skipped("no sensitivity to compare with")
+        for mode in modes:
+            with excluding(*(n for n in REWRITES if n != "local_numpy_ufunc_forms")):
+                plain = _sensitivity_call(case, case.idata, mode, extend_inferencedata=False)
+            assert_same(
+                plain["sensitivity"], state[mode]["sensitivity"], f"no rewrites, {mode}", 1e-12
+            )
+
     def _any_sensitivity():
         if "moment" not in state and "draw" not in state:
             raise _Skipped("no sensitivity to summarize")
@@ -209,6 +226,7 @@ def _steps(case, state):
             sensitivity_moment,
             sensitivity_draw,
             dask_and_lazy,
+            rewrites_excluded,
             summary,
             importance,
             permutation_importance,

@@ -1,0 +1,414 @@
+"""pm_sens's graph rewrites (`pm_sens.graph.rewrites`): each changes how a graph
+is computed, with the same values as PyTensor's own graph, and can be left out by name."""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+import pytest
+
+import pm_sens
+from pm_sens.graph.rewrites import (
+    BACKENDS,
+    REWRITES,
+    compile_mode,
+    excluded,
+    excluding,
+    runs_element_by_element,
+)
+from pm_sens.graph.rewrites._along import constant_along
+from pm_sens.graph.rewrites.numpy_linker import GemmByBlas, UfuncWithOut
+from tests.conftest import posterior
+
+
+def test_sums_over_draws_of_outer_products_become_matrix_products(rng):
+    """``Σ_s r[s, n] c[s, d]`` (the moment-mode derivatives of a per-draw ``X @ b``)
+    is rewritten into a matrix product, term by term in a sum, with the same
+    values; a factor varying along both n and d leaves the sum as it is."""
+    s, n, d = 7, 5, 3
+    r = pt.tensor("r", shape=(None, None, 1))
+    c = pt.tensor("c", shape=(None, 1, d))
+    w = pt.tensor("w", shape=(1, None, 1))  # constant across draws
+    v = pt.tensor("v", shape=(1, 1, d))  # constant across draws
+    full = pt.tensor("full", shape=(None, None, d))
+    values = {
+        r: rng.normal(size=(s, n, 1)),
+        c: rng.normal(size=(s, 1, d)),
+        w: rng.normal(size=(1, n, 1)),
+        v: rng.normal(size=(1, 1, d)),
+        full: rng.normal(size=(s, n, d)),
+    }
+    # terms: per-draw rows and columns, rows or columns or neither constant
+    # across draws, rows alone; the number of draws an integer
+    terms = (2 * r * c) / r.shape[0] + (w * c) / r.shape[0] + pt.exp(r) * v + w * v + r
+    cases = {
+        "product": ((r * c).sum(0), True),
+        "sum of products": ((terms + pt.exp(r) * c).sum(0), True),
+        "full factor": ((r * c * full).sum(0), False),
+    }
+    for name, (expr, rewritten) in cases.items():
+        inputs = [v for v in values if v in pytensor.graph.traversal.graph_inputs([expr])]
+        for backend in BACKENDS:
+            function = pytensor.function(inputs, expr, mode=compile_mode(backend))
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert ("Dot" in ops) == rewritten, (name, backend, ops)
+            assert backend == "numba" or not runs_element_by_element(function)
+            reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+            np.testing.assert_allclose(
+                function(*(values[v] for v in inputs)),
+                reference(*(values[v] for v in inputs)),
+                rtol=1e-12,
+            )
+
+
+def _features_column(points, b, d):
+    """The second backward pass's ``onehot_d @ Bᵀ``, (N, S): ``B[:, d]`` on every row."""
+    onehot = pt.set_subtensor(pt.zeros((points.shape[0], b.shape[1]))[:, d], 1.0)
+    return pt.dot(onehot, b.T)  # a Dot, as in rewritten graphs (``@`` is batched)
+
+
+def test_values_constant_along_an_axis_are_found_and_computed_once(rng):
+    """`constant_along` finds values the same all along an axis through
+    elementwise ops, views, reductions, matrix products and writes into zeros,
+    and gives them at length 1 there; values that vary are refused."""
+    x, b = pt.matrix("x", shape=(None, 3)), pt.matrix("b", shape=(None, 3))
+    values = {x: rng.normal(size=(5, 3)), b: rng.normal(size=(7, 3))}
+    column = _features_column(x, b, 1)  # (N, S)
+    per_draw = column.T[:, :, None]  # (S, N, 1)
+    cases = {
+        "column": (column, 0, True),
+        "view, elementwise": (pt.exp(per_draw) * 2 - per_draw, 1, True),
+        "centred over draws": (column - column.mean(1)[:, None], 0, True),
+        "reduced over draws": (column.sum(1), 0, True),
+        "points' products": (pt.dot(x, b.T), 0, False),
+        "a row written": (
+            pt.dot(pt.set_subtensor(pt.zeros((x.shape[0], 3))[2], 1.0), b.T),
+            0,
+            False,
+        ),
+        "times the points": (column * x[:, :1], 0, False),
+    }
+    for name, (expr, axis, constant) in cases.items():
+        found = constant_along(expr, axis)
+        assert (found is not None) == constant, name
+        if constant:
+            assert found.type.shape[axis] == 1, name
+            full, once = pytensor.function([x, b], [expr, found], mode="FAST_COMPILE")(
+                values[x], values[b]
+            )
+            np.testing.assert_allclose(np.broadcast_to(once, full.shape), full, err_msg=name)
+
+
+def test_a_features_column_is_factored_out_of_sums_over_draws(rng):
+    """The second backward pass of ``X @ Bᵀ`` multiplies ``B[:, d]``, repeated for
+    every point, into each term (through sums and a stable sigmoid's switch):
+    it moves to the (S, D) side of the matrix product and is never built at
+    N × S; products sharing their left side become one. Values as PyTensor's."""
+    x, b = pt.matrix("x", shape=(None, 3)), pt.matrix("b", shape=(None, 3))
+    values = [rng.normal(size=(5, 3)), rng.normal(size=(7, 3))]
+    eta = (x @ b.T).T[:, :, None]  # (S, N, 1)
+    weight = pt.sigmoid(eta) * (1 - pt.sigmoid(eta))
+    per_feature = []
+    for d in range(3):
+        column = _features_column(x, b, d).T[:, :, None]
+        term = pt.switch(eta > 0, column * weight - column * eta, -(column * weight) / 2)
+        per_feature.append((term * b[:, None, :]).sum(0))
+    for backend in BACKENDS:
+        function = pytensor.function([x, b], per_feature, mode=compile_mode(backend))
+        nodes = function.maker.fgraph.apply_nodes
+        writes = [n for n in nodes if type(n.op).__name__ == "IncSubtensor"]
+        assert writes and all(n.outputs[0].type.shape[0] == 1 for n in writes), backend
+        # one (N, S) @ (S, 3·D) product for the three features
+        assert sum(n.outputs[0].type.shape[1] == 9 for n in nodes if type(n.op).__name__ == "Dot")
+        reference = pytensor.function([x, b], per_feature, mode="FAST_COMPILE")
+        for got, expected in zip(function(*values), reference(*values), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=backend)
+
+
+def test_products_share_their_left_side_only_when_independent(rng):
+    """``A @ C_k`` for several ``C_k`` become one product, unless a ``C_k`` depends
+    on another product (which would make a cycle)."""
+    a, c1, c2 = pt.matrix("a"), pt.matrix("c1"), pt.matrix("c2")
+    values = [rng.normal(size=(4, 6)), rng.normal(size=(6, 2)), rng.normal(size=(6, 3))]
+    cases = {
+        "independent": ([a @ c1, a @ c2], 1),
+        "dependent": ([a @ c1, a @ (a.T @ (a @ c1))], 2),
+    }
+    for name, (outputs, products) in cases.items():
+        function = pytensor.function(
+            [a, c1, c2], outputs, mode=compile_mode("python"), on_unused_input="ignore"
+        )
+        dots = [
+            n
+            for n in function.maker.fgraph.apply_nodes
+            if type(n.op).__name__ in ("Dot", "Dot22") and n.inputs[0].name == "a"
+        ]
+        assert len(dots) == products, name
+        reference = pytensor.function(
+            [a, c1, c2], outputs, mode="FAST_COMPILE", on_unused_input="ignore"
+        )
+        for got, expected in zip(function(*values), reference(*values), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=name)
+
+
+def test_a_sum_of_outer_products_becomes_one_matrix_product(rng):
+    """``a + b0 x0 + b1 x1 + …`` over draws (columns) and points (rows), as bambi
+    writes a linear predictor: one matrix product for the outer products, the
+    other terms added; fewer than two outer products, or integers, are left."""
+    s, n = 6, 5
+    cols = [pt.matrix(f"b{j}", shape=(None, 1)) for j in range(3)]
+    rows = [pt.matrix(f"x{j}", shape=(1, None)) for j in range(3)]
+    a, k = pt.matrix("a", shape=(None, 1)), pt.matrix("k", shape=(1, None), dtype="int64")
+    values = {v: rng.normal(size=(s, 1)) for v in cols} | {
+        v: rng.normal(size=(1, n)) for v in rows
+    }
+    values |= {a: rng.normal(size=(s, 1)), k: rng.integers(0, 5, size=(1, n))}
+    cases = {
+        "three and an intercept": (
+            a + cols[0] * rows[0] + rows[1] * cols[1] + cols[2] * rows[2],
+            True,
+        ),
+        "one": (a + cols[0] * rows[0], False),
+        "integer rows": (cols[0] * k + cols[1] * k, False),
+    }
+    for name, (expr, rewritten) in cases.items():
+        inputs = [v for v in values if v in pytensor.graph.traversal.graph_inputs([expr])]
+        for backend in BACKENDS:
+            function = pytensor.function(inputs, expr, mode=compile_mode(backend))
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert bool(ops & {"Dot", "Dot22", "Gemm"}) == rewritten, (name, backend, ops)
+            reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+            arrays = [values[v] for v in inputs]
+            np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-13)
+
+
+def test_like_columns_are_joined_below_their_elementwise_op(rng):
+    """Columns side by side that are the same elementwise expression of shared
+    (S, N) arrays and of their own (S, 1) coefficient (draw-mode R-sens of
+    bambi's one-container-per-predictor models) are computed as one expression
+    of the joined coefficients; columns used elsewhere, of different ops, or
+    whose own inputs cannot be joined stay as they are. The same values."""
+    w, v = pt.matrix("w"), pt.matrix("v")
+    coefs = [pt.matrix(f"b{j}", shape=(None, 1)) for j in range(3)]
+    row = pt.matrix("row", shape=(1, None))
+    values = {w: rng.normal(size=(6, 5)), v: rng.normal(size=(6, 5)), row: rng.normal(size=(1, 5))}
+    values |= {b: rng.normal(size=(6, 1)) for b in coefs}
+
+    def column(b, op=pt.abs):
+        return op(pt.switch(v > 0, w * b, 0.0) * pt.exp(v))[..., None]
+
+    columns = [column(b) for b in coefs]
+    cases = {
+        "like columns": ([pt.concatenate(columns, axis=2)], True),
+        "one also an output": ([pt.concatenate(columns, axis=2), columns[0]], False),
+        "different ops": (
+            [pt.concatenate([column(coefs[0], pt.sin), column(coefs[1], pt.cos)], axis=2)],
+            False,
+        ),
+        "a row and a column": ([pt.concatenate([columns[0], column(row)], axis=2)], False),
+        "sums of different lengths": (
+            [
+                pt.concatenate(
+                    [(w * coefs[0] + v + pt.exp(w))[..., None], (w * coefs[1] + v)[..., None]],
+                    axis=2,
+                )
+            ],
+            False,
+        ),
+    }
+    for name, (outputs, lifted) in cases.items():
+        inputs = [x for x in values if x in pytensor.graph.traversal.graph_inputs(outputs)]
+        reference = pytensor.function(inputs, outputs, mode="FAST_COMPILE")
+        arrays = [values[x] for x in inputs]
+        for backend in BACKENDS:
+            with pytensor.config.change_flags(on_opt_error="raise"):  # no rewrite fails
+                function = pytensor.function(inputs, outputs, mode=compile_mode(backend))
+            joins = [
+                node.outputs[0].type.broadcastable
+                for node in function.maker.fgraph.apply_nodes
+                if type(node.op).__name__ == "Join"
+            ]
+            # lifted: only the (S, 1, 3) coefficients are joined, not (S, N, 1) columns
+            assert all(b[1] for b in joins) == lifted and joins, (name, backend, joins)
+            for got, expected in zip(function(*arrays), reference(*arrays), strict=True):
+                np.testing.assert_allclose(got, expected, rtol=1e-14)
+
+
+def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
+    """``zeros((S, N, 1))[:, :, 0] = y`` (how the gradient of a per-draw column is
+    written) runs as ``y[:, :, None]``, with the same values; a longer axis, or a
+    ``y`` broadcast by the assignment, keeps the assignment."""
+    y = pt.matrix("y")
+    row = pt.matrix("row", shape=(1, None))
+    n_draws, n = y.shape
+    cases = {
+        "set": (pt.set_subtensor(pt.zeros((n_draws, n, 1))[:, :, 0], y), y, True),
+        "increment": (pt.inc_subtensor(pt.zeros((n_draws, n, 1))[:, :, 0], y), y, True),
+        "axis of two": (pt.set_subtensor(pt.zeros((n_draws, n, 2))[:, :, 0], y), y, False),
+        "broadcast": (pt.set_subtensor(pt.zeros((4, n, 1))[:, :, 0], row), row, False),
+    }
+    values = {y: rng.normal(size=(4, 5)), row: rng.normal(size=(1, 5))}
+    for name, (expr, given, rewritten) in cases.items():
+        inputs = [given] if given is y else [given, y]
+        for backend in BACKENDS:
+            function = pytensor.function(
+                inputs, expr, mode=compile_mode(backend), on_unused_input="ignore"
+            )
+            ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+            assert ("IncSubtensor" not in ops) == rewritten, (name, backend, ops)
+            reference = pytensor.function(
+                inputs, expr, mode="FAST_COMPILE", on_unused_input="ignore"
+            )
+            arrays = [values[v] for v in inputs]
+            np.testing.assert_array_equal(function(*arrays), reference(*arrays))
+
+
+def test_numpy_linker_ufuncs_write_into_their_output(rng):
+    """An inplace elementwise op run by NumPy's linker writes into the input it
+    destroys, and a sum of several terms folds into one array, the pair with the
+    smallest broadcast shape first, else in the order of its terms (the same
+    values to the bit), broadcasting where a partial result is smaller than
+    the output."""
+    a, c, t = pt.matrix("a", shape=(None, 1)), pt.matrix("c", shape=(1, None)), pt.matrix("t")
+    r = pt.matrix("r", shape=(1, None))
+    values = {
+        a: rng.normal(size=(4, 1)),
+        c: rng.normal(size=(1, 5)),
+        t: rng.normal(size=(4, 5)),
+        r: rng.normal(size=(1, 5)),
+    }
+    cases = {
+        # the destroyed term last: read only at the last step
+        "sum into its last term": ((ps.add, {0: 2}), [a, c, t], lambda x, y, z: (x + y) + z),
+        "sum, partial result smaller": ((ps.mul, {}), [a, c, t], lambda x, y, z: (x * y) * z),
+        # a column times two rows: the rows first (one (4, 5) pass, not two)
+        "product, rows first": ((ps.mul, {}), [a, c, r], lambda x, y, z: x * (y * z)),
+        "sum into its first term, rows first": (
+            (ps.add, {0: 0}),
+            [t, a, c, r],
+            lambda w, x, y, z: (w + x) + (y + z),
+        ),
+        "exponential in place": ((ps.exp, {0: 0}), [t], np.exp),
+    }
+    for name, ((scalar_op, inplace), inputs, reference) in cases.items():
+        op = UfuncWithOut(scalar_op, inplace)
+        arrays = [values[v].copy() for v in inputs]
+        expected = reference(*arrays)
+        storage = [[None]]
+        op.perform(op.make_node(*inputs), arrays, storage)
+        np.testing.assert_array_equal(storage[0][0], expected, err_msg=name)
+        if inplace:
+            assert storage[0][0] is arrays[inplace[0]], name
+
+    # in compiled graphs: float ops are rewritten and agree with PyTensor's own
+    # implementation; integer ones are left to it
+    z, k = pt.matrix("z"), pt.matrix("k", dtype="int64")
+    for expr, inputs, rewritten in [
+        (pt.exp(z) + a + c, [z, a, c], True),
+        (k + 2 * k + k, [k], False),
+    ]:
+        function = pytensor.function(inputs, expr, mode=compile_mode("python"))
+        ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+        assert ("UfuncWithOut" in ops) == rewritten, ops
+        arrays = (
+            [values[t], values[a], values[c]] if rewritten else [rng.integers(0, 9, size=(4, 5))]
+        )
+        reference = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+        np.testing.assert_allclose(function(*arrays), reference(*arrays), rtol=1e-15)
+
+
+def test_numpy_linker_gemm_adds_the_product_into_z_with_one_blas_call(rng):
+    """``z ← a x y + b z`` run by NumPy's linker writes into z itself, C- or
+    Fortran-ordered, in float64 and float32, with PyTensor's Gemm's values; a
+    z broadcast up to the product's shape takes PyTensor's own path."""
+    op, reference = GemmByBlas(), pytensor.tensor.blas.Gemm(inplace=False)
+    for dtype, order, z_shape in [
+        ("float64", "C", (4, 6)),
+        ("float64", "F", (4, 6)),
+        ("float32", "C", (4, 6)),
+        ("float64", "C", (1, 6)),  # broadcast
+    ]:
+        z = np.asarray(rng.normal(size=z_shape), dtype=dtype, order=order)
+        x = rng.normal(size=(4, 3)).astype(dtype)
+        y = np.asarray(rng.normal(size=(6, 3)).astype(dtype).T)  # a transposed view
+        a, b = np.asarray(0.5, dtype=dtype), np.asarray(1.5, dtype=dtype)
+        expected = b * z + a * (x.astype("float64") @ y.astype("float64"))
+        case = (dtype, order, z_shape)
+        node = op.make_node(pt.as_tensor(z), a, x, y, b)
+        storage = [[None]]
+        op.perform(node, [z.copy(order="K"), a, x, y, b], storage)
+        tolerance = 1e-13 if dtype == "float64" else 1e-5
+        np.testing.assert_allclose(storage[0][0], expected, rtol=tolerance, err_msg=str(case))
+        if z_shape == (4, 6):
+            given = z.copy(order="K")
+            op.perform(node, [given, a, x, y, b], storage)
+            assert storage[0][0] is given, case  # written in place
+        check = [[None]]
+        reference.perform(node, [z.copy(order="K"), a, x, y, b], check)
+        np.testing.assert_allclose(storage[0][0], check[0][0], rtol=tolerance, err_msg=str(case))
+
+    # in graphs run in NumPy: a product plus a term is this Gemm, with the values of
+    # PyTensor's own implementation
+    beta, xm, c = pt.matrix("beta"), pt.matrix("xm"), pt.matrix("c", shape=(1, None))
+    expr = pt.dot(beta, xm.T) + pt.col("s") * c
+    inputs = [beta, xm, *[v for v in pytensor.graph.graph_inputs([expr]) if v.name == "s"], c]
+    function = pytensor.function(inputs, expr, mode=compile_mode("python"))
+    ops = {type(node.op).__name__ for node in function.maker.fgraph.apply_nodes}
+    assert "GemmByBlas" in ops, ops
+    arrays = [rng.normal(size=(5, 3)), rng.normal(size=(7, 3)), rng.normal(size=(5, 1))]
+    arrays.append(rng.normal(size=(1, 7)))
+    fast = pytensor.function(inputs, expr, mode="FAST_COMPILE")
+    np.testing.assert_allclose(function(*arrays), fast(*arrays), rtol=1e-13)
+
+
+def _extra_rewriters(mode):
+    return [rewriter for rewriter, _ in mode.provided_optimizer.extra_rewrites]
+
+
+@pytest.mark.parametrize("name", sorted(REWRITES))
+def test_every_rewrite_can_be_excluded_by_name(name):
+    rewrite = REWRITES[name]
+    for backend in rewrite.backends:
+        assert rewrite.rewriter in _extra_rewriters(compile_mode(backend))
+        with excluding(name):
+            assert excluded() == (name,)
+            others = _extra_rewriters(compile_mode(backend))
+            assert rewrite.rewriter not in others
+            assert len(others) == sum(
+                backend in r.backends for n, r in REWRITES.items() if n != name
+            )
+    assert excluded() == ()
+
+
+def test_an_unknown_rewrite_name_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown rewrites \['local_nope'\]; valid: \["):
+        with excluding("local_nope"):
+            pass
+
+
+def test_without_numpy_forms_a_graph_is_compiled_with_the_same_numbers(rng):
+    """clip and softplus have no NumPy ufunc: without their NumPy forms the
+    small request's graphs are compiled by Numba (not run element by element
+    in Python), and give the same R-sens and R-sens2 to 1e-12."""
+    x = rng.normal(size=(20, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        pm.Normal(
+            "y",
+            mu=pm.math.clip(xd @ b, -2.0, 2.0) + 0.1 * xd[:, 0] ** 3,
+            sigma=pm.math.log1pexp(0.3 * xd @ b),
+            observed=x[:, 0],
+        )
+    idata = posterior({"b": rng.normal(size=(2, 10, 2))})
+    kw = dict(interactions=True, progressbar=False, extend_inferencedata=False)
+    with_forms = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
+    with excluding("local_numpy_ufunc_forms"):
+        without = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
+    compiled = pm_sens._runner.predictive_for(model, None).compiled
+    backends = {key[-1]: c.settings["backend"] for key, c in compiled.items()}
+    assert set(backends.values()) == {"python", "numba"}
+    for name in ("rsens", "rsens2"):
+        assert np.isfinite(with_forms[name].values).all()
+        np.testing.assert_allclose(without[name].values, with_forms[name].values, rtol=1e-12)
