@@ -36,8 +36,12 @@ def lazy_posterior(case):
 
 
 def assert_same(got, expected, where, rtol=1e-8):
-    """Same features, variables and values (to ``rtol``), each with finite values."""
-    got, expected = got.to_dataset().compute(), expected.to_dataset()
+    """Same features, variables and values (to ``rtol``), each with finite values.
+
+    ``got``, ``expected``: result nodes (DataTree) or their datasets.
+    """
+    got, expected = (x if isinstance(x, xr.Dataset) else x.to_dataset() for x in (got, expected))
+    got = got.compute()
     assert list(got["feature"].values) == list(expected["feature"].values), where
     assert set(got.data_vars) == set(expected.data_vars), where
     for name, var in expected.data_vars.items():
