@@ -1,43 +1,43 @@
-"""pm_sens: which inputs matter to a PyMC model's posterior predictive, and where."""
+"""pm_sens: which inputs matter to a PyMC model's posterior predictive, and where.
+
+Every public name is loaded on first use, so ``import pm_sens`` (and its math
+layers, ``pm_sens.families`` and ``pm_sens.measures``) imports no PyMC,
+PyTensor, xarray or optional extra.
+"""
+
+from importlib import import_module
 
 from pm_sens._version import __version__
-from pm_sens.api import sensitivity
-from pm_sens.attribution import integrated_gradients
-from pm_sens.graph.predictive import Predictive
-from pm_sens.summary import importance, summary
-from pm_sens.uncertainty import partial_dependence, permutation_importance
 
-#: The plots, loaded (with arviz-plots) on first use.
-_PLOTS = (
-    "plot_importance",
-    "plot_interactions",
-    "plot_local",
-    "plot_partial_dependence",
-    "plot_permutation_importance",
-)
+#: public name -> the module that defines it, imported on first use
+_PUBLIC = {
+    "Predictive": "pm_sens.graph.predictive",
+    "importance": "pm_sens.ranking",
+    "integrated_gradients": "pm_sens.attribution",
+    "partial_dependence": "pm_sens.uncertainty",
+    "permutation_importance": "pm_sens.uncertainty",
+    "sensitivity": "pm_sens.api",
+    "summary": "pm_sens.ranking",
+    # the plots load arviz-plots
+    "plot_importance": "pm_sens.plots",
+    "plot_interactions": "pm_sens.plots",
+    "plot_local": "pm_sens.plots",
+    "plot_partial_dependence": "pm_sens.plots",
+    "plot_permutation_importance": "pm_sens.plots",
+}
 
-__all__ = [
-    "Predictive",
-    "__version__",
-    "importance",
-    "integrated_gradients",
-    "partial_dependence",
-    "permutation_importance",
-    "sensitivity",
-    "summary",
-    *_PLOTS,
-]
+__all__ = ["__version__", *sorted(_PUBLIC)]
 
 
 def __getattr__(name):
-    """Load the plots (and arviz-plots) on first use."""
-    if name in _PLOTS:
-        from pm_sens import plots
-
-        return getattr(plots, name)
+    """Load a public name's module on first use."""
+    if name in _PUBLIC:
+        value = getattr(import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # once loaded, a plain attribute
+        return value
     raise AttributeError(f"module 'pm_sens' has no attribute {name!r}")
 
 
 def __dir__():
-    """The module's names with the plots, so tab completion offers them."""
-    return sorted(set(globals()) | set(_PLOTS))
+    """The module's names with the ones not loaded yet, so tab completion offers them."""
+    return sorted(set(globals()) | set(_PUBLIC))

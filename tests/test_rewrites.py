@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pm_sens
+from pm_sens import _runner
 from pm_sens.graph.rewrites import (
     BACKENDS,
     REWRITES,
@@ -406,7 +407,7 @@ def test_without_numpy_forms_a_graph_is_compiled_with_the_same_numbers(rng):
     with_forms = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     with excluding("local_numpy_ufunc_forms"):
         without = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
-    compiled = pm_sens._runner.predictive_for(model, None).compiled
+    compiled = _runner.predictive_for(model, None).compiled
     backends = {key[-1]: c.settings["backend"] for key, c in compiled.items()}
     assert set(backends.values()) == {"python", "numba"}
     for name in ("rsens", "rsens2"):

@@ -14,7 +14,7 @@ from pm_sens.plots._common import (
     visual_kwargs,
     wrap_collection,
 )
-from pm_sens.summary import SCALES, per_sd
+from pm_sens.ranking import SCALES, per_sd
 
 #: Side of one cell in inches (room for a 6-character value at 7 points).
 CELL = 0.5

@@ -1,0 +1,56 @@
+"""What importing pm_sens loads: the math layers need NumPy and SciPy only,
+and ``import pm_sens`` loads nothing heavy or optional until a name is used."""
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pymc", "pytensor", "xarray", "arviz_base", "arviz_plots", "dask", "bambi", "matplotlib")
+
+#: a Python session in which the heavy packages cannot be imported at all
+BLOCKED = f"""
+import sys
+from importlib.abc import MetaPathFinder
+
+class Blocked(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {HEAVY!r}:
+            raise ImportError(f"{{name}} is blocked in this test")
+
+sys.meta_path.insert(0, Blocked())
+"""
+
+
+def _run(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("layer", ["pm_sens.families", "pm_sens.measures"])
+def test_math_layers_import_where_pymc_pytensor_and_xarray_cannot(layer):
+    out = _run(BLOCKED + f"import {layer}\nprint('imported')")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "imported"
+
+
+def test_import_pm_sens_loads_no_heavy_or_optional_package():
+    code = f"import sys, pm_sens\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    out = _run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_public_names_load_on_first_use_and_stay_the_same():
+    """Every name in ``__all__`` resolves, to the function of its module, and
+    ``pm_sens.summary`` is the function (its module is ``pm_sens.ranking``)."""
+    code = (
+        "import pm_sens, pm_sens.ranking\n"
+        "names = [n for n in pm_sens.__all__ if n != '__version__']\n"
+        "assert all(callable(getattr(pm_sens, n)) for n in names)\n"
+        "assert pm_sens.summary is pm_sens.ranking.summary\n"
+        "assert set(names) <= set(dir(pm_sens))\n"
+        "print(len(names))"
+    )
+    out = _run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "12"
