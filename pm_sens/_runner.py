@@ -314,9 +314,9 @@ def check_locality(compiled, points, draws):
 
 def _what_points_get(out):
     """A chunk's parameters (..., N, M), or its statistics side by side without them."""
-    if "phi" in out:
-        return out["phi"]
-    return np.stack(list(out["statistics"].values()), -1)
+    if out.phi is not None:
+        return out.phi
+    return np.stack(list(out.statistics.values()), -1)
 
 
 def _chunk_size(ctx, n_rows, n_components, mode, order):
@@ -451,9 +451,10 @@ def check_outputs(ctx, compiled, draws, out):
     A chunk without parameters (built with ``parameters=False``) has its
     per-draw statistics screened in their place.
     """
-    screened = {k: out[k] for k in ("phi", "jac", "hess") if k in out}
-    if "phi" not in out and "statistics" in out:
-        screened["statistics"] = list(out["statistics"].values())
+    screened = {k: getattr(out, k) for k in ("phi", "jac", "hess")}
+    screened = {k: v for k, v in screened.items() if v is not None}
+    if out.phi is None and out.statistics:
+        screened["statistics"] = list(out.statistics.values())
     problems = [("phi", np.isnan, "is nan"), ("statistics", np.isnan, "is nan")]
     problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
     for key, test, what in problems:
@@ -505,8 +506,8 @@ def moment_pass(ctx, compiled, values, second_moment, description):
     moments = MixtureMoments(second_moment)
     fixed = {}
     for _, size, out in _chunks(ctx, compiled, values, 2, description):
-        moments.add(size, out["phi"], out.get("jac"), out.get("hess"))
-        fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out["fixed"].items()}
+        moments.add(size, out.phi, out.jac, out.hess)
+        fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out.fixed.items()}
     return moments, fixed
 
 

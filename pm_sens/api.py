@@ -34,7 +34,6 @@ from pm_sens._validate import (
     check_positive,
     warn,
 )
-from pm_sens.graph.engine import per_draw_parameters
 from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.measures.kl import SCHEMES, kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
@@ -195,7 +194,7 @@ def _rsens(ctx, *, mode, family, alpha, order):
 
     def consume(draws, chunk):
         if whitened:
-            norm = chunk["norm"]
+            norm = chunk.norm
             if norm is not None and compiled.norm_is_exact(norm):
                 if not np.may_share_memory(norm, out["rsens"][draws]):  # not computed in place
                     out["rsens"][draws] = norm
@@ -204,12 +203,12 @@ def _rsens(ctx, *, mode, family, alpha, order):
                 return
             # squares that over- or underflowed, or a non-diagonal information
             chunk = derivatives(draws)
-        phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
-        jac = all_components(chunk["jac"], phi.shape[-1])
+        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+        jac = all_components(chunk.jac, phi.shape[-1])
         whiten = partial(draw_family.whitened, phi, **fixed)
         rsens_local(jac, whiten, alpha, out=out["rsens"][draws])
         if order == 2:
-            hess = all_components(chunk["hess"], phi.shape[-1])
+            hess = all_components(chunk.hess, phi.shape[-1])
             whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
             rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
 
@@ -241,10 +240,9 @@ def _stacked_measure(ctx, compiled, values, blocks, family, measure, width, desc
     out = np.empty((ctx.draws.count, n, width))
 
     def consume(draws, chunk):
-        phi = np.moveaxis(chunk["phi"].reshape(-1, blocks, n, chunk["phi"].shape[-1]), 1, 0)
+        phi = np.moveaxis(chunk.phi.reshape(-1, blocks, n, chunk.phi.shape[-1]), 1, 0)
         fixed = {
-            k: np.broadcast_to(v, chunk["phi"].shape[:-1])[..., :n]
-            for k, v in chunk["fixed"].items()
+            k: np.broadcast_to(v, chunk.phi.shape[:-1])[..., :n] for k, v in chunk.fixed.items()
         }
         out[draws] = measure(phi[0], phi[1:], **fixed)
 
@@ -282,9 +280,9 @@ def _mean_gradient(ctx, *, mode, order):
         out["mean_hess"] = np.empty((ctx.draws.count, n, d, d))
 
     def consume(draws, chunk):
-        out["mean_jac"][draws] = chunk["jac"][0]
+        out["mean_jac"][draws] = chunk.jac[0]
         if order == 2:
-            out["mean_hess"][draws] = chunk["hess"][0]
+            out["mean_hess"][draws] = chunk.hess[0]
 
     draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
@@ -314,7 +312,7 @@ def _var(ctx, *, mode, n_nodes, gaussian):
     out = np.empty((ctx.draws.count, *x.shape))
 
     def consume(draws, chunk):
-        mean = chunk["phi"][..., 0].reshape(-1, *grid.shape[:3])
+        mean = chunk.phi[..., 0].reshape(-1, *grid.shape[:3])
         out[draws] = var_sensitivity(mean, n_nodes)
 
     draw_pass(ctx, compiled, values, "VAR", consume)

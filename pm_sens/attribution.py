@@ -81,8 +81,8 @@ def _integrated_gradients(ctx, baseline, *, statistic, n_steps):
 
     def consume(draws, chunk):
         size = draws.stop - draws.start
-        value = np.broadcast_to(chunk["phi"][..., 0], (size, len(rows)))
-        gradients = chunk["jac"][0][:, : n_steps * n].reshape(size, n_steps, n, d)
+        value = np.broadcast_to(chunk.phi[..., 0], (size, len(rows)))
+        gradients = chunk.jac[0][:, : n_steps * n].reshape(size, n_steps, n, d)
         ig[draws] = ig_from_gradients(gradients, x, baseline)
         at_x[draws], at_b[draws] = value[:, n_steps * n : -n], value[:, -n:]
 

@@ -21,7 +21,6 @@ from pm_sens._validate import (
     check_percentiles,
 )
 from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
-from pm_sens.graph.engine import per_draw_parameters
 from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
@@ -105,11 +104,11 @@ def _parameter_range(ctx, compiled, values):
     out = {}
 
     def consume(draws, chunk):
-        phi = chunk["phi"]
+        phi = chunk.phi
         low, high = phi.min(0), phi.max(0)
         if out:
             low, high = np.minimum(out["low"], low), np.maximum(out["high"], high)
-        fixed = {k: np.broadcast_to(v, phi.shape[:-1])[0] for k, v in chunk["fixed"].items()}
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1])[0] for k, v in chunk.fixed.items()}
         out.update(low=low, high=high, fixed=fixed)
 
     draw_pass(ctx, compiled, values, "support of the predictive", consume)
@@ -160,17 +159,17 @@ def _uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None
 
     def consume(draws, chunk):
         if entropy_in_graph:
-            accumulator.add_entropies(chunk["statistics"]["entropy"])
+            accumulator.add_entropies(chunk.statistics["entropy"])
         else:
-            phi, fixed = per_draw_parameters(chunk, draws.stop - draws.start)
+            phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
             if accumulator is not None:
                 accumulator.add(phi, **fixed)
             if log_density is not None:
                 log_density.add(family.log_density(phi, observed_rows, **fixed))
         if add_mean is not None:
-            add_mean(draws, chunk["statistics"]["mean"])
+            add_mean(draws, chunk.statistics["mean"])
         if mixture is not None:
-            mixture.add_draws(chunk["statistics"]["mean"], chunk["statistics"]["variance"])
+            mixture.add_draws(chunk.statistics["mean"], chunk.statistics["variance"])
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
@@ -500,7 +499,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
 
         if not shared:
             compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=len(rows))
-            draw_pass(ctx, compiled, values, "mean", lambda d, c: add_mean(d, c["phi"][..., 0]))
+            draw_pass(ctx, compiled, values, "mean", lambda d, c: add_mean(d, c.phi[..., 0]))
     if uncertainty:
         out = _uncertainty_rows(
             ctx,

@@ -472,7 +472,7 @@ def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng)
     compiled = _runner.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
     out = compiled(_runner.data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
     mu, sigma = x @ draws["b"][0].T, np.exp(x @ draws["g"][0].T)
-    phi, statistics = out["phi"], out["statistics"]
+    phi, statistics = out.phi, out.statistics
     assert phi.shape == (3, n, 2)
     assert all(phi[..., m].flags.c_contiguous for m in range(2))
     np.testing.assert_allclose(phi, np.stack([mu.T, sigma.T], -1), rtol=1e-13)

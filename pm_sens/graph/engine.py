@@ -18,6 +18,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
+from pm_sens.graph.chunk import ChunkOutputs
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
     data_containers,
@@ -33,25 +34,14 @@ from pm_sens.graph.rewrites import compile_mode, runs_element_by_element
 class CompiledPredictive:
     """A compiled predictive and the order of the arrays it takes and returns.
 
-    Calling it with ``(data values, draw values)`` returns a dict with
-
-    - mode ``"moment"``: ``phi`` (N, M) chunk moments (class probabilities or
-      mean, then the chunk's mixture variance (or squared scale, and tail
-      weight) per ``second_moment``),
-      with ``order >= 1`` ``jac`` (M, N, D), with ``order=2`` ``hess`` (M, N, D, D);
-    - mode ``"draw"``: ``phi`` (S, N, M) per-draw parameters (a view of an
-      (M, S, N) array: each component contiguous, as NumPy reads it fastest
-      after, where strided it was 3–4x slower), ``jac`` a list
-      of V arrays (S, N, D) and ``hess`` of V arrays (S, N, D, D), for the V
-      components listed in ``varying`` (separate arrays: stacking them would
-      copy the largest arrays of the call);
-
-    (moment-mode derivatives put the parameter axis first, so each parameter's
-    slice is contiguous for the quadratic forms of `pm_sens.measures.rsens`);
-    - ``statistics`` (draw mode, when built with ``statistics``): per name a
-      per-draw statistic (S, N) computed in the same evaluation as ``phi``
-      (``phi`` is left out when built with ``parameters=False``);
-    - ``fixed``: parameters held fixed by the family (Binomial ``n``).
+    Calling it with ``(data values, draw values)`` returns a
+    `pm_sens.graph.chunk.ChunkOutputs`: ``jac`` and ``hess`` up to ``order``,
+    draw-mode ones for the components listed in ``varying`` (separate arrays:
+    stacking them would copy the largest arrays of the call; per-draw ``phi``
+    is a view of an (M, S, N) array, each component contiguous, as NumPy reads
+    it fastest after, where strided it was 3–4x slower). Moment-mode
+    derivatives put the parameter axis first, so each parameter's slice is
+    contiguous for the quadratic forms of `pm_sens.measures.rsens`.
     """
 
     function: object
@@ -78,19 +68,17 @@ class CompiledPredictive:
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         rest = list(self.run(*data_values, *draw_values))
-        result = {}
+        result = ChunkOutputs()
         if self.settings.get("parameters", True):
             phi = rest.pop(0)
-            result["phi"] = np.moveaxis(phi, 0, -1) if self.mode == "draw" else phi
+            result.phi = np.moveaxis(phi, 0, -1) if self.mode == "draw" else phi
         width = 1 if self.mode == "moment" else len(self.varying)
         for name in ["jac", "hess"][: self.order]:
             parts, rest = rest[:width], rest[width:]
-            result[name] = parts[0] if self.mode == "moment" else parts
-        if self.statistic_names:
-            width = len(self.statistic_names)
-            result["statistics"] = dict(zip(self.statistic_names, rest[:width], strict=True))
-            rest = rest[width:]
-        result["fixed"] = dict(zip(self.fixed_names, rest, strict=True))
+            setattr(result, name, parts[0] if self.mode == "moment" else parts)
+        width = len(self.statistic_names)
+        result.statistics = dict(zip(self.statistic_names, rest[:width], strict=True))
+        result.fixed = dict(zip(self.fixed_names, rest[width:], strict=True))
         return result
 
     def run(self, *arrays):
@@ -140,9 +128,8 @@ class WhitenedNorm(CompiledPredictive):
         (it is where `writes_in_place`); else ``norm`` is a new array.
         """
         result = self.forward(data_values, draw_values)
-        phi, fixed = per_draw_parameters(result, len(draw_values[0]))
+        phi, fixed = result.per_draw_parameters(len(draw_values[0]))
         scales, corr = self.family.whitening(phi, self.varying, **fixed)
-        result["norm"] = None
         if corr is not None:
             return result
         arguments = [*data_values, *draw_values, scales]
@@ -150,7 +137,7 @@ class WhitenedNorm(CompiledPredictive):
             if out is None:
                 out = np.empty((*phi.shape[:-1], self.n_features))
             arguments += [out, False]
-        (result["norm"],) = self.run(*arguments)
+        (result.norm,) = self.run(*arguments)
         return result
 
     def norm_is_exact(self, norm):
@@ -159,16 +146,6 @@ class WhitenedNorm(CompiledPredictive):
             return bool(norm.max(initial=0.0) < np.inf)
         smallest, largest = norm.min(initial=np.inf), norm.max(initial=0.0)
         return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
-
-
-def per_draw_parameters(out, n_draws):
-    """A draw-mode chunk's ``phi`` (S, R, M) and fixed parameters (S, R).
-
-    The draw axis is broadcast where they do not depend on the draws.
-    """
-    phi = np.broadcast_to(out["phi"], (n_draws, *out["phi"].shape[-2:]))
-    fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in out["fixed"].items()}
-    return phi, fixed
 
 
 #: below this, a sum of squares under the root may have lost digits to underflow
@@ -383,16 +360,16 @@ class GenericStatistics:
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         n_draws = len(draw_values[0])
         out = self.draws(data_values, draw_values)
-        phi, _ = per_draw_parameters(out, n_draws)
+        phi, _ = out.per_draw_parameters(n_draws)
         raw = self.generic.raw_moments(phi, self.draws.varying, self.order)
         # per draw: values (S, N, 2) of (E y, E y²), derivatives (S, N, 2, D[, D]) in x
         values, derivatives = raw[0], []
         if self.order >= 1:
-            derivatives.append(np.einsum("snkv,vsnd->snkd", raw[1], out["jac"]))
+            derivatives.append(np.einsum("snkv,vsnd->snkd", raw[1], out.jac))
         if self.order == 2:
             derivatives.append(
-                np.einsum("snkv,vsnde->snkde", raw[1], out["hess"])
-                + np.einsum("snkvw,vsnd,wsne->snkde", raw[2], out["jac"], out["jac"])
+                np.einsum("snkv,vsnde->snkde", raw[1], out.hess)
+                + np.einsum("snkvw,vsnd,wsne->snkde", raw[2], out.jac, out.jac)
             )
         if self.mode == "moment" and self.statistic is None:
             # mixture over the chunk's draws: mean m and variance E[y²] − m²
@@ -412,9 +389,7 @@ class GenericStatistics:
         phi, *derivatives = stats
         # the parameter axis first, as `CompiledPredictive` returns it
         derivatives = [np.moveaxis(d, -1, 0) for d in derivatives]
-        result = {"phi": phi, "fixed": {}}
-        result.update(zip(["jac", "hess"], derivatives, strict=False))
-        return result
+        return ChunkOutputs(phi, *derivatives)
 
 
 def _mean_and_variance(raw, derivatives):

@@ -1,0 +1,48 @@
+"""What a compiled predictive returns for one chunk of draws."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class ChunkOutputs:
+    """The outputs of one compiled call, by name.
+
+    Attributes
+    ----------
+    phi : ndarray or None
+        Moment mode: the chunk's moments (N, M) (class probabilities or mean,
+        then the mixture variance, or squared scale and tail weight, per
+        ``second_moment``). Draw mode: per-draw parameters (S, N, M), a view of
+        an (M, S, N) array (each component contiguous). None for a graph built
+        with ``parameters=False``.
+    jac, hess : ndarray, list of ndarray, or None
+        First and second derivatives in the inputs. Moment mode: one array,
+        the parameter axis first, (M, N, D) and (M, N, D, D). Draw mode: one
+        array per varying parameter, (S, N, D) and (S, N, D, D).
+    statistics : dict of str to ndarray
+        Draw mode, per name a per-draw statistic (S, N) computed in the same
+        evaluation as ``phi``.
+    fixed : dict of str to ndarray
+        Parameters held fixed by the family (Binomial ``n``), (S, N) or (N,).
+    norm : ndarray or None
+        Draw-mode R-sens computed in the graph (S, N, D)
+        (`pm_sens.graph.engine.WhitenedNorm`); None where not computed.
+    """
+
+    phi: np.ndarray | None = None
+    jac: object = None
+    hess: object = None
+    statistics: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)
+    norm: np.ndarray | None = None
+
+    def per_draw_parameters(self, n_draws):
+        """Draw mode: ``phi`` (S, R, M) and the fixed parameters (S, R).
+
+        The draw axis is broadcast where they do not depend on the draws.
+        """
+        phi = np.broadcast_to(self.phi, (n_draws, *self.phi.shape[-2:]))
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in self.fixed.items()}
+        return phi, fixed
