@@ -355,7 +355,7 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
     ``min_draws`` if the consumer needs more (within the memory limit).
     ``out`` (S, ...): passed on to ``compiled`` sliced to the chunk's draws,
     for a function that computes its result in it
-    (`pm_sens.graph.engine.WhitenedNorm`).
+    (`pm_sens.graph.compiled.WhitenedNorm`).
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """

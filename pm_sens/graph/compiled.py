@@ -1,0 +1,130 @@
+"""A compiled predictive: the chunk function and the order of what it takes and returns."""
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pm_sens.graph.chunk import ChunkOutputs
+
+
+@dataclass
+class CompiledPredictive:
+    """A compiled predictive and the order of the arrays it takes and returns.
+
+    Calling it with ``(data values, draw values)`` returns a
+    `pm_sens.graph.chunk.ChunkOutputs`: ``jac`` and ``hess`` up to ``order``,
+    draw-mode ones for the components listed in ``varying`` (separate arrays:
+    stacking them would copy the largest arrays of the call; per-draw ``phi``
+    is a view of an (M, S, N) array, each component contiguous, as NumPy reads
+    it fastest after, where strided it was 3–4x slower). Moment-mode
+    derivatives put the parameter axis first, so each parameter's slice is
+    contiguous for the quadratic forms of `pm_sens.measures.rsens`.
+    """
+
+    function: object
+    data_variables: list
+    free_rvs: list
+    inputs: list
+    mode: str
+    order: int
+    varying: list
+    fixed_names: list
+    #: the keyword arguments of `compile_predictive` that built it
+    settings: dict
+    #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
+    fixed_array_shapes: list = field(default_factory=list)
+    #: a compiled function keeps its inputs and outputs in shared storage:
+    #: one call at a time (dask may run blocks in threads)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def statistic_names(self):
+        """Names of the per-draw statistics returned alongside ``phi``."""
+        return self.settings.get("statistics", ())
+
+    def __call__(self, data_values, draw_values):
+        """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
+        rest = list(self.run(*data_values, *draw_values))
+        result = ChunkOutputs()
+        if self.settings.get("parameters", True):
+            phi = rest.pop(0)
+            result.phi = np.moveaxis(phi, 0, -1) if self.mode == "draw" else phi
+        width = 1 if self.mode == "moment" else len(self.varying)
+        for name in ["jac", "hess"][: self.order]:
+            parts, rest = rest[:width], rest[width:]
+            setattr(result, name, parts[0] if self.mode == "moment" else parts)
+        width = len(self.statistic_names)
+        result.statistics = dict(zip(self.statistic_names, rest[:width], strict=True))
+        result.fixed = dict(zip(self.fixed_names, rest[width:], strict=True))
+        return result
+
+    def run(self, *arrays):
+        """The compiled function's outputs on ``arrays``, with a clear shape error."""
+        # one array type per argument (Numba compiles the graph again for each
+        # new combination of memory layout and write flag)
+        arguments = [np.require(a, requirements=("A", "C", "W")) for a in arrays]
+        with self.lock:
+            try:
+                return self.function(*arguments)
+            except ValueError as error:
+                if "shape" not in str(error) or not self.fixed_array_shapes:
+                    raise
+                raise ValueError(
+                    "the likelihood's parameters cannot be evaluated at these points: they "
+                    f"hold fixed arrays of shapes {self.fixed_array_shapes} (NumPy values in "
+                    "the model, not pm.Data). An array with one value per observation cannot "
+                    "follow points of another number: put it in a pm.Data container and give "
+                    f"its values in points= ({error})"
+                ) from None
+
+
+@dataclass
+class WhitenedNorm(CompiledPredictive):
+    """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
+
+    Calling it returns what the forward function (``forward``, order 0) returns
+    plus ``norm`` (S, N, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
+    (`pm_sens.families.Family.whitening` of the forward's parameters, in NumPy),
+    the derivatives never leaving the graph. ``norm`` is None where the family's
+    information is not diagonal on the varying parameters. With more than one
+    varying parameter the squares may over- or underflow: `norm_is_exact` says
+    whether the chunk's values can be used as they are.
+    """
+
+    forward: CompiledPredictive | None = None
+    family: object = None
+    n_features: int = 0
+    #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
+    #: returned where one loop computes the norm, a new array where columns are joined)
+    writes_in_place: bool = False
+
+    def __call__(self, data_values, draw_values, out=None):
+        """The forward function's outputs and ``norm``, on data and draw arrays.
+
+        ``out`` (S, N, D), C-contiguous: an array ``norm`` may be computed in
+        (it is where `writes_in_place`); else ``norm`` is a new array.
+        """
+        result = self.forward(data_values, draw_values)
+        phi, fixed = result.per_draw_parameters(len(draw_values[0]))
+        scales, corr = self.family.whitening(phi, self.varying, **fixed)
+        if corr is not None:
+            return result
+        arguments = [*data_values, *draw_values, scales]
+        if self.writes_in_place:
+            if out is None:
+                out = np.empty((*phi.shape[:-1], self.n_features))
+            arguments += [out, False]
+        (result.norm,) = self.run(*arguments)
+        return result
+
+    def norm_is_exact(self, norm):
+        """Whether no square in ``norm`` over- or underflowed (nor any value is nan)."""
+        if len(self.varying) == 1:  # |s ∂φ|: no squares
+            return bool(norm.max(initial=0.0) < np.inf)
+        smallest, largest = norm.min(initial=np.inf), norm.max(initial=0.0)
+        return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
+
+
+#: below this, a sum of squares under the root may have lost digits to underflow
+_SMALLEST_SAFE_NORM = 1e-140
