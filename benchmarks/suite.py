@@ -77,7 +77,7 @@ def engine_and_loop_seconds(rng, chains, draws, n, d):
         moments = MixtureMoments(False)
         for s in range(ctx.draws.count):
             out = compiled(data, [v[s : s + 1] for v in all_draws])
-            moments.add(1, out["phi"], out["jac"])
+            moments.add(1, out.phi, out.jac)
 
     return best_of(vectorized, 3), best_of(loop, 1)
 

@@ -11,7 +11,6 @@ from pm_sens.graph.model_queries import (
     count_containers,
     data_containers,
     data_value,
-    indexed_lengths,
     is_float,
 )
 
@@ -94,14 +93,14 @@ def values_at(points, inputs, rows):
     return values
 
 
-def _current_value(var, predictive):
+def current_value(var, predictive):
     """A data container's value, or the predictive's default for a symbolic input."""
     if hasattr(var, "get_value"):
         return var.get_value()
     if var in predictive.group_inputs:
         # a container read through an index variable, or the rows picked by a constant
         base, index = predictive.group_inputs[var]
-        rows = index if isinstance(index, np.ndarray) else _current_value(index, predictive)
+        rows = index if isinstance(index, np.ndarray) else current_value(index, predictive)
         # in the copy's dtype: an integer container used in arithmetic has a float copy
         return data_value(base)[rows].astype(var.dtype, copy=False)
     return predictive.defaults.get(var)
@@ -118,7 +117,7 @@ def constant_columns(predictive, inputs, points):
     """
     flags = []
     for var in inputs:
-        value = _current_value(var, predictive)
+        value = current_value(var, predictive)
         value = np.reshape(value, (np.shape(value)[0], -1))
         if len(value) < 2:
             flags.extend([False] * value.shape[1])
@@ -137,7 +136,7 @@ def _default_point_count(predictive, model, variables):
     if predictive.var_name is not None:
         return int(np.shape(data_value(model.rvs_to_values[model[predictive.var_name]]))[0])
     for var in variables:
-        value = _current_value(var, predictive)
+        value = current_value(var, predictive)
         if value is not None and np.ndim(value):
             return int(np.shape(value)[0])
     return None
@@ -180,11 +179,11 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     held = [*held, *predictive.row_constants]
 
     def per_point(var):
-        value = _current_value(var, predictive)
+        value = current_value(var, predictive)
         return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
 
     def categorical(var):
-        value = _current_value(var, predictive)
+        value = current_value(var, predictive)
         return levels and predictive.data_per_point and not is_float(var) and np.ndim(value) == 1
 
     def eligible(var):
@@ -232,7 +231,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
             )
         if not per_point(var):
             raise ValueError(
-                f"inputs={name!r} has shape {np.shape(_current_value(var, predictive))}, not "
+                f"inputs={name!r} has shape {np.shape(current_value(var, predictive))}, not "
                 f"one row per point ({n_default} points); only per-point inputs "
                 "(1-D or 2-D, rows = points) are supported"
             )
@@ -266,7 +265,7 @@ def _raise_no_inputs(predictive, model, other_lengths, n_points):
         )
     name = predictive.var_name or predictive.family
     if other_lengths:
-        shapes = {v.name: np.shape(_current_value(v, predictive)) for v in other_lengths}
+        shapes = {v.name: np.shape(current_value(v, predictive)) for v in other_lengths}
         raise ValueError(
             f"the predictions of {name!r} ({n_points} observations) depend on the float "
             f"pm.Data container(s) {shapes}, which do not have one row per observation: a "
@@ -296,111 +295,6 @@ def _warn_held_floats(predictive, held):
     )
 
 
-@dataclass
-class Levels:
-    """A categorical input: its levels, how often the points hold each, and their own.
-
-    Sensitivity to it compares the predictive at each point's own level with the
-    predictive at the other levels (a level change, not a rate).
-    """
-
-    variable: object  # the integer input, or None for declared one-hot columns
-    label: str
-    levels: np.ndarray  # (L,) the valid values (labels of the one-hot patterns)
-    weights: np.ndarray  # (L,) the levels' frequency among the points
-    own: np.ndarray  # (N,) position in ``levels`` of each point's own level
-    #: one-hot columns: ``(input, column or None for a 1-D input)`` and the
-    #: values they take at each level, (L, columns)
-    columns: list | None = None
-    patterns: np.ndarray | None = None
-
-    @property
-    def own_values(self):
-        """Each point's level as a number: its value, or its pattern's position."""
-        return (self.levels[self.own] if self.columns is None else self.own).astype(float)
-
-
-def _index_length(predictive, var):
-    """The length of what an integer input indexes (its levels 0..n−1), or None."""
-    if var not in predictive.indexed_lengths:
-        predictive.indexed_lengths[var] = indexed_lengths(predictive.parameter_list, var)
-    lengths = predictive.indexed_lengths[var] + [
-        len(data_value(base)) for base, index in predictive.group_inputs.values() if index is var
-    ]
-    return min(lengths) if lengths else None
-
-
-def _valid_levels(predictive, var, values):
-    """Levels of an integer input: 0..n−1 if it indexes, else the values it holds in
-    the model's data and at the points."""
-    length = _index_length(predictive, var)
-    if length is not None:
-        return np.arange(length)
-    return np.unique(np.concatenate([np.asarray(_current_value(var, predictive)), values]))
-
-
-def check_levels(predictive, points):
-    """An integer index at the points must be within what it indexes.
-
-    (Out of range, a compiled graph would read other memory, or wrap around.)
-    """
-    for var in points.per_point:
-        if is_float(var) or is_lazy(points.values[var]) or np.ndim(points.values[var]) != 1:
-            continue
-        _check_index_values(predictive, var, np.asarray(points.values[var]))
-
-
-def _check_index_values(predictive, var, values):
-    length = _index_length(predictive, var)
-    bad = values[(values < 0) | (values >= length)] if length is not None else []
-    if len(bad):
-        raise ValueError(
-            f"points[{var.name!r}] holds the level {bad[0].item()!r}, which {var.name!r} "
-            f"does not have; valid: 0..{length - 1}, the length of what it indexes"
-        )
-
-
-def resolve_levels(predictive, level_inputs, points):
-    """`Levels` of each categorical input at the points (checked by `check_levels`)."""
-    out = []
-    for var in level_inputs:
-        # dask-backed points: the integer column is read once (the levels'
-        # frequencies are over all the points), the inputs stay lazy
-        values = np.asarray(points.values[var])
-        _check_index_values(predictive, var, values)
-        levels = _valid_levels(predictive, var, values)
-        own = np.searchsorted(levels, values)
-        out.append(Levels(var, var.name, levels, _level_weights(own, len(levels)), own))
-    return out
-
-
-def level_values(points, predictive, level, chosen):
-    """Data values for the points as they are, then one copy of them per level.
-
-    ``chosen`` are positions in ``level.levels``. In each copy every point holds
-    that level; group-level values read through the index (``u[idx]``) follow it.
-    """
-    copies = len(chosen) + 1
-    values = {
-        var: np.concatenate([value] * copies) if var in points.per_point else value
-        for var, value in points.values.items()
-    }
-    if level.columns is not None:
-        for j, (var, column) in enumerate(level.columns):
-            at_levels = np.repeat(level.patterns[chosen, j], points.n_points)
-            target = values[var] if column is None else values[var][:, column]
-            target[points.n_points :] = at_levels
-        return values
-    own = np.asarray(points.values[level.variable])
-    chosen = level.levels[chosen]
-    codes = np.concatenate([own, np.repeat(chosen, points.n_points)])
-    values[level.variable] = codes.astype(level.variable.dtype)
-    for copy, (base, index) in predictive.group_inputs.items():
-        if index is level.variable:
-            values[copy] = data_value(base)[codes]
-    return values
-
-
 def feature_columns(points, inputs):
     """``(input, column)`` of each feature column, column None for a 1-D input."""
     owners = []
@@ -410,84 +304,6 @@ def feature_columns(points, inputs):
             [(var, None)] if np.ndim(value) == 1 else [(var, c) for c in range(value.shape[1])]
         )
     return owners
-
-
-def one_hot_levels(points, predictive, inputs, categorical):
-    """`Levels` of feature columns declared as one categorical input each.
-
-    ``categorical`` maps a name to the labels of its columns (e.g. one-hot
-    columns of a design matrix). Its levels are the distinct rows those
-    columns take in the model's data.
-    """
-    if categorical is None:
-        return []
-    if not isinstance(categorical, dict):
-        raise TypeError(
-            f"categorical={categorical!r} is not valid; give a dict {{name: [feature labels]}}"
-        )
-    owners = feature_columns(points, inputs)
-    taken = set()
-    out = []
-    for name, labels in categorical.items():
-        labels = as_name_list(f"categorical[{name!r}]", labels)
-        unknown = [label for label in labels if label not in points.features]
-        repeated = [label for label in labels if label in taken]
-        if unknown or repeated or name in points.features:
-            problem = (
-                f"names the unknown feature(s) {unknown}"
-                if unknown
-                else f"repeats {repeated}, already in another group"
-                if repeated
-                else "is the name of a feature"
-            )
-            raise ValueError(
-                f"categorical[{name!r}] {problem}; valid: columns among {points.features}, "
-                "each in one group, under a new name"
-            )
-        taken |= set(labels)
-        columns = [owners[points.features.index(label)] for label in labels]
-
-        def table(values, columns=columns):
-            return np.column_stack(
-                [values[v] if c is None else values[v][:, c] for v, c in columns]
-            )
-
-        data = table({v: np.asarray(_current_value(v, predictive)) for v, _ in columns})
-        patterns = np.unique(data, axis=0)
-        at_points = table(points.values)
-        own = np.array([_row_position(patterns, row) for row in at_points])
-        if np.any(own < 0):
-            row = at_points[np.flatnonzero(own < 0)[0]]
-            raise ValueError(
-                f"points hold {dict(zip(labels, row.tolist(), strict=True))} in the columns "
-                f"of categorical[{name!r}], a combination the model's data does not have; "
-                f"valid: {patterns.tolist()}"
-            )
-        names = np.array([_pattern_label(row, labels) for row in patterns])
-        weights = _level_weights(own, len(patterns))
-        out.append(Levels(None, name, names, weights, own, columns, patterns))
-    return out
-
-
-def _level_weights(own, n_levels):
-    """Each level's frequency among the points; all alike when the points share one."""
-    counts = np.bincount(own, minlength=n_levels).astype(float)
-    if np.count_nonzero(counts) < 2:
-        counts = np.ones(n_levels)
-    return counts / counts.sum()
-
-
-def _row_position(rows, row):
-    """Position of ``row`` among ``rows``, or −1."""
-    hits = np.flatnonzero(np.all(rows == row, axis=1))
-    return int(hits[0]) if hits.size else -1
-
-
-def _pattern_label(row, labels):
-    """A one-hot row by the column that is 1 (``"reference"`` if none), else its values."""
-    if set(np.unique(row)) <= {0, 1} and row.sum() <= 1:
-        return labels[int(np.argmax(row))] if row.sum() else "reference"
-    return ", ".join(f"{label}={value:g}" for label, value in zip(labels, row, strict=True))
 
 
 def _given_points(points, names, bounds=()):
@@ -608,7 +424,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     def rows_per_point(var):
         if var in inputs:
             return True
-        current = _current_value(var, predictive)
+        current = current_value(var, predictive)
         return (
             predictive.data_per_point
             and np.ndim(current) > 0
@@ -618,7 +434,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     per_point = [v for v in variables if rows_per_point(v)]
     values, lengths = {}, {}
     for var in variables:
-        current = _current_value(var, predictive)
+        current = current_value(var, predictive)
         if var.name in given:
             value = given[var.name]
             if current is not None:

@@ -16,14 +16,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from pm_sens._distributed import RemoteChunks, active_client
-from pm_sens._points import (
-    PointSet,
-    check_levels,
-    one_hot_levels,
-    resolve_inputs,
-    resolve_levels,
-    resolve_points,
-)
+from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
+from pm_sens._points import PointSet, resolve_inputs, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
 from pm_sens._validate import (
@@ -42,6 +36,9 @@ from pm_sens.measures.mixture import MixtureMoments
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
 _COMPILING = threading.RLock()  # dask threads may ask for the same graph at once
+
+#: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
+DEFAULT_MEMORY_LIMIT = 1e9
 
 
 _BAMBI_MODELS = weakref.WeakKeyDictionary()
@@ -78,7 +75,7 @@ class Context:
     memory_limit: float
     progressbar: bool
     locality_checked: bool = False
-    #: categorical inputs, compared level by level (`pm_sens._points.Levels`)
+    #: categorical inputs, compared level by level (`pm_sens._levels.Levels`)
     levels: list = field(default_factory=list)
 
 

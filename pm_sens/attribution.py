@@ -7,7 +7,9 @@ import xarray as xr
 
 from pm_sens._blocks import run_local
 from pm_sens._points import feature_matrix, values_at
+from pm_sens._results import attach
 from pm_sens._runner import (
+    DEFAULT_MEMORY_LIMIT,
     compiled_for,
     draw_pass,
     make_context,
@@ -19,7 +21,6 @@ from pm_sens._validate import (
     check_finite_array,
     check_optional_positive_int,
 )
-from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.likelihoods import check_statistic
 from pm_sens.measures.integrated_gradients import (
     completeness_gap,

@@ -4,7 +4,9 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
+from pm_sens._results import attach
 from pm_sens._runner import (
+    DEFAULT_MEMORY_LIMIT,
     compiled_for,
     draw_pass,
     make_context,
@@ -20,7 +22,6 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_percentiles,
 )
-from pm_sens.api import DEFAULT_MEMORY_LIMIT, attach
 from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (

@@ -117,7 +117,7 @@ def per_point_arithmetic_integers(model, params, var_name):
 
     ``beta * t`` with an integer time index ``t`` is differentiable in ``t``: the
     container is read through a float symbolic tensor named like it (its values
-    are the container's, `_points._current_value`). Returns the new parameters
+    are the container's, `_points.current_value`). Returns the new parameters
     and ``{copy: (container, rows)}``.
     """
     counts = count_containers(model, var_name)  # trials: held, never moved

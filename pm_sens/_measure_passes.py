@@ -1,0 +1,338 @@
+"""The passes over draws behind `sensitivity`'s measures, one function per measure.
+
+Each takes the call's context and returns ``{name: local array}``; the math
+per chunk is `pm_sens.measures`'. Also the family the predictive is matched
+to in each mode, and the checks on it.
+"""
+
+from functools import partial
+
+import numpy as np
+
+from pm_sens import families
+from pm_sens._levels import level_values
+from pm_sens._points import feature_matrix, values_at
+from pm_sens._runner import (
+    check_outputs,
+    compiled_for,
+    data_for_chunk,
+    draw_pass,
+    moment_pass,
+    per_draw_shape,
+)
+from pm_sens._validate import as_name_list, check_choice, warn
+from pm_sens.graph.likelihoods import default_moment_family
+from pm_sens.measures.kl import kl_sensitivity, shift_offsets
+from pm_sens.measures.levels import level_divergence, level_sensitivity
+from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
+from pm_sens.measures.rsens import rsens2_local, rsens_local
+from pm_sens.measures.var import conditional_points, var_sensitivity
+
+METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
+
+
+def matched_family(predictive, mode, family):
+    likelihood = predictive.likelihood
+    if mode == "draw":
+        if family is not None:
+            raise ValueError(
+                f"family={family!r} is not valid with mode='draw': the per-draw family is "
+                f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
+            )
+        return likelihood.draw_family
+    if family is None:
+        return default_moment_family(likelihood)
+    matched = families.get_moment_family(family)
+    fits = {
+        n: f.support == likelihood.support
+        and (f.second_moment != "scale2" or likelihood.heavy_tails is not None)
+        for n, f in families.MOMENT_FAMILIES.items()
+    }
+    if not fits[family]:
+        raise ValueError(
+            f"family={family!r} does not fit the {likelihood.name} likelihood, whose values "
+            f"are {likelihood.support}; valid: {sorted(n for n, ok in fits.items() if ok)}"
+        )
+    return matched
+
+
+def second_moment_of(family, mode):
+    """What the moment-mode graph computes besides the mean (`Family.second_moment`)."""
+    return family.second_moment if mode == "moment" else None
+
+
+def check_methods(method, interactions):
+    methods = as_name_list("method", method)
+    for m in methods:
+        check_choice("method", m, METHODS)
+    second = [m for m in methods if m in ("eah", "aeh")]
+    if second and not interactions:
+        raise ValueError(f"method={second} needs interactions=True (they are second-order)")
+    if interactions:
+        implied = {"rsens": "rsens2", "ead": "eah", "aed": "aeh"}
+        methods += [implied[m] for m in methods if m in implied]
+    return list(dict.fromkeys(methods))
+
+
+def _check_matched(phi, family):
+    """The moment-matched family needs a finite mean and a finite, positive variance.
+
+    The message says which failed, where, and what usually causes it.
+    """
+    mean = phi[..., 0]
+    variance = phi[..., 1] if family.second_moment else np.ones_like(mean)
+    checks = [
+        (
+            ~np.isfinite(mean),
+            "mean is not finite",
+            "the likelihood's parameters overflow at these inputs (e.g. exp of a large "
+            "linear predictor)",
+        ),
+        (
+            np.isinf(variance),
+            "variance is infinite",
+            "a likelihood without a finite variance (Student-t with nu <= 2, whose default "
+            "family='studentt' needs none; Cauchy) or a scale parameter that overflows; "
+            "use mode='draw'",
+        ),
+        (
+            ~(np.isfinite(variance) & (variance > 0)),
+            "variance is not finite and positive",
+            "a scale that underflows to 0 (or is nan) at these inputs; use mode='draw'",
+        ),
+    ]
+    for bad, what, cause in checks:
+        if np.any(bad):
+            n_points = phi.shape[-2]
+            first = int(np.flatnonzero(bad)[0] % n_points)
+            raise ValueError(
+                f"the predictive {what} at {int(bad.sum())} evaluation(s) (first at point "
+                f"{first}), so the moment-matched {family.name} family is undefined: {cause}"
+            )
+    if family.support in ("binary", "binomial"):
+        _warn_saturated(phi, family)
+
+
+#: below this 1 − p has lost more than ~1e-7 of its digits to rounding
+_SATURATED = 1e-9
+
+
+def _warn_saturated(phi, family):
+    """Warn where float64 cannot hold the mixture's p (nor 1 − p).
+
+    Moment mode keeps p, and 1 − p as its own column for Bernoulli and Binomial
+    likelihoods (exact near 1 with a logit link); there values are 0 or inaccurate.
+    """
+    p = phi[..., 0]
+    tiny = np.finfo(float).tiny
+    if phi.shape[-1] > 1:
+        lost = np.minimum(p, phi[..., 1]) < tiny
+    else:  # 1 − p computed: its digits go long before it reaches 0
+        lost = (p < tiny) | (1 - p < _SATURATED)
+    if np.any(lost):
+        first = int(np.flatnonzero(lost)[0] % phi.shape[-2])
+        warn(
+            f"the mixture probability is too close to 0 or 1 for float64 at {int(lost.sum())} "
+            f"evaluation(s) (first at point {first}), so the moment-matched {family.name} "
+            "family's values there are inaccurate (0 where p rounds to 0 or 1). mode='draw' "
+            "works on the logit and stays exact."
+        )
+
+
+def rsens_measures(ctx, *, mode, family, alpha, order):
+    """R-sens (and R-sens2), local values (..., N, D[, D])."""
+    second_moment = second_moment_of(family, mode)
+    # draw-mode R-sens alone is computed inside the graph (`WhitenedNorm`)
+    whitened = mode == "draw" and order == 1
+    compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
+    if mode == "moment":
+        moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
+        _check_matched(moments.phi, family)
+        jac = list(moments.jac)
+        out = {"rsens": rsens_local(jac, partial(family.whitened, moments.phi, **fixed), alpha)}
+        if order == 2:
+            whiten = partial(family.whitened_second_order, moments.phi, jac, **fixed)
+            out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
+        return out
+
+    draw_family = ctx.predictive.likelihood.draw_family
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"rsens": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+    varying = compiled.varying
+
+    def all_components(derivatives, n_parameters):
+        # the graph returns derivatives only for the parameters that vary
+        return [
+            derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)
+        ]
+
+    def derivatives(draws):
+        """The chunk's derivatives, for the quadratic forms in NumPy."""
+        exact = compiled_for(ctx, "draw", 1)
+        chunk_draws = ctx.draws.chunk(draws.start, draws.stop)
+        chunk = exact(data_for_chunk(exact, ctx.points.values), chunk_draws)
+        check_outputs(ctx, exact, draws, chunk)
+        return chunk
+
+    def consume(draws, chunk):
+        if whitened:
+            norm = chunk.norm
+            if norm is not None and compiled.norm_is_exact(norm):
+                if not np.may_share_memory(norm, out["rsens"][draws]):  # not computed in place
+                    out["rsens"][draws] = norm
+                if alpha != 1:
+                    out["rsens"][draws] *= np.sqrt(alpha)
+                return
+            # squares that over- or underflowed, or a non-diagonal information
+            chunk = derivatives(draws)
+        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+        jac = all_components(chunk.jac, phi.shape[-1])
+        whiten = partial(draw_family.whitened, phi, **fixed)
+        rsens_local(jac, whiten, alpha, out=out["rsens"][draws])
+        if order == 2:
+            hess = all_components(chunk.hess, phi.shape[-1])
+            whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
+            rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
+
+    target = out["rsens"] if whitened else None
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def feature_steps(x, delta):
+    """Δ_d = delta × the feature's sd over all the points (1 where it is constant)."""
+    sd = np.asarray(x.std(0))
+    return delta * np.where(sd > 0, sd, 1.0)
+
+
+def stacked_measure(ctx, compiled, values, blocks, family, measure, width, description):
+    """``measure(phi, phi_copies, **fixed)`` on points evaluated with stacked copies.
+
+    ``values`` hold ``blocks`` copies of the points, the points as they are first.
+    Returns the measure's (N, width) array in moment mode (the moment-matched
+    family), (chain, draw, N, width) in draw mode.
+    """
+    n = ctx.points.n_points
+    if compiled.mode == "moment":
+        second_moment = compiled.settings["second_moment"]
+        moments, fixed = moment_pass(ctx, compiled, values, second_moment, description)
+        phi = moments.phi.reshape(blocks, n, -1)
+        _check_matched(phi, family)
+        return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
+    out = np.empty((ctx.draws.count, n, width))
+
+    def consume(draws, chunk):
+        phi = np.moveaxis(chunk.phi.reshape(-1, blocks, n, chunk.phi.shape[-1]), 1, 0)
+        fixed = {
+            k: np.broadcast_to(v, chunk.phi.shape[:-1])[..., :n] for k, v in chunk.fixed.items()
+        }
+        out[draws] = measure(phi[0], phi[1:], **fixed)
+
+    draw_pass(ctx, compiled, values, description, consume)
+    return per_draw_shape(ctx, out)
+
+
+def kl_measures(ctx, *, mode, family, steps, scheme):
+    """Finite-difference KL sensitivity, local values (..., N, D)."""
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    offsets = shift_offsets(steps, scheme)
+    rows = np.concatenate([x, *(x + offset for offset in offsets)])
+    second_moment = second_moment_of(family, mode)
+    compiled = compiled_for(ctx, mode, 0, second_moment, rows=len(rows))
+    values = values_at(ctx.points, ctx.inputs, rows)
+    measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
+    kl = stacked_measure(
+        ctx, compiled, values, len(offsets) + 1, family, measure, len(steps), "KL"
+    )
+    return {"kl": kl}
+
+
+def mean_gradient(ctx, *, mode, order):
+    """First (and second) derivatives of the predictive mean, (..., N, D[, D])."""
+    compiled = compiled_for(ctx, mode, order, statistic="mean")
+    if mode == "moment":
+        moments, _ = moment_pass(ctx, compiled, ctx.points.values, False, "mean derivatives")
+        out = {"mean_jac": moments.jac[0]}
+        if order == 2:
+            out["mean_hess"] = moments.hess[0]
+        return out
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"mean_jac": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["mean_hess"] = np.empty((ctx.draws.count, n, d, d))
+
+    def consume(draws, chunk):
+        out["mean_jac"][draws] = chunk.jac[0]
+        if order == 2:
+            out["mean_hess"][draws] = chunk.hess[0]
+
+    draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def mean_measures(gradient, methods, point_axis):
+    """EAD/AED (and EAH/AEH) from the derivatives of the predictive mean."""
+    jac, hess = gradient["mean_jac"], gradient.get("mean_hess")
+    results = {
+        "ead": lambda: absolute_derivative(jac),
+        "aed": lambda: absolute_expected_derivative(jac, point_axis),
+        "eah": lambda: absolute_derivative(hess),
+        "aeh": lambda: absolute_expected_derivative(hess, point_axis),
+    }
+    return {m: results[m]() for m in methods if m in results}
+
+
+def var_measures(ctx, *, mode, n_nodes, gaussian):
+    """VAR: variance of the predictive mean along each feature's conditional."""
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    grid = conditional_points(x, n_nodes, gaussian)  # (Q, D, N, D)
+    values = values_at(ctx.points, ctx.inputs, grid.reshape(-1, x.shape[1]))
+    compiled = compiled_for(ctx, mode, 0, statistic="mean", rows=grid[..., 0].size)
+    if mode == "moment":
+        moments, _ = moment_pass(ctx, compiled, values, False, "VAR")
+        return {"var": var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)}
+    out = np.empty((ctx.draws.count, *x.shape))
+
+    def consume(draws, chunk):
+        mean = chunk.phi[..., 0].reshape(-1, *grid.shape[:3])
+        out[draws] = var_sensitivity(mean, n_nodes)
+
+    draw_pass(ctx, compiled, values, "VAR", consume)
+    return {"var": per_draw_shape(ctx, out)}
+
+
+def level_measures(ctx, *, mode, family, alpha):
+    """Level divergences of each categorical input, and their per-point summary.
+
+    For input ``g``: ``levels_g`` (..., N, L), the divergence ``sqrt(2 D_α)``
+    from each point's own level to every level present among the points
+    (``D_1`` the KL), and ``level_g`` (..., N), its mean over the other levels
+    weighted by their frequency.
+    """
+    compiled = compiled_for(ctx, mode, 0, second_moment_of(family, mode))
+    n = ctx.points.n_points
+    divergence = (
+        family.kl_divergence if alpha == 1 else partial(family.renyi_divergence, alpha=alpha)
+    )
+    measure = partial(level_divergence, divergence)
+    out = {}
+    for level in ctx.levels:
+        chosen = np.flatnonzero(level.weights)
+        values = level_values(ctx.points, ctx.predictive, level, chosen)
+        divergence = stacked_measure(
+            ctx,
+            compiled,
+            values,
+            len(chosen) + 1,
+            family,
+            measure,
+            len(chosen),
+            f"levels of {level.label}",
+        )
+        own = np.searchsorted(chosen, level.own)
+        divergence[..., np.arange(n), own] = 0.0  # the own level, exactly
+        out[f"levels_{level.label}"] = divergence
+        out[f"level_{level.label}"] = level_sensitivity(divergence, own, level.weights[chosen])
+    return out

@@ -1,0 +1,145 @@
+"""`sensitivity`'s result: dims, feature columns (categorical inputs appended,
+constant columns NaN, with the reason in the attrs), and the DataTree group."""
+
+import numpy as np
+import xarray as xr
+
+from pm_sens._levels import LEVEL_METHODS, shown_columns
+from pm_sens._points import constant_columns, feature_matrix
+from pm_sens._runner import point_coordinates
+
+
+def result_dims(name, mode, point_dim):
+    sample = [] if mode == "moment" else ["chain", "draw"]
+    points = [] if name in ("aed", "aeh") else [point_dim]
+    pairs = ["feature_bis"] if name in ("rsens2", "eah", "aeh", "mean_hess") else []
+    return [*sample, *points, "feature", *pairs]
+
+
+def feature_kinds(ctx):
+    """What each feature's values are: ``"rate"``, ``"constant"`` or ``"level"``.
+
+    ``"rate"``: per unit of a continuous input; ``"constant"``: a column that is
+    the same in every row of the data and of the points; ``"level"``: a
+    categorical input.
+    """
+    constant = constant_columns(ctx.predictive, ctx.inputs, ctx.points)[shown_columns(ctx)]
+    return [*np.where(constant, "constant", "rate"), *(["level"] * len(ctx.levels))]
+
+
+def empty_local(name, mode, ctx):
+    """A local result with no feature columns (every input is categorical)."""
+    sizes = {"chain": len(ctx.draws.chain), "draw": len(ctx.draws.draw)}
+    sizes.update(point=ctx.points.n_points, feature=0, feature_bis=0)
+    return np.empty([sizes[d] for d in result_dims(name, mode, "point")])
+
+
+def with_level_columns(results, levels, ctx, mode, kinds):
+    """Results with one column per categorical input appended, constant columns NaN.
+
+    A categorical input's column holds its level sensitivity for the methods
+    that have one (`LEVEL_METHODS`), NaN for the others.
+    """
+    shown = shown_columns(ctx)
+    constant = np.asarray(kinds[: shown.sum()]) == "constant"
+    out = {}
+    for name, value in results.items():
+        dims = result_dims(name, mode, "point")
+        axes = [dims.index(d) for d in ("feature", "feature_bis") if d in dims]
+        if not shown.all():
+            for axis in axes:
+                value = np.compress(shown, value, axis=axis)
+        if constant.any():  # the arrays are the measure's own: no copy needed
+            value = np.asarray(value, dtype=float)
+            np.putmask(
+                value, np.broadcast_to(_along(constant, axes, value.ndim), value.shape), np.nan
+            )
+        for level in ctx.levels:
+            column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
+            value = _append_column(value, column, axes)
+        out[name] = value
+    return out
+
+
+def _along(flags, axes, ndim):
+    """``flags`` (D,) broadcast along each of ``axes`` of an ndim array, or-ed."""
+    mask = np.zeros((1,) * ndim, dtype=bool)
+    for axis in axes:
+        shape = [1] * ndim
+        shape[axis] = len(flags)
+        mask = mask | np.reshape(flags, shape)
+    return mask
+
+
+def _append_column(value, column, axes):
+    """One more feature (and feature_bis) column: ``column`` on the feature axis, else NaN."""
+    first = axes[0]
+    shape = list(value.shape)
+    shape[first] = 1
+    new = np.full(shape, np.nan) if column is None else np.expand_dims(column, first)
+    value = np.concatenate([value, new], axis=first)
+    if len(axes) == 2:
+        shape = list(value.shape)
+        shape[axes[1]] = 1
+        value = np.concatenate([value, np.full(shape, np.nan)], axis=axes[1])
+    return value
+
+
+def _nan_reasons(name, kinds):
+    """The variable's attrs: why some of its feature columns are NaN, if any are."""
+    reasons = []
+    if "constant" in kinds:
+        reasons.append("features of kind 'constant' take one value at every point")
+    pairs = name in ("rsens2", "eah", "aeh")
+    if "level" in kinds and (pairs or name not in LEVEL_METHODS):
+        reasons.append(
+            f"categorical inputs (feature_kind 'level') have no {name}"
+            + (" pairs yet" if pairs else "")
+            + "; their level sensitivity is in levels_<input>"
+        )
+    return {"nan": "; ".join(reasons)} if reasons else {}
+
+
+def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
+    """Local measures as an xarray Dataset with the documented dims and coords."""
+    points = ctx.points
+    n = points.n_points
+    shown = shown_columns(ctx)
+    features = [
+        *np.asarray(points.features, dtype=object)[shown],
+        *(level.label for level in ctx.levels),
+    ]
+    inputs = feature_matrix(points.values, ctx.inputs, n)[:, shown]
+    own_levels = [level.own_values[:, None] for level in ctx.levels]
+    coords = {
+        **point_coordinates(ctx),
+        "feature": features,
+        "feature_kind": ("feature", kinds),
+        # the inputs at the points, for plotting local values against them
+        "input_value": ((points.point_dim, "feature"), np.concatenate([inputs, *own_levels], 1)),
+    }
+    if mode == "draw":
+        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
+    data = {
+        name: (result_dims(name, mode, points.point_dim), v, _nan_reasons(name, kinds))
+        for name, v in results.items()
+    }
+    sample = [] if mode == "moment" else ["chain", "draw"]
+    for level in ctx.levels:
+        dim = f"{level.label}_level"
+        coords[dim] = level.levels[np.flatnonzero(level.weights)]
+        data[f"levels_{level.label}"] = (
+            [*sample, points.point_dim, dim],
+            levels[f"levels_{level.label}"],
+        )
+    if any("feature_bis" in dims for dims, *_ in data.values()):
+        coords["feature_bis"] = features
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def attach(idata, group, dataset, extend_inferencedata):
+    """Add ``group`` to ``idata`` and return it, or a new DataTree with only it."""
+    if not extend_inferencedata:
+        return xr.DataTree.from_dict({group: dataset})
+    idata[group] = xr.DataTree(dataset)
+    return idata
