@@ -14,8 +14,8 @@ _PUBLIC = {
     "Predictive": "pm_sens.graph.predictive",
     "importance": "pm_sens.ranking",
     "integrated_gradients": "pm_sens.attribution",
-    "partial_dependence": "pm_sens.uncertainty",
-    "permutation_importance": "pm_sens.uncertainty",
+    "partial_dependence": "pm_sens.pdp",
+    "permutation_importance": "pm_sens.pfi",
     "sensitivity": "pm_sens.api",
     "summary": "pm_sens.ranking",
     # the plots load arviz-plots

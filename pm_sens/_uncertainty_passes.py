@@ -1,0 +1,178 @@
+"""Passes shared by permutation importance and partial dependence: the predictive's
+entropy and log density of the observed y at many rows of inputs."""
+
+import numpy as np
+import xarray as xr
+
+from pm_sens._runner import (
+    compiled_for,
+    draw_pass,
+    make_context,
+    moment_pass,
+)
+from pm_sens._validate import (
+    check_finite_array,
+)
+from pm_sens.graph.likelihoods import default_moment_family
+from pm_sens.measures.entropy import (
+    DRAWS_TOGETHER,
+    EntropyAccumulator,
+    MixtureLogDensity,
+    entropy_components,
+)
+from pm_sens.measures.mixture import MixtureMoments
+
+
+def uncertainty_context(idata, model, **kwargs):
+    """The shared context; integer inputs allowed (they can be permuted)."""
+    return make_context(idata, model, differentiable=False, lazy_points=False, **kwargs)
+
+
+def observed_values(idata, ctx, observed):
+    """Observed y at the points: ``observed`` or the idata's observed_data."""
+    if observed is None:
+        group = "observed_data"
+        present = (
+            list(idata[group].data_vars)
+            if isinstance(idata, xr.DataTree) and group in idata.children
+            else []
+        )
+        # a predictive built by hand (a GP's) names no variable: the only one present
+        name = ctx.predictive.var_name or (present[0] if len(present) == 1 else None)
+        if name not in present:
+            wanted = f"observed_data[{name!r}]" if name else "a single observed variable"
+            raise ValueError(
+                f"observed=None but idata has no {wanted} (observed_data holds {present}); "
+                "pass observed= (one value per point)"
+            )
+        observed = idata[group][name].values
+    observed = check_finite_array("observed", observed)
+    if observed.shape != (ctx.points.n_points,):
+        raise ValueError(
+            f"observed has shape {observed.shape}; expected ({ctx.points.n_points},), one "
+            "value per point (pass observed= for new points)"
+        )
+    return observed
+
+
+def feature_groups(features, labels):
+    """Feature groups as (label, column indices); names or lists of names."""
+    if features is None:
+        return [(label, [i]) for i, label in enumerate(labels)]
+    items = [features] if isinstance(features, str) else list(features)
+    if not items:
+        raise ValueError(f"features={features!r} is empty; give feature names, or None for all")
+    groups = []
+    for item in items:
+        names = [item] if isinstance(item, str) else list(item)
+        unknown = [n for n in names if n not in labels]
+        if unknown or not names:
+            raise ValueError(
+                f"features={features!r}: {unknown or 'an empty group'} not among the "
+                f"features {list(labels)}"
+            )
+        groups.append(("+".join(names), [labels.index(n) for n in names]))
+    return groups
+
+
+def parameter_range(ctx, compiled, values):
+    """Per row, the per-draw parameters' componentwise minimum and maximum.
+
+    Returns (low, high), each (R, M) over all draws, and the fixed parameters
+    of the first draw.
+    """
+    out = {}
+
+    def consume(draws, chunk):
+        phi = chunk.phi
+        low, high = phi.min(0), phi.max(0)
+        if out:
+            low, high = np.minimum(out["low"], low), np.maximum(out["high"], high)
+        fixed = {k: np.broadcast_to(v, phi.shape[:-1])[0] for k, v in chunk.fixed.items()}
+        out.update(low=low, high=high, fixed=fixed)
+
+    draw_pass(ctx, compiled, values, "support of the predictive", consume)
+    return out["low"], out["high"], out["fixed"]
+
+
+def entropy_accumulator(ctx, compiled, values, n_rows):
+    """The accumulator, with each row's support window when the family has one."""
+    family = ctx.predictive.likelihood.draw_family
+    window = None
+    if family.support_window is not None:
+        low, high, fixed = parameter_range(ctx, compiled, values)
+        window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
+    return EntropyAccumulator(family, n_rows, window=window)
+
+
+def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None):
+    """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
+
+    ``add_mean(draws, mean)``, given for a closed-form likelihood, is also
+    called with each chunk's per-draw predictive mean (S, R), from the same
+    evaluation of the predictive.
+    """
+    likelihood = ctx.predictive.likelihood
+    family = likelihood.draw_family
+    statistics = ["mean"] if add_mean is not None else []
+    mixture, matched = None, None
+    if entropy and not family.discrete:
+        matched = default_moment_family(likelihood)
+        if likelihood.generic is None and matched.second_moment == "variance":
+            # the mixture's moments from the per-draw ones, in the same evaluation
+            mixture = MixtureMoments(second_moment="variance")
+            statistics = ["mean", "variance"]
+    # the entropies computed in the graph, where no other measure needs the parameters
+    entropy_in_graph = entropy and likelihood.entropy is not None and observed_rows is None
+    if entropy_in_graph:
+        statistics.append("entropy")
+    compiled = compiled_for(
+        ctx,
+        "draw",
+        0,
+        rows=n_rows,
+        statistics=tuple(statistics),
+        parameters=not entropy_in_graph,
+    )
+    accumulator = entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
+    log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
+
+    def consume(draws, chunk):
+        if entropy_in_graph:
+            accumulator.add_entropies(chunk.statistics["entropy"])
+        else:
+            phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+            if accumulator is not None:
+                accumulator.add(phi, **fixed)
+            if log_density is not None:
+                log_density.add(family.log_density(phi, observed_rows, **fixed))
+        if add_mean is not None:
+            add_mean(draws, chunk.statistics["mean"])
+        if mixture is not None:
+            mixture.add_draws(chunk.statistics["mean"], chunk.statistics["variance"])
+
+    # the support sums of a discrete family's entropy are the long part: show them
+    # move, and give them enough draws at once to walk together
+    sums = accumulator is not None and family.discrete and family.pmf_table is None
+    draw_pass(
+        ctx,
+        compiled,
+        values,
+        "predictive draws",
+        consume,
+        steps=10 if sums else 1,
+        min_draws=DRAWS_TOGETHER if sums else 1,
+    )
+    out = {}
+    if log_density is not None:
+        out["log_likelihood"] = log_density.value()
+    if accumulator is not None:
+        if family.discrete:
+            total = accumulator.mixture_entropy()
+        else:
+            if mixture is None:
+                compiled = compiled_for(ctx, "moment", 0, matched.second_moment, rows=n_rows)
+                mixture, _ = moment_pass(ctx, compiled, values, matched.second_moment, "mixture")
+            total = matched.entropy(mixture.phi)
+        out["entropy"] = entropy_components(total, accumulator.aleatoric())
+    return out

@@ -1,0 +1,271 @@
+"""`partial_dependence`: PDP and ICE of the predictive mean, entropy and log density (004)."""
+
+import numpy as np
+import xarray as xr
+
+from pm_sens._points import feature_matrix, values_at
+from pm_sens._results import attach
+from pm_sens._runner import (
+    DEFAULT_MEMORY_LIMIT,
+    compiled_for,
+    draw_pass,
+    per_draw_shape,
+    result_attrs,
+)
+from pm_sens._uncertainty_passes import (
+    feature_groups,
+    observed_values,
+    uncertainty_context,
+    uncertainty_rows,
+)
+from pm_sens._validate import (
+    as_name_list,
+    check_bool,
+    check_choice,
+    check_finite_array,
+    check_optional_positive_int,
+    check_percentiles,
+)
+from pm_sens.graph.model_queries import is_float
+from pm_sens.measures.entropy import (
+    COMPONENTS,
+)
+from pm_sens.measures.permutation import (
+    feature_grid,
+    grid_features,
+)
+
+PDP_KINDS = ("mean", "entropy", "log_likelihood")
+
+
+def _custom_grids(grid, labels, selected, integer):
+    """``grid`` validated: {column index: 1-D array of finite values} for the selected features."""
+    if grid is None:
+        return {}
+    if not isinstance(grid, dict):
+        raise TypeError(
+            f"grid={grid!r} is not valid; give a dict {{feature: values}}, e.g. "
+            f"{{{labels[selected[0]]!r}: [0.0, 1.0, 2.0]}}"
+        )
+    chosen = [labels[d] for d in selected]
+    custom = {}
+    for name, values in grid.items():
+        if name not in chosen:
+            raise ValueError(f"grid has feature {name!r}, not among the features {chosen}")
+        values = check_finite_array(f"grid[{name!r}]", values)
+        d = labels.index(name)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(
+                f"grid[{name!r}] has shape {values.shape}; give a non-empty 1-D list of values"
+            )
+        if integer[d] and not np.array_equal(values, np.round(values)):
+            raise ValueError(
+                f"grid[{name!r}]={values.tolist()} holds non-integers; {name!r} is an integer "
+                "input (a group index or flag), so its grid values must be its levels"
+            )
+        custom[d] = values
+    return custom
+
+
+def _integer_columns(ctx):
+    """Whether each feature column comes from an integer container."""
+    return [
+        not is_float(var)
+        for var in ctx.inputs
+        for _ in range(
+            1 if np.ndim(ctx.points.values[var]) == 1 else np.shape(ctx.points.values[var])[1]
+        )
+    ]
+
+
+def partial_dependence(  # noqa: D417 (shared parameters documented together)
+    idata,
+    model,
+    *,
+    var_name=None,
+    inputs=None,
+    points=None,
+    observed=None,
+    features=None,
+    kind=("mean", "entropy"),
+    grid_resolution=50,
+    percentiles=(0.05, 0.95),
+    grid=None,
+    ice=True,
+    predictive=None,
+    num_draws=None,
+    random_seed=None,
+    progressbar=True,
+    extend_inferencedata=True,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+):
+    """Partial dependence (PDP) and individual conditional expectation (ICE) curves.
+
+    For each feature d and grid value g, every point gets ``x_d = g`` (other
+    inputs unchanged); ICE is the quantity at each such point, PDP its mean over
+    points. Quantities: the predictive mean (PDP per posterior draw, so it has
+    posterior bands; ICE as the posterior mean), the entropy (total, aleatoric,
+    epistemic) and the mixture log density of the observed y.
+
+    Parameters
+    ----------
+    idata, model, var_name, inputs, points, observed, predictive, num_draws,
+    random_seed, progressbar, extend_inferencedata, memory_limit
+        As in :func:`permutation_importance`.
+    features : str or list of str, optional
+        Features to vary, one at a time; default all.
+    kind : str or sequence of str
+        Any of ``"mean"``, ``"entropy"``, ``"log_likelihood"``.
+    grid_resolution : int
+        Quantile grid size per float feature (duplicates removed).
+    percentiles : tuple of float
+        Range of the quantile grid. Integer inputs use their observed levels.
+    grid : dict, optional
+        Explicit grid values per feature, ``{"x1": [0.0, 0.5, 1.0]}`` (as
+        scikit-learn's ``custom_values``), in the order given; the other
+        features get the quantile grid. Values of an integer input must be
+        integers (its levels).
+    ice : bool
+        Also return the per-point curves.
+
+    Returns
+    -------
+    xarray.DataTree
+        Group ``partial_dependence`` with, per kind, ``{kind}_pdp`` and (``ice``)
+        ``{kind}_ice``: ``mean_pdp`` ``("chain", "draw", "feature", "grid")``,
+        ``mean_ice`` ``("feature", "grid", point_dim)``; ``entropy_pdp``
+        ``("feature", "grid", "component")``, ``entropy_ice`` ``("feature",
+        "grid", point_dim, "component")``; ``log_likelihood_pdp`` ``("feature",
+        "grid")``, ``log_likelihood_ice`` ``("feature", "grid", point_dim)``.
+        Coordinate ``grid_value`` ``("feature", "grid")`` holds the grid (NaN
+        past a feature's last grid value, where the curves are NaN too).
+    """
+    kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
+    grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
+    ice = check_bool("ice", ice)
+    percentiles = check_percentiles(percentiles)
+    ctx = uncertainty_context(
+        idata,
+        model,
+        var_name=var_name,
+        inputs=inputs,
+        points=points,
+        predictive=predictive,
+        num_draws=num_draws,
+        random_seed=random_seed,
+        memory_limit=memory_limit,
+        progressbar=progressbar,
+        extend_inferencedata=extend_inferencedata,
+    )
+    y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
+    labels = ctx.points.features
+    selected, grids, custom = _grids(ctx, features, grid, grid_resolution, percentiles)
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    points_grid = grid_features(x, selected, grids)  # (F, K, N, D)
+    rows = points_grid.reshape(-1, x.shape[1])
+    curves = _curves(ctx, kinds, values_at(ctx.points, ctx.inputs, rows), len(rows), y)
+    data = _curve_variables(ctx, kinds, curves, points_grid.shape[:3], grids, ice)
+    width = points_grid.shape[1]
+    grid_values = np.full((len(grids), width), np.nan)
+    for f, values in enumerate(grids):
+        grid_values[f, : len(values)] = values
+    coords = {
+        "feature": [labels[d] for d in selected],
+        "grid": np.arange(width),
+        "grid_value": (("feature", "grid"), grid_values),
+    }
+    # only the dims some variable has
+    if "entropy" in kinds:
+        coords["component"] = list(COMPONENTS)
+    if ice:
+        coords[ctx.points.point_dim] = ctx.points.point_coords
+    if "mean" in kinds:
+        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
+    dataset = xr.Dataset(
+        data,
+        coords=coords,
+        attrs={
+            "method": "partial_dependence",
+            "kind": kinds,
+            "grid_resolution": grid_resolution,
+            "custom_grid": sorted(labels[d] for d in custom),
+            "percentiles": list(percentiles),
+            **result_attrs(ctx),
+        },
+    )
+    return attach(idata, "partial_dependence", dataset, extend_inferencedata)
+
+
+def _grids(ctx, features, grid, grid_resolution, percentiles):
+    """The features to vary (column indices), their grids, and the custom ones' columns."""
+    labels = ctx.points.features
+    chosen = None if features is None else as_name_list("features", features)
+    selected = [cols[0] for _, cols in feature_groups(chosen, labels)]
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    integer = _integer_columns(ctx)
+    custom = _custom_grids(grid, labels, selected, integer)
+    grids = [
+        custom[d]
+        if d in custom
+        else feature_grid(x[:, d], grid_resolution, percentiles, integer[d])
+        for d in selected
+    ]
+    return selected, grids, custom
+
+
+def _curves(ctx, kinds, values, n_rows, y):
+    """The quantities at the R rows (every point at every grid value of every feature).
+
+    ``mean_pdp_rows`` (S, R/N): each draw's mean over the points per grid value;
+    ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3) and
+    ``log_likelihood`` (R,) as `uncertainty_rows` gives them.
+    """
+    n = ctx.points.n_points
+    uncertainty = "entropy" in kinds or "log_likelihood" in kinds
+    # a closed-form likelihood's mean comes from the entropy's evaluation too
+    shared = uncertainty and ctx.predictive.likelihood.generic is None
+    out = {}
+    if "mean" in kinds:
+        out["mean_pdp_rows"] = np.empty((ctx.draws.count, n_rows // n))
+        out["mean_ice_rows"] = np.zeros(n_rows)
+
+        def add_mean(draws, mean):
+            size = draws.stop - draws.start
+            mean = np.broadcast_to(mean, (size, n_rows)).reshape(size, n_rows // n, n)
+            out["mean_pdp_rows"][draws] = mean.mean(-1)
+            out["mean_ice_rows"] += mean.sum(0).reshape(-1)
+
+        if not shared:
+            compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=n_rows)
+            draw_pass(ctx, compiled, values, "mean", lambda d, c: add_mean(d, c.phi[..., 0]))
+    if uncertainty:
+        observed = None if y is None else np.tile(y, n_rows // n)
+        add = add_mean if "mean" in kinds and shared else None
+        out.update(uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add))
+    return out
+
+
+def _curve_variables(ctx, kinds, curves, shape, grids, ice):
+    """The result's variables: per kind its PDP and (``ice``) ICE, NaN past a feature's grid."""
+    n_features, width, n = shape
+    valid = np.array([[k < len(g) for k in range(width)] for g in grids])  # (F, K)
+    mask = np.where(valid, 1.0, np.nan)
+    point_dim = ctx.points.point_dim
+    data = {}
+    if "mean" in kinds:
+        pdp = curves["mean_pdp_rows"].reshape(-1, n_features, width)
+        data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
+        if ice:
+            ice_mean = curves["mean_ice_rows"].reshape(n_features, width, n) / ctx.draws.count
+            data["mean_ice"] = (("feature", "grid", point_dim), ice_mean * mask[..., None])
+    if "entropy" in kinds:
+        values = curves["entropy"].reshape(n_features, width, n, 3) * mask[..., None, None]
+        data["entropy_pdp"] = (("feature", "grid", "component"), values.mean(2))
+        if ice:
+            data["entropy_ice"] = (("feature", "grid", point_dim, "component"), values)
+    if "log_likelihood" in kinds:
+        values = curves["log_likelihood"].reshape(n_features, width, n) * mask[..., None]
+        data["log_likelihood_pdp"] = (("feature", "grid"), values.mean(2))
+        if ice:
+            data["log_likelihood_ice"] = (("feature", "grid", point_dim), values)
+    return data
