@@ -662,7 +662,7 @@ def test_a_rule_that_misses_mass_is_reported():
 def test_locate_mixes_quartiles_and_newton_row_by_row():
     """Rows whose inverse CDF fails take the mode and curvature scale (Newton on
     log p), the others keep the median and interquartile half-width."""
-    from pm_sens.graph.generic import _locate
+    from pm_sens.graph.generic_rules import locate as _locate
 
     mu, sd = np.array([1.0, -2.0]), np.array([0.5, 3.0])
 
