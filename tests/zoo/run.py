@@ -13,7 +13,6 @@ import numpy as np
 import xarray as xr
 
 import pm_sens
-from pm_sens.graph.rewrites import REWRITES, excluding
 from tests.zoo._lazy import assert_same, lazy_posterior, model_points
 
 QUIET = dict(progressbar=False)
@@ -22,7 +21,6 @@ FUNCTIONS = (
     "sensitivity_moment",
     "sensitivity_draw",
     "dask_and_lazy",
-    "rewrites_excluded",
     "summary",
     "importance",
     "permutation_importance",
@@ -79,12 +77,12 @@ def _check_rsens_against_kl(out, where, rtol):
     assert worst < rtol, f"{where}: R-sens and central KL differ by {worst:.2e} (relative)"
 
 
-def _sensitivity_call(case, idata, mode, interactions=True, **kwargs):
+def _sensitivity_call(case, idata, mode, interactions=True, method=("rsens", "kl"), **kwargs):
     return pm_sens.sensitivity(
         idata,
         case.model,
         mode=mode,
-        method=["rsens", "kl"],
+        method=list(method),
         kl_scheme="central",
         delta=case.kl_delta,
         interactions=interactions,
@@ -149,25 +147,6 @@ def _steps(case, state):
                     given[1]["sensitivity"], given[0]["sensitivity"], f"dask points, {mode}"
                 )
 
-    def rewrites_excluded():
-        """R-sens in both modes compiled without pm_sens's rewrites: the same
-        values to 1e-12 (they change how a graph computes, never what). Not
-        without the NumPy forms of scalar ops: a graph would be compiled by
-        Numba instead (that switch is `tests/test_rewrites.py`'s). Not the
-        interactions: their graphs (~1,000 nodes for the ordered probit) take
-        PyTensor's own rewrites 11 s per mode to compile again;
-        `tests/test_rewrites.py` compares them without the rewrites."""
-        modes = [m for m in ("moment", "draw") if m in state]
-        if not modes:
-            raise _Skipped("no sensitivity to compare with")
-        for mode in modes:
-            with excluding(*(n for n in REWRITES if n != "local_numpy_ufunc_forms")):
-                plain = _sensitivity_call(
-                    case, case.idata, mode, interactions=False, extend_inferencedata=False
-                )["sensitivity"]
-            expected = state[mode]["sensitivity"].to_dataset()[list(plain.data_vars)]
-            assert_same(plain, expected, f"no rewrites, {mode}", 1e-12)
-
     def _any_sensitivity():
         if "moment" not in state and "draw" not in state:
             raise _Skipped("no sensitivity to summarize")
@@ -230,7 +209,6 @@ def _steps(case, state):
             sensitivity_moment,
             sensitivity_draw,
             dask_and_lazy,
-            rewrites_excluded,
             summary,
             importance,
             permutation_importance,
