@@ -12,13 +12,13 @@ import numpy as np
 from pm_sens import families
 from pm_sens._levels import level_values
 from pm_sens._points import feature_matrix, values_at
+from pm_sens._results import per_draw_shape
 from pm_sens._runner import (
     check_outputs,
     compiled_for,
     data_for_chunk,
     draw_pass,
     moment_pass,
-    per_draw_shape,
 )
 from pm_sens._validate import as_name_list, check_choice, warn
 from pm_sens.graph.likelihoods import default_moment_family

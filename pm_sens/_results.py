@@ -6,7 +6,7 @@ import xarray as xr
 
 from pm_sens._levels import LEVEL_METHODS, shown_columns
 from pm_sens._points import constant_columns, feature_matrix
-from pm_sens._runner import point_coordinates
+from pm_sens._version import __version__
 
 
 def result_dims(name, mode, point_dim):
@@ -143,3 +143,37 @@ def attach(idata, group, dataset, extend_inferencedata):
         return xr.DataTree.from_dict({group: dataset})
     idata[group] = xr.DataTree(dataset)
     return idata
+
+
+def point_coordinates(ctx):
+    """Coordinates for the result's point dim: its labels, and the values of held
+    one-dimensional per-point containers (group indices, flags) for ``summary(by=)``."""
+    dim = ctx.points.point_dim
+    coords = {dim: ctx.points.point_coords}
+    for var in ctx.points.per_point:
+        value = ctx.points.values[var]
+        if var not in ctx.inputs and np.ndim(value) == 1 and var.name != dim:
+            coords[var.name] = (dim, value)
+    return coords
+
+
+def result_attrs(ctx):
+    """Attributes every result group carries: what was explained, with which inputs and draws.
+
+    ``inputs`` names the containers treated as continuous inputs (a rate per
+    unit), ``categorical_inputs`` those compared level by level; containers in
+    neither were held at their values.
+    """
+    return {
+        "likelihood": ctx.predictive.family,
+        "var_name": ctx.predictive.var_name or "",
+        "inputs": [str(v.name) for v in ctx.inputs],
+        "categorical_inputs": [level.label for level in ctx.levels],
+        "num_draws": ctx.draws.count,
+        "pm_sens_version": __version__,
+    }
+
+
+def per_draw_shape(ctx, array):
+    """(S, ...) → (chain, draw, ...)."""
+    return array.reshape(len(ctx.draws.chain), len(ctx.draws.draw), *array.shape[1:])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from pm_sens._checks import check_locality, check_outputs
 from pm_sens._distributed import RemoteChunks, active_client
 from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
 from pm_sens._points import PointSet, resolve_inputs, resolve_points
@@ -26,10 +27,9 @@ from pm_sens._validate import (
     check_positive,
     check_seed,
 )
-from pm_sens._version import __version__
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
+from pm_sens.graph.compiled import data_for_chunk
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
-from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.predictive import Predictive
 from pm_sens.graph.rewrites import excluded as excluded_rewrites
 from pm_sens.measures.mixture import MixtureMoments
@@ -264,58 +264,6 @@ def _check_locality_first(ctx):
         raise
 
 
-def data_for_chunk(compiled, values):
-    """Data arrays in the compiled function's order."""
-    return [values[var] for var in compiled.data_variables]
-
-
-def check_locality(compiled, points, draws):
-    """Perturb one row of the (float) inputs; no other point's parameters may move.
-
-    With one point, a second row (a copy of it) stands in for the others.
-    """
-    moving = [var for var in compiled.inputs if is_float(var)]
-    if not moving or points.n_points == 0:
-        return
-    values, n = points.values, points.n_points
-    if n == 1:
-        values = {
-            var: np.concatenate([value, value]) if var in points.per_point else value
-            for var, value in values.items()
-        }
-        n = 2
-    first = draws.chunk(0, 1)
-    base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
-    for row in sorted({0, n // 2}):
-        moved_values = dict(values)
-        for var in moving:
-            value = np.array(values[var], dtype=float)
-            value[row] += 1e-3 * (np.abs(value[row]) + 1)
-            moved_values[var] = value
-        moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first))
-        others = np.arange(n) != row
-        # nan or inf where the model is undefined is no sign of coupling (named later)
-        same = np.isclose(
-            moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12, equal_nan=True
-        )
-        if not same.all():
-            names = [v.name for v in compiled.inputs]
-            raise ValueError(
-                f"the predictions at one point depend on the inputs {names} of other points "
-                f"(changing row {row} moved the parameters at other rows), so per-point "
-                "sensitivities are not defined. Common causes: inputs standardized or centred "
-                "inside the model (do it outside, on the data), or a model coupling rows such "
-                "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
-            )
-
-
-def _what_points_get(out):
-    """A chunk's parameters (..., N, M), or its statistics side by side without them."""
-    if out.phi is not None:
-        return out.phi
-    return np.stack(list(out.statistics.values()), -1)
-
-
 def _chunk_size(ctx, n_rows, n_components, mode, order):
     """Draws per chunk so that parameters, derivatives and temporaries fit the limit."""
     n_features = len(ctx.points.features)
@@ -401,103 +349,6 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
                 advance(done_size)
 
 
-def _component_names(ctx, compiled):
-    """What each component of a chunk's ``phi`` is, for messages."""
-    statistic = compiled.settings.get("statistic")
-    if statistic is not None:
-        return [statistic]
-    if compiled.mode == "draw":
-        return list(ctx.predictive.likelihood.draw_family.parameters)
-    second = compiled.settings.get("second_moment")
-    if second == "scale2":
-        return ["location", "squared scale", "1/nu"]
-    if second:
-        return ["mean", "variance"]
-    return ["mean", "1 - mean"]
-
-
-def _first_problem(values, test):
-    """(index, value, count) of the first value failing ``test``, or None.
-
-    ``test`` flags nan or inf values (the values are screened by their sum).
-
-    A list of arrays (draw-mode derivatives, one per parameter) is indexed with
-    the position in the list first.
-    """
-    parts = values if isinstance(values, list) else [values]
-    with np.errstate(all="ignore"):
-        if all(np.isfinite(np.sum(part)) for part in parts):
-            return None  # a finite sum has no nan or inf: one pass, no mask
-    found, count = None, 0
-    for position, part in enumerate(parts):
-        bad = test(part)
-        n_bad = int(np.count_nonzero(bad))
-        if n_bad and found is None:
-            index = tuple(np.argwhere(bad)[0])
-            found = ((position, *index) if isinstance(values, list) else index, float(part[index]))
-        count += n_bad
-    return None if found is None else (*found, count)
-
-
-def check_outputs(ctx, compiled, draws, out):
-    """A chunk's parameters must not be nan, nor its derivatives nan or inf.
-
-    The message names the quantity, the point, the draw (draw mode; in moment
-    mode the chunk of draws) and the likely cause. Infinite parameters pass:
-    some are legitimate (a truncation bound) and the measures name the others.
-    A chunk without parameters (built with ``parameters=False``) has its
-    per-draw statistics screened in their place.
-    """
-    screened = {k: getattr(out, k) for k in ("phi", "jac", "hess")}
-    screened = {k: v for k, v in screened.items() if v is not None}
-    if out.phi is None and out.statistics:
-        screened["statistics"] = list(out.statistics.values())
-    problems = [("phi", np.isnan, "is nan"), ("statistics", np.isnan, "is nan")]
-    problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
-    for key, test, what in problems:
-        if key not in screened:
-            continue
-        problem = _first_problem(screened[key], test)
-        if problem is None:
-            continue
-        index, value, count = problem
-        names = _component_names(ctx, compiled)
-        if key == "phi":
-            component, rows = index[-1], index[:-1]
-        elif key == "statistics":  # their position in the list, then draw, point
-            names, component, rows = compiled.statistic_names, index[0], index[1:]
-        else:  # the parameter axis first, then (draw,) point, feature(s)
-            component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
-            rows = index[1 : len(index) - (1 if key == "jac" else 2)]
-        name = names[component] if component < len(names) else f"component {component}"
-        point = np.asarray(ctx.points.point_coords)[rows[-1] % ctx.points.n_points].item()
-        span = f"draws {draws.start} to {draws.stop - 1}"
-        where, note = f"point {point!r}", f"the mixture of {span}; {count} such value(s)"
-        if len(rows) == 2:  # draw mode
-            s = draws.start + rows[0]
-            n_draw = len(ctx.draws.draw)
-            chain, draw = ctx.draws.chain[s // n_draw], ctx.draws.draw[s % n_draw]
-            where += f", chain={chain.item()!r}, draw={draw.item()!r}"
-            note = f"{count} such value(s) among {span}"
-        name = f"the {'per-draw' if len(rows) == 2 else 'mixture'} {name}"
-        values = key in ("phi", "statistics")
-        quantity = name if values else f"the derivative of {name}"
-        shown = "" if np.isnan(value) else f" ({value:g})"
-        cause = (
-            "the model's expression is undefined there (a log or sqrt of a negative "
-            "value, 0·inf, inf − inf, an overflowing exp), often at inputs far from the data"
-            if values
-            else "the parameter changes faster than float64 can hold at these inputs (an "
-            "overflowing exp of the linear predictor?) or is not differentiable there"
-        )
-        if len(rows) == 1:
-            cause += (
-                "; moment mode needs the mixture's mean and variance as float64 numbers, "
-                "mode='draw' works with the per-draw parameters, which stay finite further"
-            )
-        raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")
-
-
 def moment_pass(ctx, compiled, values, second_moment, description):
     """Mixture moments (and derivatives) over all draws, merged chunk by chunk."""
     moments = MixtureMoments(second_moment)
@@ -518,37 +369,3 @@ def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1,
     chunks = _chunks(ctx, compiled, values, 2, description, steps, min_draws, out)
     for start, size, chunk in chunks:
         consume(slice(start, start + size), chunk)
-
-
-def point_coordinates(ctx):
-    """Coordinates for the result's point dim: its labels, and the values of held
-    one-dimensional per-point containers (group indices, flags) for ``summary(by=)``."""
-    dim = ctx.points.point_dim
-    coords = {dim: ctx.points.point_coords}
-    for var in ctx.points.per_point:
-        value = ctx.points.values[var]
-        if var not in ctx.inputs and np.ndim(value) == 1 and var.name != dim:
-            coords[var.name] = (dim, value)
-    return coords
-
-
-def result_attrs(ctx):
-    """Attributes every result group carries: what was explained, with which inputs and draws.
-
-    ``inputs`` names the containers treated as continuous inputs (a rate per
-    unit), ``categorical_inputs`` those compared level by level; containers in
-    neither were held at their values.
-    """
-    return {
-        "likelihood": ctx.predictive.family,
-        "var_name": ctx.predictive.var_name or "",
-        "inputs": [str(v.name) for v in ctx.inputs],
-        "categorical_inputs": [level.label for level in ctx.levels],
-        "num_draws": ctx.draws.count,
-        "pm_sens_version": __version__,
-    }
-
-
-def per_draw_shape(ctx, array):
-    """(S, ...) → (chain, draw, ...)."""
-    return array.reshape(len(ctx.draws.chain), len(ctx.draws.draw), *array.shape[1:])

@@ -22,6 +22,7 @@ from pm_sens._results import (
     attach,
     empty_local,
     feature_kinds,
+    result_attrs,
     result_dataset,
     result_dims,
     with_level_columns,
@@ -29,7 +30,6 @@ from pm_sens._results import (
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     make_context,
-    result_attrs,
 )
 from pm_sens._validate import (
     check_bool,

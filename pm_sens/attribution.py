@@ -7,15 +7,12 @@ import xarray as xr
 
 from pm_sens._blocks import run_local
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._results import attach
+from pm_sens._results import attach, per_draw_shape, point_coordinates, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     compiled_for,
     draw_pass,
     make_context,
-    per_draw_shape,
-    point_coordinates,
-    result_attrs,
 )
 from pm_sens._validate import (
     check_finite_array,

@@ -4,13 +4,11 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._results import attach
+from pm_sens._results import attach, per_draw_shape, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     compiled_for,
     draw_pass,
-    per_draw_shape,
-    result_attrs,
 )
 from pm_sens._uncertainty_passes import (
     feature_groups,

@@ -4,10 +4,9 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._results import attach
+from pm_sens._results import attach, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
-    result_attrs,
 )
 from pm_sens._uncertainty_passes import (
     feature_groups,

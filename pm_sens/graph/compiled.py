@@ -128,3 +128,8 @@ class WhitenedNorm(CompiledPredictive):
 
 #: below this, a sum of squares under the root may have lost digits to underflow
 _SMALLEST_SAFE_NORM = 1e-140
+
+
+def data_for_chunk(compiled, values):
+    """Data arrays in the compiled function's order."""
+    return [values[var] for var in compiled.data_variables]

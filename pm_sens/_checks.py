@@ -1,0 +1,156 @@
+"""Checks on a compiled predictive and its outputs.
+
+Locality (the parameters at a point depend on that point's inputs alone,
+which every per-point measure relies on), and the screening of each chunk's
+outputs for nan and inf, with a message naming the quantity, the point, the
+draw and the likely cause.
+"""
+
+import numpy as np
+
+from pm_sens.graph.compiled import data_for_chunk
+from pm_sens.graph.model_queries import is_float
+
+
+def check_locality(compiled, points, draws):
+    """Perturb one row of the (float) inputs; no other point's parameters may move.
+
+    With one point, a second row (a copy of it) stands in for the others.
+    """
+    moving = [var for var in compiled.inputs if is_float(var)]
+    if not moving or points.n_points == 0:
+        return
+    values, n = points.values, points.n_points
+    if n == 1:
+        values = {
+            var: np.concatenate([value, value]) if var in points.per_point else value
+            for var, value in values.items()
+        }
+        n = 2
+    first = draws.chunk(0, 1)
+    base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
+    for row in sorted({0, n // 2}):
+        moved_values = dict(values)
+        for var in moving:
+            value = np.array(values[var], dtype=float)
+            value[row] += 1e-3 * (np.abs(value[row]) + 1)
+            moved_values[var] = value
+        moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first))
+        others = np.arange(n) != row
+        # nan or inf where the model is undefined is no sign of coupling (named later)
+        same = np.isclose(
+            moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12, equal_nan=True
+        )
+        if not same.all():
+            names = [v.name for v in compiled.inputs]
+            raise ValueError(
+                f"the predictions at one point depend on the inputs {names} of other points "
+                f"(changing row {row} moved the parameters at other rows), so per-point "
+                "sensitivities are not defined. Common causes: inputs standardized or centred "
+                "inside the model (do it outside, on the data), or a model coupling rows such "
+                "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
+            )
+
+
+def _what_points_get(out):
+    """A chunk's parameters (..., N, M), or its statistics side by side without them."""
+    if out.phi is not None:
+        return out.phi
+    return np.stack(list(out.statistics.values()), -1)
+
+
+def _component_names(ctx, compiled):
+    """What each component of a chunk's ``phi`` is, for messages."""
+    statistic = compiled.settings.get("statistic")
+    if statistic is not None:
+        return [statistic]
+    if compiled.mode == "draw":
+        return list(ctx.predictive.likelihood.draw_family.parameters)
+    second = compiled.settings.get("second_moment")
+    if second == "scale2":
+        return ["location", "squared scale", "1/nu"]
+    if second:
+        return ["mean", "variance"]
+    return ["mean", "1 - mean"]
+
+
+def _first_problem(values, test):
+    """(index, value, count) of the first value failing ``test``, or None.
+
+    ``test`` flags nan or inf values (the values are screened by their sum).
+
+    A list of arrays (draw-mode derivatives, one per parameter) is indexed with
+    the position in the list first.
+    """
+    parts = values if isinstance(values, list) else [values]
+    with np.errstate(all="ignore"):
+        if all(np.isfinite(np.sum(part)) for part in parts):
+            return None  # a finite sum has no nan or inf: one pass, no mask
+    found, count = None, 0
+    for position, part in enumerate(parts):
+        bad = test(part)
+        n_bad = int(np.count_nonzero(bad))
+        if n_bad and found is None:
+            index = tuple(np.argwhere(bad)[0])
+            found = ((position, *index) if isinstance(values, list) else index, float(part[index]))
+        count += n_bad
+    return None if found is None else (*found, count)
+
+
+def check_outputs(ctx, compiled, draws, out):
+    """A chunk's parameters must not be nan, nor its derivatives nan or inf.
+
+    The message names the quantity, the point, the draw (draw mode; in moment
+    mode the chunk of draws) and the likely cause. Infinite parameters pass:
+    some are legitimate (a truncation bound) and the measures name the others.
+    A chunk without parameters (built with ``parameters=False``) has its
+    per-draw statistics screened in their place.
+    """
+    screened = {k: getattr(out, k) for k in ("phi", "jac", "hess")}
+    screened = {k: v for k, v in screened.items() if v is not None}
+    if out.phi is None and out.statistics:
+        screened["statistics"] = list(out.statistics.values())
+    problems = [("phi", np.isnan, "is nan"), ("statistics", np.isnan, "is nan")]
+    problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
+    for key, test, what in problems:
+        if key not in screened:
+            continue
+        problem = _first_problem(screened[key], test)
+        if problem is None:
+            continue
+        index, value, count = problem
+        names = _component_names(ctx, compiled)
+        if key == "phi":
+            component, rows = index[-1], index[:-1]
+        elif key == "statistics":  # their position in the list, then draw, point
+            names, component, rows = compiled.statistic_names, index[0], index[1:]
+        else:  # the parameter axis first, then (draw,) point, feature(s)
+            component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
+            rows = index[1 : len(index) - (1 if key == "jac" else 2)]
+        name = names[component] if component < len(names) else f"component {component}"
+        point = np.asarray(ctx.points.point_coords)[rows[-1] % ctx.points.n_points].item()
+        span = f"draws {draws.start} to {draws.stop - 1}"
+        where, note = f"point {point!r}", f"the mixture of {span}; {count} such value(s)"
+        if len(rows) == 2:  # draw mode
+            s = draws.start + rows[0]
+            n_draw = len(ctx.draws.draw)
+            chain, draw = ctx.draws.chain[s // n_draw], ctx.draws.draw[s % n_draw]
+            where += f", chain={chain.item()!r}, draw={draw.item()!r}"
+            note = f"{count} such value(s) among {span}"
+        name = f"the {'per-draw' if len(rows) == 2 else 'mixture'} {name}"
+        values = key in ("phi", "statistics")
+        quantity = name if values else f"the derivative of {name}"
+        shown = "" if np.isnan(value) else f" ({value:g})"
+        cause = (
+            "the model's expression is undefined there (a log or sqrt of a negative "
+            "value, 0·inf, inf − inf, an overflowing exp), often at inputs far from the data"
+            if values
+            else "the parameter changes faster than float64 can hold at these inputs (an "
+            "overflowing exp of the linear predictor?) or is not differentiable there"
+        )
+        if len(rows) == 1:
+            cause += (
+                "; moment mode needs the mixture's mean and variance as float64 numbers, "
+                "mode='draw' works with the per-draw parameters, which stay finite further"
+            )
+        raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")
