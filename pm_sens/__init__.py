@@ -12,7 +12,7 @@ from pm_sens._version import __version__
 #: public name -> the module that defines it, imported on first use
 _PUBLIC = {
     "Predictive": "pm_sens.graph.predictive",
-    "importance": "pm_sens.ranking",
+    "importance": "pm_sens.global_importance",
     "integrated_gradients": "pm_sens.attribution",
     "partial_dependence": "pm_sens.pdp",
     "permutation_importance": "pm_sens.pfi",

@@ -19,12 +19,11 @@ from math import prod
 import numpy as np
 
 from pm_sens._distributed import worker_cached
-from pm_sens._posterior import Draws
+from pm_sens._posterior import SAMPLE_DIMS, Draws
 from pm_sens._validate import is_lazy
 
 #: rows evaluated eagerly to validate a lazy request before building its graph
 PROBE_ROWS = 64
-SAMPLE_DIMS = ("chain", "draw")
 
 
 @dataclass

@@ -7,6 +7,9 @@ import xarray as xr
 
 from pm_sens._validate import is_lazy, native_array
 
+#: the dims of posterior draws
+SAMPLE_DIMS = ("chain", "draw")
+
 
 @dataclass
 class Draws:
@@ -93,7 +96,7 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
         )
     for rv in free_rvs:
         array = posterior[rv.name]
-        if array.dims[:2] != ("chain", "draw"):
+        if array.dims[:2] != SAMPLE_DIMS:
             raise ValueError(
                 f"idata.posterior[{rv.name!r}] has dims {array.dims}; "
                 "expected ('chain', 'draw', ...)"

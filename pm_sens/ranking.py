@@ -6,10 +6,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from arviz_base import rcParams
-from arviz_stats import eti, hdi
 
+from pm_sens._global import (
+    KINDS,
+    SCALES,
+    ci_bounds,
+    feature_variables,
+    global_samples,
+    pair_labels,
+    per_sd,
+    point_dims,
+)
+from pm_sens._posterior import SAMPLE_DIMS
 from pm_sens._validate import (
-    as_name_list,
     check_bool,
     check_choice,
     check_positive_int,
@@ -19,174 +28,12 @@ from pm_sens._validate import (
     warn,
 )
 
-SAMPLE_DIMS = ("chain", "draw")
-#: Dims that label what is ranked (not averaged over).
-KEEP_DIMS = ("feature", "feature_bis", "component")
-#: Signed attributions: their global importance is the mean absolute value.
-SIGNED = ("ig",)
-KINDS = ("global", "local")
-SCALES = ("input", "sd")
-#: Local measures per unit of the input (first order), and per unit² (pairs):
-#: ``scale="sd"`` multiplies them by the inputs' standard deviations.
-PER_UNIT = ("rsens", "kl", "ead", "aed")
-PER_UNIT_PAIR = ("rsens2", "eah", "aeh")
-
-
-def _pairs(da):
-    """Off-diagonal pairs d < e of a symmetric (feature, feature_bis) array, as dim 'feature'."""
-    features = list(da["feature"].values)
-    first, second = np.triu_indices(len(features), k=1)
-    labels = [f"{features[i]}:{features[j]}" for i, j in zip(first, second, strict=True)]
-    picked = da.isel(
-        feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
-    )
-    return (
-        picked.drop_vars(
-            ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
-        )
-        .rename(pair="feature")
-        .assign_coords(feature=labels)
-    )
-
-
-def _point_dims(da):
-    return [d for d in da.dims if d not in SAMPLE_DIMS + KEEP_DIMS + ("repeat",)]
-
-
-def _bootstrap_weights(rng, n_bootstrap, stacked):
-    """Gamma(1) weights (sample, point): normalized, Dirichlet(1, …, 1) (Bayesian bootstrap).
-
-    For lazy (dask-backed) local values the weights are lazy too, chunked like
-    the points, so the weighted means are reductions over the chunks.
-    """
-    size = (n_bootstrap, stacked.sizes["point"])
-    if stacked.chunks is None:
-        return xr.DataArray(rng.standard_gamma(1.0, size), dims=("sample", "point"))
-    import dask.array
-
-    chunks = (n_bootstrap, stacked.chunksizes["point"])
-    weights = dask.array.random.default_rng(rng).standard_gamma(1.0, size, chunks=chunks)
-    return xr.DataArray(weights, dims=("sample", "point"))
-
-
-def _global_samples(name, da, n_bootstrap, rng, skipna):
-    """Samples of the global importance, dims ("sample", "feature"), and its point estimate.
-
-    Draw mode: one sample per posterior draw (mean over points). Moment mode:
-    Bayesian bootstrap over points (Dirichlet(1, …, 1) weights). Permutation
-    importance: one sample per repeat. Without either, a single sample.
-    Non-finite local values make the feature's importance NaN, unless
-    ``skipna`` (then means over the finite ones). The estimate is a Dataset:
-    ``importance`` and ``nonfinite``, the count of non-finite local values out
-    of ``attrs["values"]``.
-    """
-    da = abs(da) if name in SIGNED else da
-    points = _point_dims(da)
-    repeats = [d for d in ("chain", "draw", "repeat") if d in da.dims]
-    attrs = {"values": int(np.prod([da.sizes[d] for d in points + repeats]))}
-    by_sample = None if da.chunks else da.mean(points, skipna=False)
-    if by_sample is not None and np.isfinite(by_sample.values).all():
-        # a mean over values with a nan or inf among them is not finite, so every
-        # local value is: the estimate follows from one pass over them
-        importance = by_sample.mean(repeats)
-        nonfinite = xr.zeros_like(importance, dtype=int)
-    else:
-        nonfinite = ~np.isfinite(da)
-        da = da.where(~nonfinite)
-        by_sample = da.mean(points, skipna=skipna)
-        importance = da.mean(points + repeats, skipna=skipna)
-        nonfinite = nonfinite.sum(points + repeats)
-    estimate = xr.Dataset({"importance": importance, "nonfinite": nonfinite}, attrs=attrs)
-    if "chain" in da.dims:
-        samples = by_sample.stack(sample=SAMPLE_DIMS)
-    elif "repeat" in da.dims:
-        samples = by_sample.rename(repeat="sample")
-    elif points:
-        stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
-        weights = _bootstrap_weights(rng, n_bootstrap, stacked)
-        if skipna:  # the weights of the finite values only
-            present = stacked.notnull().astype(float)
-            samples = xr.dot(weights, stacked.fillna(0.0), dim="point") / xr.dot(
-                weights, present, dim="point"
-            )
-        else:
-            samples = xr.dot(weights, stacked, dim="point") / weights.sum("point")
-    else:
-        samples = da.expand_dims(sample=1)
-    return estimate, samples.transpose("sample", "feature")
-
-
-def per_sd(name, da):
-    """A per-unit measure times the sd of each continuous input over the points.
-
-    Categorical inputs (a level change) and constant columns keep their values.
-    """
-    if name not in PER_UNIT + PER_UNIT_PAIR:
-        return da
-    if "input_value" not in da.coords:
-        raise ValueError(f"scale='sd' needs the inputs' values, which {name!r} does not carry")
-    inputs = da.coords["input_value"]
-    sd = inputs.std([d for d in inputs.dims if d != "feature"])
-    if "feature_kind" in da.coords:
-        sd = sd.where(da.coords["feature_kind"] == "rate", 1.0)
-    sd = sd.drop_vars([c for c in sd.coords if c != "feature"])
-    if name in PER_UNIT_PAIR:
-        return da * sd * sd.rename(feature="feature_bis")
-    return da * sd
-
-
-def _ci_bounds(da, ci_prob, ci_kind, dims):
-    """Lower and upper interval bounds over ``dims`` (ETI or HDI)."""
-    bounds = (hdi if ci_kind == "hdi" else eti)(da, prob=ci_prob, dim=list(dims))
-    return bounds.sel(ci_bound="lower", drop=True), bounds.sel(ci_bound="upper", drop=True)
-
-
-def importance(idata, var_name="rsens", *, group="sensitivity", scale="input"):
-    """Global importance of each feature (or pair) as a DataArray, the draws kept.
-
-    The mean over the points of the local values (of their absolute values for
-    signed attributions such as ``ig``): the number :func:`summary` ranks, before
-    any interval, ranking or table — for loops over data sets or models.
-
-    Parameters
-    ----------
-    idata : xarray.DataTree
-        Holds the group written by a pm_sens function.
-    var_name : str
-        A variable of the group with a feature dim: ``"rsens"``, ``"rsens2"``,
-        ``"kl"``, ``"ig"``, ``"entropy_pfi"``, …
-    group : str
-        ``"sensitivity"``, ``"attribution"`` or ``"permutation_importance"``.
-    scale : {"input", "sd"}
-        As in :func:`summary`: per unit of each input, or per standard deviation.
-
-    Returns
-    -------
-    xarray.DataArray
-        Dims ``("feature",)`` (moment mode), ``("chain", "draw", "feature")``
-        (draw mode, attribution), ``("repeat", "feature"[, "component"])``
-        (permutation importance); second-order variables keep ``feature_bis``
-        (the diagonal is each feature's curvature). A feature with a non-finite
-        local value (nan, inf) gets nan; :func:`summary` counts and names them.
-    """
-    check_choice("scale", scale, SCALES)
-    dataset = group_dataset(idata, group)
-    valid = _variables(dataset, None)
-    if var_name not in valid:
-        raise ValueError(
-            f"var_name={var_name!r} is not a per-feature variable of group {group!r}; "
-            f"valid: {valid}"
-        )
-    da = per_sd(var_name, dataset[var_name]) if scale == "sd" else dataset[var_name]
-    da = abs(da) if var_name in SIGNED else da
-    return da.mean(_point_dims(da), skipna=False).rename(var_name)
-
 
 def _interval(samples, ci_prob, ci_kind):
     if samples.sizes["sample"] < 2:
         nan = np.full(samples.sizes["feature"], np.nan)
         return nan, nan
-    lower, upper = _ci_bounds(samples, ci_prob, ci_kind, ["sample"])
+    lower, upper = ci_bounds(samples, ci_prob, ci_kind, ["sample"])
     return lower.values, upper.values
 
 
@@ -196,8 +43,8 @@ def _global_block(name, da, n_bootstrap, rng, skipna, group=None):
     The samples are lazy if the local values are.
     """
     if "feature_bis" in da.dims:
-        da = _pairs(da)
-    estimate, samples = _global_samples(name, da, n_bootstrap, rng, skipna)
+        da = pair_labels(da)
+    estimate, samples = global_samples(name, da, n_bootstrap, rng, skipna)
     kinds = da["feature_kind"].values if "feature_kind" in da.coords else None
     labels = {"variable": name, "feature": da["feature"].values, "kind": kinds}
     labels["group"] = group or {}
@@ -257,22 +104,6 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     return frame.assign(**labels["group"])
 
 
-def _variables(dataset, var_names, curves=False):
-    """The variables to summarize: per-feature values, or curves over a grid."""
-    names = [
-        n
-        for n in dataset.data_vars
-        if "feature" in dataset[n].dims and ("grid" in dataset[n].dims) == curves
-    ]
-    if var_names is None:
-        return names
-    wanted = as_name_list("var_names", var_names)
-    unknown = [v for v in wanted if v not in names]
-    if unknown:
-        raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
-    return wanted
-
-
 class SummaryTable(pd.DataFrame):
     """The table :func:`summary` returns: a pandas DataFrame that prints in full.
 
@@ -322,7 +153,7 @@ def _local_table(dataset, names):
     for name in names:
         da = dataset[name]
         if "feature_bis" in da.dims:
-            da = _pairs(da)
+            da = pair_labels(da)
         frame = da.to_dataframe(name="value").reset_index()
         frames.append(frame.assign(variable=name))
     table = pd.concat(frames, ignore_index=True)
@@ -342,9 +173,7 @@ def _curve_table(dataset, names, ci_prob, ci_kind):
         sample_dims = [d for d in SAMPLE_DIMS if d in da.dims]
         columns = {"value": da.mean(sample_dims)}
         if sample_dims:
-            columns["ci_lower"], columns["ci_upper"] = _ci_bounds(
-                da, ci_prob, ci_kind, sample_dims
-            )
+            columns["ci_lower"], columns["ci_upper"] = ci_bounds(da, ci_prob, ci_kind, sample_dims)
         frame = xr.Dataset(columns).to_dataframe().reset_index()
         frames.append(frame[frame["grid_value"].notna()].assign(variable=name))
     table = pd.concat(frames, ignore_index=True)
@@ -367,10 +196,10 @@ def _variable_blocks(name, da, by, scale, **options):
         ]
     if by is None:
         return [_global_block(name, da, **options)]
-    if by not in da.coords or len(da[by].dims) != 1 or da[by].dims[0] not in _point_dims(da):
+    if by not in da.coords or len(da[by].dims) != 1 or da[by].dims[0] not in point_dims(da):
         raise ValueError(
             f"by={by!r} is not a coordinate along the point dimension of {name!r}; "
-            f"valid: {[c for c in da.coords if da[c].dims and da[c].dims[0] in _point_dims(da)]}"
+            f"valid: {[c for c in da.coords if da[c].dims and da[c].dims[0] in point_dims(da)]}"
         )
     point_dim = da[by].dims[0]
     return [
@@ -480,7 +309,7 @@ def summary(
     dataset = group_dataset(idata, group)
     if "grid" in dataset.dims:
         return _curves_summary(dataset, var_names, kind, ci_prob, by, scale)
-    names = _variables(dataset, var_names)
+    names = feature_variables(dataset, var_names)
     if kind == "local":
         return SummaryTable(_local_table(dataset, names))
     rng = np.random.default_rng(random_seed)
@@ -513,7 +342,7 @@ def _curves_summary(dataset, var_names, kind, ci_prob, by, scale):
                 f"input); leave {name} at its default"
             )
     suffix = "_pdp" if kind == "global" else "_ice"
-    names = [n for n in _variables(dataset, var_names, curves=True) if n.endswith(suffix)]
+    names = [n for n in feature_variables(dataset, var_names, curves=True) if n.endswith(suffix)]
     if not names:
         raise ValueError(
             f"kind={kind!r}: the partial_dependence group has no {suffix[1:].upper()} curves "

@@ -9,8 +9,9 @@ from arviz_base import rcParams
 from arviz_plots import PlotCollection
 from arviz_plots.plot_collection import backend_from_object
 
+from pm_sens._global import PER_UNIT, PER_UNIT_PAIR, SIGNED
 from pm_sens._validate import check_choice, check_probability
-from pm_sens.ranking import PER_UNIT, PER_UNIT_PAIR, SIGNED, summary
+from pm_sens.ranking import summary
 
 #: arviz-plots backends.
 BACKENDS = ("matplotlib", "bokeh", "plotly", "none")

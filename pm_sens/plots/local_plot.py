@@ -4,6 +4,7 @@ import numpy as np
 import xarray as xr
 from arviz_plots.visuals import ci_line_y, scatter_xy
 
+from pm_sens._posterior import SAMPLE_DIMS
 from pm_sens._validate import check_names_in, group_dataset
 from pm_sens.plots._common import (
     add_legend,
@@ -29,7 +30,7 @@ def _local_values(dataset, var_name):
             f"var_name={var_name!r} is not a local measure of the group; valid: {valid}"
         )
     local = dataset[var_name]
-    sample_dims = [d for d in ("chain", "draw") if d in local.dims]
+    sample_dims = [d for d in SAMPLE_DIMS if d in local.dims]
     if "feature_bis" in local.dims or local.ndim - len(sample_dims) != 2:
         raise ValueError(f"var_name={var_name!r} has no (point, feature) local values")
     return local
@@ -118,7 +119,7 @@ def plot_local(
         local = local.sel(
             feature=check_names_in("features", features, list(local["feature"].values))
         )
-    sample_dims = [d for d in ("chain", "draw") if d in local.dims]
+    sample_dims = [d for d in SAMPLE_DIMS if d in local.dims]
     x = dataset["input_value"].sel(feature=local["feature"])
     estimate = local.mean(sample_dims)
     points = _stacked([x, estimate], ["x", "y"], var_name)

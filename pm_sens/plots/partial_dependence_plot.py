@@ -4,6 +4,7 @@ import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import line_xy, multiple_lines
 
+from pm_sens._posterior import SAMPLE_DIMS
 from pm_sens._validate import check_choice, check_names_in, group_dataset
 from pm_sens.plots._common import (
     add_legend,
@@ -96,7 +97,7 @@ def plot_partial_dependence(
         dataset = dataset.sel(feature=features)
     grid_value = dataset["grid_value"]
     pdp = dataset[f"{kind}_pdp"]
-    base = xr.Dataset({kind: pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])})
+    base = xr.Dataset({kind: pdp.mean([d for d in SAMPLE_DIMS if d in pdp.dims])})
     if "component" in base.dims:
         base = base.sel(component="total", drop=True)
     figsize, cols = feature_grid_size(base.sizes["feature"])
@@ -119,7 +120,7 @@ def plot_partial_dependence(
         )
     kwargs = visual_kwargs(visuals, "band")
     if "chain" in pdp.dims and kwargs is not False:
-        bounds = pdp.quantile(quantiles, dim=("chain", "draw"))
+        bounds = pdp.quantile(quantiles, dim=SAMPLE_DIMS)
         band = xr.concat(
             [grid_value, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
             dim="plot_axis",
@@ -133,7 +134,7 @@ def plot_partial_dependence(
     kwargs = visual_kwargs(visuals, "pdp")
     if kwargs is not False:
         kwargs = {"width": 2.0, "zorder": PDP_Z, **kwargs}
-        curve = pdp.mean([d for d in ("chain", "draw") if d in pdp.dims])
+        curve = pdp.mean([d for d in SAMPLE_DIMS if d in pdp.dims])
         if "component" in curve.dims:
             for i, component in enumerate(curve["component"].values):
                 line = _with_x(curve.sel(component=component, drop=True), grid_value)

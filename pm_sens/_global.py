@@ -1,0 +1,147 @@
+"""Global importance from local values: what is averaged, bootstrap samples over
+points, per-sd scaling, and which variables of a group have features."""
+
+import numpy as np
+import xarray as xr
+from arviz_stats import eti, hdi
+
+from pm_sens._posterior import SAMPLE_DIMS
+from pm_sens._validate import (
+    as_name_list,
+)
+
+#: Dims that label what is ranked (not averaged over).
+KEEP_DIMS = ("feature", "feature_bis", "component")
+#: Signed attributions: their global importance is the mean absolute value.
+SIGNED = ("ig",)
+KINDS = ("global", "local")
+SCALES = ("input", "sd")
+#: Local measures per unit of the input (first order), and per unit² (pairs):
+#: ``scale="sd"`` multiplies them by the inputs' standard deviations.
+PER_UNIT = ("rsens", "kl", "ead", "aed")
+PER_UNIT_PAIR = ("rsens2", "eah", "aeh")
+
+
+def pair_labels(da):
+    """Off-diagonal pairs d < e of a symmetric (feature, feature_bis) array, as dim 'feature'."""
+    features = list(da["feature"].values)
+    first, second = np.triu_indices(len(features), k=1)
+    labels = [f"{features[i]}:{features[j]}" for i, j in zip(first, second, strict=True)]
+    picked = da.isel(
+        feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
+    )
+    return (
+        picked.drop_vars(
+            ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
+        )
+        .rename(pair="feature")
+        .assign_coords(feature=labels)
+    )
+
+
+def point_dims(da):
+    return [d for d in da.dims if d not in SAMPLE_DIMS + KEEP_DIMS + ("repeat",)]
+
+
+def bootstrap_weights(rng, n_bootstrap, stacked):
+    """Gamma(1) weights (sample, point): normalized, Dirichlet(1, …, 1) (Bayesian bootstrap).
+
+    For lazy (dask-backed) local values the weights are lazy too, chunked like
+    the points, so the weighted means are reductions over the chunks.
+    """
+    size = (n_bootstrap, stacked.sizes["point"])
+    if stacked.chunks is None:
+        return xr.DataArray(rng.standard_gamma(1.0, size), dims=("sample", "point"))
+    import dask.array
+
+    chunks = (n_bootstrap, stacked.chunksizes["point"])
+    weights = dask.array.random.default_rng(rng).standard_gamma(1.0, size, chunks=chunks)
+    return xr.DataArray(weights, dims=("sample", "point"))
+
+
+def global_samples(name, da, n_bootstrap, rng, skipna):
+    """Samples of the global importance, dims ("sample", "feature"), and its point estimate.
+
+    Draw mode: one sample per posterior draw (mean over points). Moment mode:
+    Bayesian bootstrap over points (Dirichlet(1, …, 1) weights). Permutation
+    importance: one sample per repeat. Without either, a single sample.
+    Non-finite local values make the feature's importance NaN, unless
+    ``skipna`` (then means over the finite ones). The estimate is a Dataset:
+    ``importance`` and ``nonfinite``, the count of non-finite local values out
+    of ``attrs["values"]``.
+    """
+    da = abs(da) if name in SIGNED else da
+    points = point_dims(da)
+    repeats = [d for d in ("chain", "draw", "repeat") if d in da.dims]
+    attrs = {"values": int(np.prod([da.sizes[d] for d in points + repeats]))}
+    by_sample = None if da.chunks else da.mean(points, skipna=False)
+    if by_sample is not None and np.isfinite(by_sample.values).all():
+        # a mean over values with a nan or inf among them is not finite, so every
+        # local value is: the estimate follows from one pass over them
+        importance = by_sample.mean(repeats)
+        nonfinite = xr.zeros_like(importance, dtype=int)
+    else:
+        nonfinite = ~np.isfinite(da)
+        da = da.where(~nonfinite)
+        by_sample = da.mean(points, skipna=skipna)
+        importance = da.mean(points + repeats, skipna=skipna)
+        nonfinite = nonfinite.sum(points + repeats)
+    estimate = xr.Dataset({"importance": importance, "nonfinite": nonfinite}, attrs=attrs)
+    if "chain" in da.dims:
+        samples = by_sample.stack(sample=SAMPLE_DIMS)
+    elif "repeat" in da.dims:
+        samples = by_sample.rename(repeat="sample")
+    elif points:
+        stacked = da.stack(point=points) if len(points) > 1 else da.rename({points[0]: "point"})
+        weights = bootstrap_weights(rng, n_bootstrap, stacked)
+        if skipna:  # the weights of the finite values only
+            present = stacked.notnull().astype(float)
+            samples = xr.dot(weights, stacked.fillna(0.0), dim="point") / xr.dot(
+                weights, present, dim="point"
+            )
+        else:
+            samples = xr.dot(weights, stacked, dim="point") / weights.sum("point")
+    else:
+        samples = da.expand_dims(sample=1)
+    return estimate, samples.transpose("sample", "feature")
+
+
+def per_sd(name, da):
+    """A per-unit measure times the sd of each continuous input over the points.
+
+    Categorical inputs (a level change) and constant columns keep their values.
+    """
+    if name not in PER_UNIT + PER_UNIT_PAIR:
+        return da
+    if "input_value" not in da.coords:
+        raise ValueError(f"scale='sd' needs the inputs' values, which {name!r} does not carry")
+    inputs = da.coords["input_value"]
+    sd = inputs.std([d for d in inputs.dims if d != "feature"])
+    if "feature_kind" in da.coords:
+        sd = sd.where(da.coords["feature_kind"] == "rate", 1.0)
+    sd = sd.drop_vars([c for c in sd.coords if c != "feature"])
+    if name in PER_UNIT_PAIR:
+        return da * sd * sd.rename(feature="feature_bis")
+    return da * sd
+
+
+def ci_bounds(da, ci_prob, ci_kind, dims):
+    """Lower and upper interval bounds over ``dims`` (ETI or HDI)."""
+    bounds = (hdi if ci_kind == "hdi" else eti)(da, prob=ci_prob, dim=list(dims))
+    return bounds.sel(ci_bound="lower", drop=True), bounds.sel(ci_bound="upper", drop=True)
+
+
+def feature_variables(dataset, var_names, curves=False):
+    """The variables to summarize: per-feature values, or curves over a grid."""
+    names = [
+        n
+        for n in dataset.data_vars
+        if "feature" in dataset[n].dims and ("grid" in dataset[n].dims) == curves
+    ]
+    if var_names is None:
+        return names
+    wanted = as_name_list("var_names", var_names)
+    unknown = [v for v in wanted if v not in names]
+    if unknown:
+        raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
+    return wanted
