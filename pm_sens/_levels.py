@@ -1,11 +1,12 @@
-"""Categorical inputs: their levels, the points moved to each level, and their divergences.
+"""Categorical inputs: their levels and the points moved to each level.
 
 A group index, a treatment arm, a flag or declared one-hot columns is a
-categorical input: it has no derivative, and is compared level by level
-(`pm_sens.measures.levels` holds the math). Here: which levels each input
-has and how often (`Levels`), its values at new points, the points set to
-each level, the level measures of `sensitivity`, and which derivative
-columns a categorical input replaces in the result.
+categorical input: it has no derivative, and is compared level by level.
+Here: which levels each input has and how often (`Levels`), its values at
+new points, the points set to each level, which orders ``alpha`` its
+divergences exist for, and which derivative columns it replaces in the
+result. The divergences' math is `pm_sens.measures.levels`; their pass over
+draws is `pm_sens._measure_passes.level_measures`.
 """
 
 from dataclasses import dataclass, replace

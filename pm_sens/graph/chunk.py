@@ -28,7 +28,7 @@ class ChunkOutputs:
         Parameters held fixed by the family (Binomial ``n``), (S, N) or (N,).
     norm : ndarray or None
         Draw-mode R-sens computed in the graph (S, N, D)
-        (`pm_sens.graph.engine.WhitenedNorm`); None where not computed.
+        (`pm_sens.graph.compiled.WhitenedNorm`); None where not computed.
     """
 
     phi: np.ndarray | None = None
