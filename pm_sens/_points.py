@@ -1,15 +1,12 @@
-"""Which inputs to differentiate, where to evaluate, and how to label the result."""
+"""Where to evaluate: the points, their values for every data variable, and their labels."""
 
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from pm_sens._validate import as_name_list, check_finite_array, is_lazy, native_array, warn
+from pm_sens._validate import check_finite_array, is_lazy, native_array
 from pm_sens.graph.model_queries import (
-    bart_variables,
-    count_containers,
-    data_containers,
     data_value,
     is_float,
 )
@@ -130,169 +127,6 @@ def constant_columns(predictive, inputs, points):
             constant &= (low == value[0]) & (high == value[0])
         flags.extend(constant)
     return np.asarray(flags, dtype=bool)
-
-
-def _default_point_count(predictive, model, variables):
-    if predictive.var_name is not None:
-        return int(np.shape(data_value(model.rvs_to_values[model[predictive.var_name]]))[0])
-    for var in variables:
-        value = current_value(var, predictive)
-        if value is not None and np.ndim(value):
-            return int(np.shape(value)[0])
-    return None
-
-
-def _group_indices(predictive):
-    """Integer containers through which per-point copies of group-level values are read."""
-    return [
-        index for _, index in predictive.group_inputs.values() if not isinstance(index, np.ndarray)
-    ]
-
-
-def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False):
-    """The input variables, the categorical ones, and all data variables of the predictive.
-
-    Default: the predictive's float inputs with one row per point, and with
-    ``levels`` its integer per-point containers (group indices, flags: compared
-    level by level). With ``differentiable=False`` (permutation and grids, no
-    derivatives), integer per-point containers are plain inputs. Count
-    parameters of the likelihood (trials) and NumPy constants with a row per
-    observation are held at each point's value. Returns
-    ``(inputs, level_inputs, variables, n_default)``.
-    """
-    params = predictive.parameter_list
-    containers = data_containers(model, params)
-    variables = list(
-        dict.fromkeys(
-            [
-                *predictive.inputs,
-                *containers,
-                *_group_indices(predictive),
-                *predictive.row_constants,
-            ]
-        )
-    )
-    n_default = _default_point_count(predictive, model, variables)
-    _refuse_bart(model, params)
-    # held at each point's value, like an exposure: never an input
-    held = count_containers(model, predictive.var_name) if predictive.var_name else []
-    held = [*held, *predictive.row_constants]
-
-    def per_point(var):
-        value = current_value(var, predictive)
-        return value is None or (np.ndim(value) in (1, 2) and np.shape(value)[0] == n_default)
-
-    def categorical(var):
-        value = current_value(var, predictive)
-        return levels and predictive.data_per_point and not is_float(var) and np.ndim(value) == 1
-
-    def eligible(var):
-        return var not in held and (is_float(var) or not differentiable or categorical(var))
-
-    candidates = [v for v in variables if eligible(v)]
-    if inputs is None:
-        # permutations and grids may also move integer per-point containers, but a
-        # predictive over new inputs (a GP's) has only its own inputs: the data it
-        # holds are its training set
-        pool = variables if not differentiable and predictive.data_per_point else predictive.inputs
-        chosen = [
-            v
-            for v in pool
-            if v not in held and (is_float(v) or not differentiable) and per_point(v)
-        ]
-        grouped = [
-            v
-            for v in variables
-            if eligible(v) and differentiable and categorical(v) and per_point(v)
-        ]
-        given_draws = data_containers(model, params, given_draws=True)
-        _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
-        if not chosen and not grouped:
-            other_lengths = [v for v in variables if is_float(v) and not per_point(v)]
-            _raise_no_inputs(predictive, model, other_lengths, n_default)
-        return chosen, grouped, variables, n_default
-    by_name = {v.name: v for v in variables}
-    chosen, grouped = [], []
-    for name in as_name_list("inputs", inputs):
-        var = by_name.get(name)
-        if var is None or not eligible(var):
-            reason = (
-                "is held at each point's value (the likelihood's trials n, or a NumPy array "
-                "with one value per observation)"
-                if var in held
-                else f"is an integer container (dtype {var.dtype}); integer inputs such as group "
-                "indices have no derivative (sensitivity() compares their levels, "
-                "permutation_importance and partial_dependence take them as they are)"
-                if var is not None
-                else "is not a data container the predictions depend on"
-            )
-            raise ValueError(
-                f"inputs={name!r} {reason}; valid: {sorted(v.name for v in candidates)}"
-            )
-        if not per_point(var):
-            raise ValueError(
-                f"inputs={name!r} has shape {np.shape(current_value(var, predictive))}, not "
-                f"one row per point ({n_default} points); only per-point inputs "
-                "(1-D or 2-D, rows = points) are supported"
-            )
-        (grouped if differentiable and not is_float(var) else chosen).append(var)
-    return chosen, grouped, variables, n_default
-
-
-def _refuse_bart(model, params):
-    """BART's trees hold values at the model's rows only: say so, and what to use."""
-    for rv, containers in bart_variables(model, params).items():
-        raise ValueError(
-            f"the predictions depend on the BART variable {rv.name!r} over "
-            f"{[c.name for c in containers]}: its posterior draws are its values at the "
-            "model's rows (sums of piecewise-constant trees), which pm_sens cannot evaluate "
-            "at moved or new points, nor differentiate. pymc-bart's own "
-            "pmb.compute_variable_importance and pmb.plot_pdp work on the trees"
-        )
-
-
-def _raise_no_inputs(predictive, model, other_lengths, n_points):
-    """The error for predictions that depend on no input, with its likely cause.
-
-    ``other_lengths``: float containers the predictions use without one row
-    per observation (e.g. lagged slices ``x[1:]``, ``x[:-1]`` of a series).
-    """
-    if "__obs__" in model.coords:
-        raise ValueError(
-            "this PyMC model was built by bambi (its observations run along '__obs__') "
-            "and holds its predictors as constants; pass the bmb.Model itself, which "
-            "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
-        )
-    name = predictive.var_name or predictive.family
-    if other_lengths:
-        shapes = {v.name: np.shape(current_value(v, predictive)) for v in other_lengths}
-        raise ValueError(
-            f"the predictions of {name!r} ({n_points} observations) depend on the float "
-            f"pm.Data container(s) {shapes}, which do not have one row per observation: a "
-            "model that takes shifted slices of an input (lags such as x[1:] and x[:-1], "
-            "an AR term on x) makes one prediction depend on several rows, which pm_sens "
-            "does not support yet; give each observation its own row (e.g. pm.Data "
-            "columns x and x_lag1, both of length N)"
-        )
-    raise ValueError(
-        f"the predictions of {name!r} depend on no float pm.Data container with one row "
-        "per observation; wrap the inputs in pm.Data (or pass inputs= / a Predictive)"
-    )
-
-
-def _warn_held_floats(predictive, held):
-    """Name the float containers the predictions depend on that are not inputs."""
-    held = [c for c in held if is_float(c)]
-    if not held or not predictive.data_per_point:
-        return
-    shapes = ", ".join(f"{c.name!r} {np.shape(c.get_value())}" for c in held)
-    warn(
-        f"the predictions depend on the float data {shapes}, which pm_sens holds at "
-        "its value: it has no row per point and is not read per point through a group "
-        "index (u[idx], or an element-wise expression of it indexed per point). To "
-        "rank it, compute its per-point value in the model (e.g. u[idx]) or pass a "
-        "pm_sens.Predictive",
-    )
 
 
 def feature_columns(points, inputs):

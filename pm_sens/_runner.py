@@ -17,8 +17,9 @@ from threadpoolctl import ThreadpoolController
 
 from pm_sens._checks import check_locality, check_outputs
 from pm_sens._distributed import RemoteChunks, active_client
+from pm_sens._inputs import resolve_inputs
 from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
-from pm_sens._points import PointSet, resolve_inputs, resolve_points
+from pm_sens._points import PointSet, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
 from pm_sens._validate import (

@@ -17,17 +17,11 @@ import numpy as np
 import pytensor.scalar as ps
 import pytensor.scalar.math as ps_math
 import pytensor.tensor as pt
-from pymc.distributions.censored import CensoredRV
-from pymc.distributions.distribution import DiracDeltaRV
-from pymc.distributions.mixture import MixtureRV, _HurdleRV
-from pymc.distributions.truncated import TruncatedRV
-from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
 from pm_sens.families import Family
-from pm_sens.graph.model_queries import censored_parts, is_elemwise
+from pm_sens.graph.model_queries import is_elemwise
 
 
 @dataclass(frozen=True)
@@ -366,124 +360,3 @@ def default_moment_family(likelihood) -> Family:
 def likelihood_for_op(op) -> Likelihood | None:
     """The :class:`Likelihood` of a PyMC random-variable op, or None if unknown."""
     return LIKELIHOODS.get(type(op))
-
-
-#: zero-modified families with closed forms: (hurdle?, base op) -> family
-_ZERO_MODIFIED = {
-    (False, rv.PoissonRV): families.ZERO_INFLATED_POISSON,
-    (False, rv.NegBinomialRV): families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
-    (True, rv.PoissonRV): families.HURDLE_POISSON,
-    (True, rv.NegBinomialRV): families.HURDLE_NEGATIVE_BINOMIAL,
-}
-
-
-def _zero_log_mass(base, params):
-    """Log f(0) of the base count law, symbolically (Poisson: −μ; NB(n, p): n log p)."""
-    if base is rv.PoissonRV:
-        return -params[0]
-    n, p = params
-    return n * pt.log(p)
-
-
-def _zero_modified_moments(base, hurdle):
-    base_likelihood = LIKELIHOODS[base]
-
-    def moments(psi, *params):
-        mean, variance = base_likelihood.moments(*params)
-        if not hurdle:  # mixture of 0 and the base law
-            return psi * mean, psi * variance + psi * (1 - psi) * mean**2
-        positive = -pt.expm1(_zero_log_mass(base, params))
-        new_mean = psi * mean / positive
-        return new_mean, psi * (variance + mean**2) / positive - new_mean**2
-
-    return moments
-
-
-def zero_modified_likelihood(observed):
-    """The closed-form zero-inflated or hurdle Poisson / negative binomial, if it is one.
-
-    Recognizes PyMC's ``ZeroInflatedPoisson``, ``ZeroInflatedNegativeBinomial``,
-    ``HurdlePoisson`` and ``HurdleNegativeBinomial`` (a mixture of a point mass
-    at 0 and the count law, truncated below at 1 for a hurdle). Returns the
-    `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
-    """
-    op = observed.owner.op
-    if not isinstance(op, MixtureRV | _HurdleRV):
-        return None
-    weights, *components = op.dist_params(observed.owner)
-    if len(components) != 2 or not isinstance(components[0].owner.op, DiracDeltaRV):
-        return None
-    hurdle = isinstance(op, _HurdleRV)
-    node = components[1].owner
-    if hurdle:
-        if not isinstance(node.op, TruncatedRV):
-            return None
-        base, params = type(node.op.base_rv_op), node.inputs[2:-2]
-    else:
-        base, params = type(node.op), node.op.dist_params(node)
-    family = _ZERO_MODIFIED.get((hurdle, base))
-    if family is None:
-        return None
-    base_likelihood = LIKELIHOODS[base]
-    likelihood = Likelihood(
-        family.name,
-        "count",
-        ("psi", *base_likelihood.parameter_names),
-        family,
-        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
-        _zero_modified_moments(base, hurdle),
-    )
-    return likelihood, [weights[..., 1], *params]
-
-
-def _censored_normal_moments(mu, sigma, lower, upper):
-    """Mean and variance of Normal(μ, σ) censored at constant bounds (l, u)."""
-    parts = []
-    for bound in (lower, upper):
-        # an infinite bound holds no mass; computing with a finite stand-in keeps
-        # the derivatives finite (0 · inf would give nan)
-        infinite = pt.isinf(bound)
-        safe = pt.switch(infinite, 0.0, bound)
-        z = (safe - mu) / sigma
-        density = pt.exp(-(z**2) / 2) / np.sqrt(2 * np.pi)
-        cdf = pt.switch(infinite, pt.gt(bound, 0) * 1.0, 0.5 * pt.erfc(-z / np.sqrt(2)))
-        parts.append((safe, z, pt.switch(infinite, 0.0, density), cdf))
-    (low, a, density_a, cdf_a), (high, b, density_b, cdf_b) = parts
-    m0 = cdf_b - cdf_a
-    m1 = density_a - density_b
-    m2 = m0 + a * density_a - b * density_b
-    mean = low * cdf_a + high * (1 - cdf_b) + mu * m0 + sigma * m1
-    square = (
-        low**2 * cdf_a + high**2 * (1 - cdf_b) + mu**2 * m0 + 2 * mu * sigma * m1 + sigma**2 * m2
-    )
-    return mean, square - mean**2
-
-
-def censored_normal_likelihood(observed):
-    """The closed-form censored Normal (Tobit), if ``observed`` is one.
-
-    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)`` with bounds that are
-    constants (a bound held in a ``pm.Data`` container goes through PyMC's logp
-    instead, where it may be an input). Returns the `Likelihood` and its
-    parameters ``[mu, sigma, lower, upper]``, or None.
-    """
-    op = observed.owner.op
-    if not isinstance(op, CensoredRV):
-        return None
-    base, lower, upper = censored_parts(observed)
-    if not isinstance(base.owner.op, rv.NormalRV):
-        return None
-    if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
-        return None
-    mu, sigma = base.owner.op.dist_params(base.owner)
-    likelihood = Likelihood(
-        "censored_normal",
-        "real",
-        ("mu", "sigma", "lower", "upper"),
-        families.CENSORED_NORMAL,
-        lambda mu, sigma, lower, upper: [mu, sigma],
-        _censored_normal_moments,
-        fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
-        matched_fixed=False,
-    )
-    return likelihood, [mu, sigma, lower, upper]

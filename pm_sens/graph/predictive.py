@@ -11,8 +11,10 @@ from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import (
     LIKELIHOODS_BY_NAME,
     Likelihood,
-    censored_normal_likelihood,
     likelihood_for_op,
+)
+from pm_sens.graph.likelihoods_on_a_base import (
+    censored_normal_likelihood,
     zero_modified_likelihood,
 )
 from pm_sens.graph.model_queries import (

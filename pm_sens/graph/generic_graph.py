@@ -1,0 +1,175 @@
+"""The graph of one observed variable in its leaf parameters, through PyMC's ``logp``.
+
+One rebuilt copy of the observed variable, with its leaf parameters (see
+`pm_sens.graph.generic_leaves`) replaced by placeholders for R rows, gives the
+compiled ``log p(y | φ)``, its score ``∂ log p/∂φ``, a discrete law's ``logcdf``
+and a continuous law's quadrature nodes (`pm_sens.graph.generic_rules`). The
+expectations over y built from them are in `pm_sens.graph.generic`.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.distributions.shape_utils import change_dist_size
+from pytensor.graph.replace import graph_replace
+
+from pm_sens.graph.generic_leaves import (
+    constant_parameters,
+    dim_lengths,
+    likelihood_leaves,
+    with_parameters,
+)
+from pm_sens.graph.generic_rules import Parts, lazy_function, locate_functions, support_name
+from pm_sens.graph.model_queries import data_value, replace_rebuilding
+
+#: Gauss–Legendre nodes per continuous part of a likelihood
+N_NODES = 64
+#: Discrete likelihoods: support summed until the remaining mass is below this
+TAIL = 1e-10
+
+
+class LikelihoodGraph:
+    """The compiled log density and score of one observed variable in its leaf parameters.
+
+    Parameters
+    ----------
+    rv : TensorVariable
+        The observed variable (univariate, one value per point).
+    model_rvs : set
+        The model's random variables (never entered as components).
+    n_nodes : int
+        Gauss–Legendre nodes per continuous part.
+    tail : float
+        Mass left out of the support sums of discrete likelihoods.
+    """
+
+    def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
+        self.name = type(rv.owner.op).__name__.removesuffix("RV").lstrip("_").lower()
+        if getattr(rv.owner.op, "name", None):
+            self.name = rv.owner.op.name
+        self.discrete = rv.dtype.startswith("int")
+        self.support = "count" if self.discrete else support_name(rv)
+        self.route = (
+            f"summation over the support (tail mass < {tail:g})"
+            if self.discrete
+            else f"Gauss-Legendre quadrature (2x{n_nodes} nodes per part) of PyMC's logp"
+        )
+        # a parameter expression used twice (mu = sigma = f(x)) is one parameter
+        self.leaves = list({leaf.var: leaf for leaf in likelihood_leaves(rv, model_rvs)}.values())
+        # folded to constants, so PyMC's logp sees e.g. an infinite truncation
+        # bound as such (and drops its term) instead of computing with inf
+        self._constants = {
+            c: pt.constant(data_value(c), dtype=c.dtype)
+            for c in constant_parameters(rv, model_rvs)
+        }
+        self._dim_lengths = dim_lengths(rv, {leaf.var for leaf in self.leaves})
+        self.n_nodes, self.tail = n_nodes, tail
+        self._rv = rv
+        self._functions = self._symbolic = None
+        names = [leaf.name for leaf in self.leaves]
+        # two components of the same family: normal_0, normal_1, normal_0#2, normal_1#2
+        names = [
+            n if not names[:i].count(n) else f"{n}#{names[:i].count(n) + 1}"
+            for i, n in enumerate(names)
+        ]
+        self.labels = tuple(
+            label
+            for leaf, name in zip(self.leaves, names, strict=True)
+            for label in leaf.labels(name)
+        )
+
+    def __getstate__(self):
+        # compiled functions stay in the process that built them
+        return {**self.__dict__, "_functions": None, "_symbolic": None}
+
+    def per_point_parameters(self):
+        """The leaf parameters as per-point scalar expressions of the model's graph."""
+        return [c for leaf in self.leaves for c in leaf.per_point_components()]
+
+    def _rebuilt(self, phis):
+        """The observed variable with R rows whose leaves are the R-vectors ``phis``.
+
+        Returns the variable, with each leaf replaced by a root placeholder of the
+        leaf's own type (so PyMC's logprob rewrites cannot clone it away), and the
+        replacements that turn those placeholders into the (R, …) arrays of ``phis``:
+        to be applied to log densities and quadrature rules built on the variable.
+        """
+        rows = phis[0].shape[0]
+        placeholders = {leaf.var: leaf.placeholder() for leaf in self.leaves}
+        rv = graph_replace(self._rv, self._constants, strict=False)
+        rv = graph_replace(with_parameters(rv, placeholders), self._dim_lengths, strict=False)
+        # resized from its new parameters by PyMC's own recipe for the distribution
+        resized = change_dist_size(rv, new_size=(rows,))
+        replacements, start = {}, 0
+        for leaf in self.leaves:
+            replacements[placeholders[leaf.var]] = leaf.assemble(phis[start : start + leaf.size])
+            start += leaf.size
+        return resized, replacements
+
+    def _compile(self):
+        phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+        resized, replacements = self._rebuilt(phis)
+        value = pt.vector("y", dtype=self._rv.dtype)
+        (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
+        scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
+        functions = {
+            "logp": lazy_function([value, *phis], [logp], {}),
+            "score": lazy_function([value, *phis], [logp, *scores], {}),
+            "logcdf": None,
+        }
+        if self.discrete:
+            try:
+                logcdf = pm.logcdf(resized, value)
+            except (NotImplementedError, TypeError):  # none, or scalar values only
+                pass
+            else:
+                functions["logcdf"] = lazy_function([value, *phis], [logcdf], replacements)
+        # second derivatives are compiled when first needed (moment mode, R-sens2)
+        self._symbolic = ([value, *phis], [logp, *scores])
+        if not self.discrete:
+            parts = Parts(self.n_nodes)
+            pieces = parts.of(resized, pt.constant(-np.inf), pt.constant(np.inf))
+            nodes = pt.concatenate([y for y, _ in pieces])
+            weights = pt.concatenate([w for _, w in pieces])
+            extra = [v for _, c, s, _, _, _ in parts.located for v in (c, s)]
+            functions["nodes"] = lazy_function([*phis, *extra], [nodes, weights], replacements)
+            functions["locate"] = [
+                locate_functions(out, phis, replacements, lower, upper, space)
+                for out, _, _, lower, upper, space in parts.located
+            ]
+        self._functions = functions
+        return functions
+
+    @property
+    def functions(self):
+        """The compiled functions, built on first use."""
+        if self._functions:
+            return self._functions
+        try:
+            return self._compile()
+        except TypeError as error:  # PyTensor's, when a parameter cannot take R rows
+            shared = [
+                leaf.name for leaf in self.leaves if leaf.var.type.ndim < 1 + len(leaf.trailing)
+            ]
+            raise ValueError(
+                f"pm_sens cannot evaluate the {self.name!r} likelihood point by point yet: "
+                f"its parameter(s) {shared} hold one value for all observations (a scalar "
+                "or per-component parameter) inside a distribution that PyMC builds for fixed "
+                "parameter shapes (a mixture's weights, a censored or zero-inflated "
+                "component). This model form is not supported yet; "
+                f"PyTensor said: {error}"
+            ) from None
+
+    def _second_function(self):
+        """The compiled log density, score and second derivatives in the parameters."""
+        if "second" not in self.functions:
+            inputs, (logp, *scores) = self._symbolic
+            phis = inputs[1:]
+            second = [
+                g
+                for score in scores
+                for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
+            ]
+            self._functions["second"] = lazy_function(inputs, [logp, *scores, *second], {})
+        return self._functions["second"]
