@@ -15,6 +15,7 @@ from pm_sens._points import feature_matrix, values_at
 from pm_sens._results import per_draw_shape
 from pm_sens._runner import (
     check_outputs,
+    collect_draws,
     compiled_for,
     data_for_chunk,
     draw_pass,
@@ -22,6 +23,7 @@ from pm_sens._runner import (
 )
 from pm_sens._validate import as_name_list, check_choice, warn
 from pm_sens.graph.likelihoods import default_moment_family
+from pm_sens.measures.integrated_gradients import integrated_gradients_at_rows, path_points
 from pm_sens.measures.kl import kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
@@ -221,17 +223,17 @@ def stacked_measure(ctx, compiled, values, blocks, family, measure, width, descr
         phi = moments.phi.reshape(blocks, n, -1)
         _check_matched(phi, family)
         return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
-    out = np.empty((ctx.draws.count, n, width))
+    per_chunk = partial(_stacked_chunk, measure=measure, blocks=blocks, n_points=n)
+    shapes = {"measure": (n, width)}
+    return collect_draws(ctx, compiled, values, description, per_chunk, shapes)["measure"]
 
-    def consume(draws, chunk):
-        phi = np.moveaxis(chunk.phi.reshape(-1, blocks, n, chunk.phi.shape[-1]), 1, 0)
-        fixed = {
-            k: np.broadcast_to(v, chunk.phi.shape[:-1])[..., :n] for k, v in chunk.fixed.items()
-        }
-        out[draws] = measure(phi[0], phi[1:], **fixed)
 
-    draw_pass(ctx, compiled, values, description, consume)
-    return per_draw_shape(ctx, out)
+def _stacked_chunk(chunk, size, *, measure, blocks, n_points):
+    """``measure`` on one chunk's stacked copies of the points: (size, N, width)."""
+    phi, fixed = chunk.per_draw_parameters(size)
+    phi = np.moveaxis(phi.reshape(size, blocks, n_points, phi.shape[-1]), 1, 0)
+    fixed = {k: v[..., :n_points] for k, v in fixed.items()}
+    return {"measure": measure(phi[0], phi[1:], **fixed)}
 
 
 def kl_measures(ctx, *, mode, family, steps, scheme):
@@ -259,17 +261,40 @@ def mean_gradient(ctx, *, mode, order):
             out["mean_hess"] = moments.hess[0]
         return out
     n, d = ctx.points.n_points, len(ctx.points.features)
-    out = {"mean_jac": np.empty((ctx.draws.count, n, d))}
-    if order == 2:
-        out["mean_hess"] = np.empty((ctx.draws.count, n, d, d))
+    shapes = {"mean_jac": (n, d), "mean_hess": (n, d, d)}
+    shapes = dict(list(shapes.items())[:order])
+    return collect_draws(
+        ctx, compiled, ctx.points.values, "mean derivatives", _mean_derivatives, shapes
+    )
 
-    def consume(draws, chunk):
-        out["mean_jac"][draws] = chunk.jac[0]
-        if order == 2:
-            out["mean_hess"][draws] = chunk.hess[0]
 
-    draw_pass(ctx, compiled, ctx.points.values, "mean derivatives", consume)
-    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+def _mean_derivatives(chunk, size):
+    """The chunk's derivatives of the per-draw mean, (size, N, D[, D])."""
+    out = {"mean_jac": chunk.jac[0]}
+    if chunk.hess:
+        out["mean_hess"] = chunk.hess[0]
+    return out
+
+
+def ig_measures(ctx, baseline, *, statistic, n_steps):
+    """Integrated Gradients per draw and point, with the statistic at the points and baselines.
+
+    One evaluation of the statistic and its gradient at every path point, point
+    and baseline (`integrated_gradients_at_rows`).
+    """
+    x = feature_matrix(ctx.points.values, ctx.inputs)
+    n, d = x.shape
+    rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
+    values = values_at(ctx.points, ctx.inputs, rows)
+    compiled = compiled_for(ctx, "draw", 1, statistic=statistic, rows=len(rows))
+    per_chunk = partial(_ig_of_chunk, x=x, baseline=baseline, n_steps=n_steps)
+    shapes = {"ig": (n, d), "value": (n,), "baseline_value": (n,)}
+    return collect_draws(ctx, compiled, values, "Integrated Gradients", per_chunk, shapes)
+
+
+def _ig_of_chunk(chunk, size, *, x, baseline, n_steps):
+    values = np.broadcast_to(chunk.phi[..., 0], (size, chunk.phi.shape[-2]))
+    return integrated_gradients_at_rows(values, chunk.jac[0], x, baseline, n_steps)
 
 
 def mean_measures(gradient, methods, point_axis):
@@ -293,14 +318,13 @@ def var_measures(ctx, *, mode, n_nodes, gaussian):
     if mode == "moment":
         moments, _ = moment_pass(ctx, compiled, values, False, "VAR")
         return {"var": var_sensitivity(moments.phi[:, 0].reshape(grid.shape[:3]), n_nodes)}
-    out = np.empty((ctx.draws.count, *x.shape))
+    per_chunk = partial(_var_of_chunk, grid_shape=grid.shape[:3], n_nodes=n_nodes)
+    return collect_draws(ctx, compiled, values, "VAR", per_chunk, {"var": x.shape})
 
-    def consume(draws, chunk):
-        mean = chunk.phi[..., 0].reshape(-1, *grid.shape[:3])
-        out[draws] = var_sensitivity(mean, n_nodes)
 
-    draw_pass(ctx, compiled, values, "VAR", consume)
-    return {"var": per_draw_shape(ctx, out)}
+def _var_of_chunk(chunk, size, *, grid_shape, n_nodes):
+    """VAR from the chunk's per-draw mean on the conditional grid, (size, N, D)."""
+    return {"var": var_sensitivity(chunk.phi[..., 0].reshape(-1, *grid_shape), n_nodes)}
 
 
 def level_measures(ctx, *, mode, family, alpha):

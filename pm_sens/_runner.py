@@ -22,6 +22,7 @@ from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
 from pm_sens._points import PointSet, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
 from pm_sens._progress import progress_bar
+from pm_sens._results import per_draw_shape
 from pm_sens._validate import (
     check_bool,
     check_optional_positive_int,
@@ -370,3 +371,19 @@ def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1,
     chunks = _chunks(ctx, compiled, values, 2, description, steps, min_draws, out)
     for start, size, chunk in chunks:
         consume(slice(start, start + size), chunk)
+
+
+def collect_draws(ctx, compiled, values, description, per_chunk, shapes):
+    """Per-draw arrays filled chunk by chunk: ``per_chunk(chunk, size)`` → ``{name: (size, …)}``.
+
+    ``shapes``: each name's shape after the draw axis. Returns
+    ``{name: (chain, draw, …)}``.
+    """
+    out = {name: np.empty((ctx.draws.count, *shape)) for name, shape in shapes.items()}
+
+    def store(draws, chunk):
+        for name, value in per_chunk(chunk, draws.stop - draws.start).items():
+            out[name][draws] = value
+
+    draw_pass(ctx, compiled, values, description, store)
+    return {name: per_draw_shape(ctx, array) for name, array in out.items()}

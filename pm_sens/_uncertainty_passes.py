@@ -105,6 +105,12 @@ def entropy_accumulator(ctx, compiled, values, n_rows):
     return EntropyAccumulator(family, n_rows, window=window)
 
 
+def mean_rows(ctx, values, n_rows, add):
+    """Call ``add(draws, mean)`` with each chunk's per-draw predictive mean (size, R)."""
+    compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=n_rows)
+    draw_pass(ctx, compiled, values, "mean", lambda draws, chunk: add(draws, chunk.phi[..., 0]))
+
+
 def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 

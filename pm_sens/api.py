@@ -268,31 +268,32 @@ def _check_delta(delta):
     return delta
 
 
+def _run_measure(ctx, mode, measure, names, **settings):
+    """``measure``'s local arrays: in memory, or dask arrays built block by block."""
+    dims = {name: result_dims(name, mode, "point") for name in names}
+    return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
+
+
 def _local_measures(ctx, methods, *, mode, family, alpha, order, delta, kl_scheme, var_nodes):
     """``{method: local values}`` of the continuous inputs, in ``methods``' order."""
     if not ctx.inputs:
         return {m: empty_local(m, mode, ctx) for m in methods}
-
-    def local(measure, names, **settings):
-        # in memory, or dask arrays built block by block for lazy points / draws
-        dims = {name: result_dims(name, mode, "point") for name in names}
-        return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
-
+    run = partial(_run_measure, ctx, mode)
     x = feature_matrix(ctx.points.values, ctx.inputs, ctx.points.n_points)  # lazy for lazy points
     results = {}
     if "rsens" in methods:
         names = ["rsens", "rsens2"][:order]
-        results.update(local(rsens_measures, names, family=family, alpha=alpha, order=order))
+        results.update(run(rsens_measures, names, family=family, alpha=alpha, order=order))
     if "kl" in methods:
         steps = feature_steps(x, delta)
-        results.update(local(kl_measures, ["kl"], family=family, steps=steps, scheme=kl_scheme))
+        results.update(run(kl_measures, ["kl"], family=family, steps=steps, scheme=kl_scheme))
     if {"ead", "aed", "eah", "aeh"} & set(methods):
         names = ["mean_jac", "mean_hess"][:order]
-        gradient = local(mean_gradient, names, order=order)
+        gradient = run(mean_gradient, names, order=order)
         results.update(mean_measures(gradient, methods, 0 if mode == "moment" else 2))
     if "var" in methods:
         gaussian = input_gaussian(x)
-        results.update(local(var_measures, ["var"], n_nodes=var_nodes, gaussian=gaussian))
+        results.update(run(var_measures, ["var"], n_nodes=var_nodes, gaussian=gaussian))
     return {m: results[m] for m in methods}
 
 

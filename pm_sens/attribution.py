@@ -6,12 +6,11 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._blocks import run_local
-from pm_sens._points import feature_matrix, values_at
-from pm_sens._results import attach, per_draw_shape, point_coordinates, result_attrs
+from pm_sens._measure_passes import ig_measures
+from pm_sens._points import feature_matrix
+from pm_sens._results import attach, point_coordinates, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
-    compiled_for,
-    draw_pass,
     make_context,
 )
 from pm_sens._validate import (
@@ -21,10 +20,6 @@ from pm_sens._validate import (
 from pm_sens.graph.likelihoods import check_statistic
 from pm_sens.measures.integrated_gradients import (
     completeness_gap,
-    path_points,
-)
-from pm_sens.measures.integrated_gradients import (
-    integrated_gradients as ig_from_gradients,
 )
 
 
@@ -65,28 +60,6 @@ def _baseline_matrix(baseline, ctx, x):
                 f"(one point) or {value.shape} (one per point)"
             )
     return np.concatenate(columns, 1)
-
-
-def _integrated_gradients(ctx, baseline, *, statistic, n_steps):
-    """IG per draw and point, with the statistic at the points and baselines."""
-    x = feature_matrix(ctx.points.values, ctx.inputs)
-    n, d = x.shape
-    rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
-    values = values_at(ctx.points, ctx.inputs, rows)
-    compiled = compiled_for(ctx, "draw", 1, statistic=statistic, rows=len(rows))
-    ig = np.empty((ctx.draws.count, n, d))
-    at_x, at_b = np.empty((ctx.draws.count, n)), np.empty((ctx.draws.count, n))
-
-    def consume(draws, chunk):
-        size = draws.stop - draws.start
-        value = np.broadcast_to(chunk.phi[..., 0], (size, len(rows)))
-        gradients = chunk.jac[0][:, : n_steps * n].reshape(size, n_steps, n, d)
-        ig[draws] = ig_from_gradients(gradients, x, baseline)
-        at_x[draws], at_b[draws] = value[:, n_steps * n : -n], value[:, -n:]
-
-    draw_pass(ctx, compiled, values, "Integrated Gradients", consume)
-    out = {"ig": ig, "value": at_x, "baseline_value": at_b}
-    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
 def integrated_gradients(
@@ -182,7 +155,7 @@ def integrated_gradients(
         "value": ("chain", "draw", "point"),
         "baseline_value": ("chain", "draw", "point"),
     }
-    measure = partial(_integrated_gradients, statistic=statistic, n_steps=n_steps)
+    measure = partial(ig_measures, statistic=statistic, n_steps=n_steps)
     out = run_local(ctx, measure, outputs, True, per_point={"baseline": baseline})
     point_dims = ["chain", "draw", ctx.points.point_dim]
     dataset = xr.Dataset(

@@ -7,11 +7,10 @@ from pm_sens._points import feature_matrix, values_at
 from pm_sens._results import attach, per_draw_shape, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
-    compiled_for,
-    draw_pass,
 )
 from pm_sens._uncertainty_passes import (
     feature_groups,
+    mean_rows,
     observed_values,
     uncertainty_context,
     uncertainty_rows,
@@ -29,6 +28,7 @@ from pm_sens.measures.entropy import (
     COMPONENTS,
 )
 from pm_sens.measures.permutation import (
+    MeanCurves,
     feature_grid,
     grid_features,
 )
@@ -222,24 +222,16 @@ def _curves(ctx, kinds, values, n_rows, y):
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
     # a closed-form likelihood's mean comes from the entropy's evaluation too
     shared = uncertainty and ctx.predictive.likelihood.generic is None
+    curves = MeanCurves(ctx.draws.count, n_rows, n) if "mean" in kinds else None
+    if curves is not None and not shared:
+        mean_rows(ctx, values, n_rows, curves.add)
     out = {}
-    if "mean" in kinds:
-        out["mean_pdp_rows"] = np.empty((ctx.draws.count, n_rows // n))
-        out["mean_ice_rows"] = np.zeros(n_rows)
-
-        def add_mean(draws, mean):
-            size = draws.stop - draws.start
-            mean = np.broadcast_to(mean, (size, n_rows)).reshape(size, n_rows // n, n)
-            out["mean_pdp_rows"][draws] = mean.mean(-1)
-            out["mean_ice_rows"] += mean.sum(0).reshape(-1)
-
-        if not shared:
-            compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=n_rows)
-            draw_pass(ctx, compiled, values, "mean", lambda d, c: add_mean(d, c.phi[..., 0]))
     if uncertainty:
         observed = None if y is None else np.tile(y, n_rows // n)
-        add = add_mean if "mean" in kinds and shared else None
+        add = curves.add if curves is not None and shared else None
         out.update(uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add))
+    if curves is not None:
+        out.update(mean_pdp_rows=curves.pdp, mean_ice_rows=curves.ice)
     return out
 
 

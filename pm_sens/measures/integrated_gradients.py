@@ -39,6 +39,37 @@ def integrated_gradients(gradients, x, baseline):
     return (x - baseline) * np.tensordot(w, gradients, axes=([0], [-3]))
 
 
+def integrated_gradients_at_rows(values, gradients, x, baseline, n_steps):
+    """IG and the statistic at x and b from its values at the rows [path points, x, b].
+
+    Parameters
+    ----------
+    values : ndarray, shape (S, n_steps·N + 2N)
+        The statistic at the rows: the `path_points` (flattened), the points,
+        the baselines.
+    gradients : ndarray, shape (S, n_steps·N + 2N, D)
+        Its gradient at the same rows.
+    x : ndarray, shape (N, D)
+        The points explained.
+    baseline : ndarray, shape (N, D)
+        The paths' starting points.
+    n_steps : int
+        Nodes along each path.
+
+    Returns
+    -------
+    dict
+        ``ig`` (S, N, D), ``value`` F(x) (S, N) and ``baseline_value`` F(b) (S, N).
+    """
+    n, d = x.shape
+    on_path = gradients[:, : n_steps * n].reshape(len(gradients), n_steps, n, d)
+    return {
+        "ig": integrated_gradients(on_path, x, baseline),
+        "value": values[:, n_steps * n : -n],
+        "baseline_value": values[:, -n:],
+    }
+
+
 def completeness_gap(ig, value, baseline_value):
     """``Σ_d IG_d − (F(x) − F(b))``: shape of ``value`` (..., N)."""
     return ig.sum(-1) - (value - baseline_value)

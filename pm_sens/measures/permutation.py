@@ -48,3 +48,29 @@ def grid_features(x, columns, grids):
         padded = np.concatenate([grid, np.repeat(grid[-1:], width - len(grid))])
         out[f, :, :, d] = padded[:, None]
     return out
+
+
+class MeanCurves:
+    """PDP and ICE of the predictive mean, added chunk by chunk of draws.
+
+    The R rows are the N points at each of R/N grid values (feature-major).
+
+    Attributes
+    ----------
+    pdp : ndarray, shape (S, R/N)
+        Each draw's mean over the points, per grid value.
+    ice : ndarray, shape (R,)
+        The mean summed over the draws added so far, per row.
+    """
+
+    def __init__(self, n_draws, n_rows, n_points):
+        self.pdp = np.empty((n_draws, n_rows // n_points))
+        self.ice = np.zeros(n_rows)
+        self.n_points = n_points
+
+    def add(self, draws, mean):
+        """Add the per-draw mean (size, R) of the draws ``draws`` (a slice)."""
+        size = draws.stop - draws.start
+        mean = np.broadcast_to(mean, (size, len(self.ice))).reshape(size, -1, self.n_points)
+        self.pdp[draws] = mean.mean(-1)
+        self.ice += mean.sum(0).reshape(-1)
