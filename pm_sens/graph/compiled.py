@@ -1,6 +1,5 @@
 """A compiled predictive: the chunk function and the order of what it takes and returns."""
 
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +21,7 @@ class CompiledPredictive:
     contiguous for the quadratic forms of `pm_sens.measures.rsens`.
     """
 
+    #: a `pm_sens.graph.functions.GraphFunction` (one call at a time)
     function: object
     data_variables: list
     free_rvs: list
@@ -34,9 +34,6 @@ class CompiledPredictive:
     settings: dict
     #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
     fixed_array_shapes: list = field(default_factory=list)
-    #: a compiled function keeps its inputs and outputs in shared storage:
-    #: one call at a time (dask may run blocks in threads)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def statistic_names(self):
@@ -64,19 +61,18 @@ class CompiledPredictive:
         # one array type per argument (Numba compiles the graph again for each
         # new combination of memory layout and write flag)
         arguments = [np.require(a, requirements=("A", "C", "W")) for a in arrays]
-        with self.lock:
-            try:
-                return self.function(*arguments)
-            except ValueError as error:
-                if "shape" not in str(error) or not self.fixed_array_shapes:
-                    raise
-                raise ValueError(
-                    "the likelihood's parameters cannot be evaluated at these points: they "
-                    f"hold fixed arrays of shapes {self.fixed_array_shapes} (NumPy values in "
-                    "the model, not pm.Data). An array with one value per observation cannot "
-                    "follow points of another number: put it in a pm.Data container and give "
-                    f"its values in points= ({error})"
-                ) from None
+        try:
+            return self.function(*arguments)
+        except ValueError as error:
+            if "shape" not in str(error) or not self.fixed_array_shapes:
+                raise
+            raise ValueError(
+                "the likelihood's parameters cannot be evaluated at these points: they "
+                f"hold fixed arrays of shapes {self.fixed_array_shapes} (NumPy values in "
+                "the model, not pm.Data). An array with one value per observation cannot "
+                "follow points of another number: put it in a pm.Data container and give "
+                f"its values in points= ({error})"
+            ) from None
 
 
 @dataclass

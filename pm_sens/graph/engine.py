@@ -19,6 +19,7 @@ from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.derivatives import point_derivatives, whitened_norm
+from pm_sens.graph.functions import compiled_function, evaluate
 from pm_sens.graph.generic_statistics import GenericStatistics
 from pm_sens.graph.likelihoods import statistic_expression
 from pm_sens.graph.model_queries import (
@@ -28,7 +29,6 @@ from pm_sens.graph.model_queries import (
     observed_ancestors,
     symbolic_tensor,
 )
-from pm_sens.graph.rewrites import compile_mode, runs_element_by_element
 
 
 def _symbolic_like(var, value):
@@ -48,12 +48,6 @@ def _split_components(expr, n_classes):
     if n_classes is None:
         return [expr]
     return [expr[..., k] for k in range(n_classes)]
-
-
-def _function(arguments, outputs, backend):
-    return pytensor.function(
-        arguments, outputs, on_unused_input="ignore", mode=compile_mode(backend)
-    )
 
 
 def _moment_components(likelihood, params, second_moment, n_classes):
@@ -111,8 +105,7 @@ def _class_count(params, inputs, first_values):
     p = params[0]
     if p.type.shape[-1] is not None:
         return p.type.shape[-1]
-    shape = pytensor.function(inputs, p.shape[-1], on_unused_input="ignore", mode="FAST_COMPILE")
-    return int(shape(*first_values))
+    return int(evaluate(p.shape[-1], inputs, first_values))
 
 
 def _draw_components(predictive, params, n_classes, statistic):
@@ -196,7 +189,7 @@ def compile_predictive(
         # separate arrays: a statistic that is also a parameter is not copied
         outputs += [statistic_expression(likelihood, names, graph.params, n) for n in statistics]
         outputs += list(fixed.values())
-    function, backend = _compiled_function(
+    function, backend = compiled_function(
         graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend
     )
     compiled = dict(
@@ -375,16 +368,3 @@ def _whitened_outputs(graph, components, n_varying, backend):
     keep.tag.always_false = True
     extra = [scales, pytensor.In(target, mutable=True), keep]
     return [pt.switch(keep, target, norm)], extra, True
-
-
-def _compiled_function(arguments, outputs, backend):
-    """The compiled function, and the backend it runs on.
-
-    A graph with an op NumPy would run element by element in Python is
-    compiled (Numba) instead.
-    """
-    function = _function(arguments, outputs, backend)
-    if backend == "python" and runs_element_by_element(function):
-        backend = "numba"
-        function = _function(arguments, outputs, backend)
-    return function, backend

@@ -7,7 +7,6 @@ the observed variable rebuilt with them replaced.
 """
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.distributions.truncated import TruncatedRV
@@ -16,6 +15,7 @@ from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.fg import MissingInputError
 from pytensor.graph.traversal import graph_inputs
 
+from pm_sens.graph.functions import evaluate
 from pm_sens.graph.model_queries import (
     is_distribution,
     replace_rebuilding,
@@ -43,7 +43,7 @@ def _lengths(var):
     if all(n is not None for n in var.type.shape):
         return var.type.shape
     try:  # the shape graph, not the values: no draw is needed
-        return tuple(int(n) for n in pytensor.function([], var.shape, mode="FAST_COMPILE")())
+        return tuple(int(n) for n in evaluate(var.shape))
     except (MissingInputError, NotImplementedError):
         raise ValueError(
             f"the likelihood parameter {var} has a component or class axis whose length "

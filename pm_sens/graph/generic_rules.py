@@ -7,8 +7,6 @@ interquartile half-width as scale (``pm.icdf``) or, without an inverse CDF,
 at the mode found by Newton's method with the curvature there as scale.
 """
 
-import threading
-
 import numpy as np
 import pymc as pm
 import pytensor
@@ -29,6 +27,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.type import RandomGeneratorType
 
+from pm_sens.graph.functions import GraphFunction
 from pm_sens.graph.model_queries import (
     censored_parts,
     replace_rebuilding,
@@ -202,9 +201,8 @@ class Space:
 def lazy_function(inputs, outputs, replacements):
     """A function of ``outputs`` after ``replacements``; any other graph input is an error.
 
-    It is compiled at its first call and runs one call at a time (a compiled
-    function keeps inputs and outputs in shared storage, and dask may evaluate
-    blocks in threads).
+    A lazy `pm_sens.graph.functions.GraphFunction` in PyTensor's default mode:
+    compiled at its first call (a call may need only some of the functions).
     """
     outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
@@ -216,16 +214,7 @@ def lazy_function(inputs, outputs, replacements):
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    compiled = []  # compiled at the first call: a call may need only some functions
-    lock = threading.Lock()
-
-    def call(*args):
-        with lock:
-            if not compiled:
-                compiled.append(pytensor.function(inputs, outputs, on_unused_input="ignore"))
-            return compiled[0](*args)
-
-    return call
+    return GraphFunction(inputs, outputs, lazy=True)
 
 
 def locate_functions(out, phis, replacements, lower, upper, space):

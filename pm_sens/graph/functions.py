@@ -1,0 +1,79 @@
+"""Compiled PyTensor functions: the one place pm_sens calls ``pytensor.function``."""
+
+import threading
+
+import pytensor
+
+from pm_sens.graph.rewrites import compile_mode, runs_element_by_element
+
+
+class GraphFunction:
+    """A compiled function of ``arguments``, called one call at a time.
+
+    A compiled PyTensor function keeps its inputs and outputs in shared
+    storage, and dask may evaluate blocks in threads: each call holds a lock.
+
+    Parameters
+    ----------
+    arguments, outputs : list of TensorVariable
+        The graph; arguments it does not use are ignored.
+    backend : str, optional
+        ``"python"`` (NumPy) or ``"numba"``, compiled with pm_sens's rewrites
+        (`pm_sens.graph.rewrites.compile_mode`); None for PyTensor's default
+        mode.
+    lazy : bool
+        Compile at the first call (a likelihood needs only some of its
+        functions) instead of now.
+    """
+
+    def __init__(self, arguments, outputs, backend=None, *, lazy=False):
+        self._graph = (list(arguments), list(outputs))
+        self.backend = backend
+        self._function = None
+        self._lock = threading.Lock()
+        if not lazy:
+            self._compile()
+
+    def _compile(self):
+        if self._function is None:
+            arguments, outputs = self._graph
+            mode = None if self.backend is None else compile_mode(self.backend)
+            self._function = pytensor.function(
+                arguments, outputs, on_unused_input="ignore", mode=mode
+            )
+        return self._function
+
+    @property
+    def maker(self):
+        """The compiled function's maker (its optimized graph: ``maker.fgraph``)."""
+        return self._compile().maker
+
+    def __call__(self, *args):
+        """The outputs at ``args`` (compiled first if it was lazy)."""
+        with self._lock:
+            return self._compile()(*args)
+
+
+def compiled_function(arguments, outputs, backend):
+    """The `GraphFunction` of a chunk graph, and the backend it runs on.
+
+    A graph with an op NumPy would run element by element in Python is
+    compiled with Numba instead.
+    """
+    function = GraphFunction(arguments, outputs, backend)
+    if backend == "python" and runs_element_by_element(function):
+        backend = "numba"
+        function = GraphFunction(arguments, outputs, backend)
+    return function, backend
+
+
+def evaluate(outputs, inputs=(), values=()):
+    """``outputs`` evaluated once at ``values`` of ``inputs`` (a shape, a design check).
+
+    Compiled in PyTensor's FAST_COMPILE mode: the graph runs once, so its
+    rewrites would cost more than they save.
+    """
+    function = pytensor.function(
+        list(inputs), outputs, on_unused_input="ignore", mode="FAST_COMPILE"
+    )
+    return function(*values)
