@@ -15,6 +15,7 @@ from pytensor.tensor.blas import Dot22
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.rewriting.basic import get_simplified_shape
+from pytensor.tensor.rewriting.math import local_sum_prod_of_mul_or_div
 
 from pm_sens.graph.model_queries import depends_on, is_elemwise, is_float
 from pm_sens.graph.rewrites._along import split_off_constant_along, variadic
@@ -185,8 +186,10 @@ def _sum_over_draws(rows, cols, n_draws):
     per_draw_r, per_draw_c = (not v.type.broadcastable[0] for v in (r, c))
     if per_draw_r and per_draw_c:
         return pt.dot(r.T, c)
-    if per_draw_r:
-        return r.sum(0)[:, None] * c
-    if per_draw_c:
-        return r.T * c.sum(0)[None, :]
-    return n_draws * r.T * c
+    if not (per_draw_r or per_draw_c):
+        return n_draws * r.T * c  # the same term for every draw
+    # one side the same for every draw leaves the sum: PyTensor's own rewrite
+    # (it runs in "specialize", before this one)
+    total = (r[:, :, None] * c[:, None, :]).sum(0)
+    (factored,) = local_sum_prod_of_mul_or_div.transform(None, total.owner)
+    return factored
