@@ -54,3 +54,35 @@ def test_public_names_load_on_first_use_and_stay_the_same():
     out = _run(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "12"
+
+
+def _layers_script():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[1] / "scripts" / "layers.py"
+    spec = importlib.util.spec_from_file_location("layers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_module_imports_from_a_layer_above_it():
+    layers = _layers_script()
+    assert layers.upward_imports(layers.import_graph()) == []
+
+
+def test_an_upward_import_is_found():
+    layers = _layers_script()
+    graph = {"pm_sens/measures/rsens.py": ["pm_sens.graph.engine", "pm_sens.families"]}
+    assert layers.upward_imports(graph) == [("pm_sens/measures/rsens.py", "pm_sens.graph.engine")]
+
+
+def test_the_architecture_diagram_is_drawn_from_the_code():
+    import pathlib
+
+    layers = _layers_script()
+    document = (pathlib.Path(__file__).parents[1] / "docs" / "architecture.md").read_text()
+    assert f"```text\n{layers.diagram(layers.import_graph())}\n```" in document, (
+        "docs/architecture.md's diagram is out of date: paste `python scripts/layers.py`'s"
+    )
