@@ -5,9 +5,17 @@ layers, ``pm_sens.families`` and ``pm_sens.measures``) imports no PyMC,
 PyTensor, xarray or optional extra.
 """
 
+import logging
 from importlib import import_module
 
 from pm_sens._version import __version__
+
+# info messages (e.g. which NumPy arrays were taken as inputs) show by default,
+# as PyMC's do, unless the application configured logging itself
+_log = logging.getLogger(__name__)
+if not logging.root.handlers and not _log.handlers:
+    _log.setLevel(logging.INFO)
+    _log.addHandler(logging.StreamHandler())
 
 #: public name -> the module that defines it, imported on first use
 _PUBLIC = {

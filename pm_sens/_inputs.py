@@ -3,7 +3,7 @@
 import numpy as np
 
 from pm_sens._points import current_value
-from pm_sens._validate import as_name_list, warn
+from pm_sens._validate import as_name_list, inform, warn
 from pm_sens.graph.model_queries import (
     bart_variables,
     count_containers,
@@ -91,6 +91,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         if not chosen and not grouped:
             other_lengths = [v for v in variables if is_float(v) and not per_point(v)]
             _raise_no_inputs(predictive, model, other_lengths, n_default)
+        _tell_numpy_inputs(predictive, chosen)
         return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
     chosen, grouped = [], []
@@ -117,6 +118,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
                 "(1-D or 2-D, rows = points) are supported"
             )
         (grouped if differentiable and not is_float(var) else chosen).append(var)
+    _tell_numpy_inputs(predictive, chosen)
     return chosen, grouped, variables, n_default
 
 
@@ -159,6 +161,28 @@ def _raise_no_inputs(predictive, model, other_lengths, n_points):
         f"the predictions of {name!r} depend on no float pm.Data container with one row "
         "per observation; wrap the inputs in pm.Data (or pass inputs= / a Predictive)"
     )
+
+
+def _tell_numpy_inputs(predictive, chosen):
+    """Say which NumPy arrays of the model are inputs, which are held, and how to change it."""
+    taken = [v for v in chosen if v in predictive.numpy_inputs]
+    if not taken:
+        return
+    shapes = ", ".join(f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in taken)
+    message = (
+        f"pm_sens takes the NumPy array(s) {shapes} in the model as inputs (float, one "
+        "row per observation), in a copy of the model's graph. Give their values at new "
+        "points by these names in points=, or choose among them with inputs="
+    )
+    held = [v for v in predictive.row_constants if v.dtype.startswith(("int", "uint", "bool"))]
+    if held:
+        shapes = ", ".join(f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in held)
+        message += (
+            f". It holds at each point's value the integer array(s) {shapes} (counts or "
+            "indices): to rank one as an input, give it to the model as a float array or "
+            "in a float pm.Data container"
+        )
+    inform(message)
 
 
 def _warn_held_floats(predictive, held):

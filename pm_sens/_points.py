@@ -209,6 +209,8 @@ def _feature_labels(model, predictive, inputs, values, dataarrays):
                 columns = da.coords[da.dims[1]].values
         elif column_dim is not None and model.coords.get(column_dim) is not None:
             columns = np.asarray(model.coords[column_dim])
+        elif var in predictive.column_labels:
+            columns = np.asarray(predictive.column_labels[var])
         prefix = f"{var.name}[{{}}]" if len(inputs) > 1 else "{}"
         labels.append([prefix.format(c) for c in columns])
     flat = [label for group in labels for label in group]

@@ -162,13 +162,15 @@ def result_attrs(ctx):
 
     ``inputs`` names the containers treated as continuous inputs (a rate per
     unit), ``categorical_inputs`` those compared level by level; containers in
-    neither were held at their values.
+    neither were held at their values. ``numpy_inputs``: the inputs that are
+    NumPy arrays in the model, by the names pm_sens gave them.
     """
     return {
         "likelihood": ctx.predictive.family,
         "var_name": ctx.predictive.var_name or "",
         "inputs": [str(v.name) for v in ctx.inputs],
         "categorical_inputs": [level.label for level in ctx.levels],
+        "numpy_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.numpy_inputs],
         "num_draws": ctx.draws.count,
         "pm_sens_version": __version__,
     }

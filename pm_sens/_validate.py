@@ -3,6 +3,7 @@
 Every message names the argument, the value received and what is valid.
 """
 
+import logging
 import numbers
 import os
 import warnings
@@ -15,6 +16,11 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def warn(message):
     """A UserWarning attributed to the user's line that called into pm_sens."""
     warnings.warn(message, UserWarning, skip_file_prefixes=(_PACKAGE,))
+
+
+def inform(message):
+    """An info message on the ``pm_sens`` logger (shown by default, as PyMC's are)."""
+    logging.getLogger("pm_sens").info(message)
 
 
 def check_choice(name, value, valid):

@@ -1,49 +1,200 @@
 """What belongs to an observation's row and travels with it to every point.
 
-A NumPy constant with one value per observation (a censoring bound) and a
-random variable with one value per observation (an observation-level effect)
-are read at each point's own row: as symbols held at each point's value,
-never moved as inputs, following the points into permuted copies, grids and
-finite-difference steps.
+A NumPy constant with one value per observation and a random variable with one
+value per observation (an observation-level effect) are read at each point's
+own row, following the points into permuted copies, grids and
+finite-difference steps. A float NumPy array that varies between rows is an
+input, as a float ``pm.Data`` container is; the others are held at each
+point's value.
 """
 
 import numpy as np
+import pytensor.scalar as ps
+from pymc.distributions.censored import CensoredRV
+from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors, apply_ancestors
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.subtensor import Subtensor
 
 from pm_sens.graph.model_queries import replace_rebuilding, symbolic_tensor
 
 
-def per_row_constants(model, params, n_rows):
+def per_row_constants(model, params, n_rows, bounds=(), observed=None):
     """Give NumPy constants with one row per observation a symbolic row per point.
 
-    Such a constant (a censoring bound per row, a column of zero logits built
-    with ``np.zeros((n, 1))``) belongs to its observation as a ``pm.Data``
-    container would: each becomes a symbolic tensor that follows the points and
-    is held at each point's value, never moved as an input. Constants in the
-    priors of random variables (pymc-bart's Y) stay: their draws are given.
-    Returns the new parameters and ``{symbol: value}``.
+    Such a constant belongs to its observation as a ``pm.Data`` container
+    would, and becomes a symbolic tensor that follows the points (in a copy of
+    the graph: the model is not changed):
+
+    - a float array whose values differ between rows and that reaches a
+      parameter other than through ``bounds`` (the likelihood's censoring and
+      truncation bounds) is an *input*, as a float ``pm.Data`` container is:
+      the NumPy arrays most notebooks pass straight into the model
+      (``mu = b0 + b1 * x1``), unless its values are the ``observed`` series
+      shifted (``y[:-1]`` in an AR term: the observed past, held);
+    - any other (an integer array of counts or indices, a column of zero
+      logits built with ``np.zeros((n, 1))``, a censoring bound per row) is
+      held at each point's value.
+
+    Constants in the priors of random variables (pymc-bart's Y) stay: their
+    draws are given. Returns the new parameters, the held symbols and the
+    input symbols, each ``{symbol: value}``; inputs are named as
+    `numpy_input_names` says.
     """
     if not n_rows or n_rows < 2:
-        return params, {}
+        return params, {}, {}
+    blockers = model.free_RVs
+    # what reaches the parameters other than through a censoring or truncation bound
+    moving = set(ancestors(params, blockers=[*blockers, *bounds])) - set(bounds)
     constants = [
         c
-        for c in dict.fromkeys(ancestors(params, blockers=model.free_RVs))
-        if isinstance(c, Constant) and np.ndim(c.data) and c.data.shape[0] == n_rows
+        for c in _constants_in_order_of_use(params, blockers)
+        if np.ndim(c.data) and c.data.shape[0] == n_rows
     ]
+    inputs = [c for c in constants if _is_input(c, moving) and not _lags(c.data, observed)]
+    names = numpy_input_names(model, params, inputs)
     # one symbol per array: PyMC may hold the same values as several constants
-    by_values, symbols = {}, {}
+    by_values, symbols, inputs = {}, {}, set()
     for c in constants:
         key = (c.dtype, c.data.shape, c.data.tobytes())
         if key not in by_values:
-            name = c.name or f"row_constant_{len(by_values)}"
+            name = names.get(c) or c.name or f"row_constant_{len(by_values)}"
             by_values[key] = symbolic_tensor(name, c.dtype, (None, *c.type.shape[1:]))
         symbols[c] = by_values[key]
+        if c in names:
+            inputs.add(by_values[key])
     if not symbols:
-        return params, {}
-    params = replace_rebuilding(params, symbols, keep=model.free_RVs)
-    return params, {symbol: c.data for c, symbol in symbols.items()}
+        return params, {}, {}
+    params = replace_rebuilding(params, symbols, keep=blockers)
+    values = {symbol: c.data for c, symbol in symbols.items()}
+    ordered = [symbols[c] for c in names]  # the inputs in the order of their names
+    return (
+        params,
+        {s: v for s, v in values.items() if s not in inputs},
+        {s: values[s] for s in dict.fromkeys(ordered)},
+    )
+
+
+def bound_variables(rv, model):
+    """The censoring and truncation bounds in the graph of the observed ``rv``."""
+    bounds = []
+    for node in apply_ancestors([rv], blockers=model.free_RVs):
+        if isinstance(node.op, CensoredRV):
+            base, lower, upper = node.op.dist_params(node)
+            bounds += [b for b in (lower, upper) if b is not base]
+        elif isinstance(node.op, TruncatedRV):
+            bounds += node.inputs[-2:]
+    return bounds
+
+
+def _constants_in_order_of_use(params, blockers):
+    """The constants ``params`` are computed from, in the order the graph uses them."""
+    used = {}
+    for node in toposort(params, blockers=blockers):
+        used.update(dict.fromkeys(i for i in node.inputs if isinstance(i, Constant)))
+    used.update(dict.fromkeys(p for p in params if isinstance(p, Constant)))  # a bound itself
+    return list(used)
+
+
+def _is_input(constant, moving):
+    values = constant.data
+    varies = values.shape[0] > 1 and bool(np.any(np.ptp(values, axis=0) > 0))
+    return constant in moving and values.dtype.kind == "f" and varies
+
+
+def _lags(values, observed, max_lag=400):
+    """Whether ``values`` are the ``observed`` series shifted by 1 … ``max_lag`` steps."""
+    if observed is None or np.shape(observed) != values.shape or values.ndim != 1:
+        return False
+    observed = np.asarray(observed, dtype=float)
+    return any(
+        np.array_equal(values[lag:], observed[:-lag])
+        for lag in range(1, min(max_lag, len(values) - 1) + 1)
+    )
+
+
+def numpy_input_names(model, params, constants):
+    """``{constant: name}``: the constant's own name, else ``x_<coefficient>``.
+
+    The coefficient is the random variable the array multiplies (``b1 * x1``
+    gives ``x_b1``, ``b[1] * x`` gives ``x_b[1]``, ``X @ beta`` gives
+    ``X_beta``); without one, ``numpy_input_<k>``. Names are unique and do not
+    clash with the model's.
+    """
+    taken = set(model.named_vars)
+    found = {c: _name_from_coefficient(c, params, model) for c in constants}
+    # in the order the model declares the coefficients, as its pm.Data would be
+    order = sorted(constants, key=lambda c: found[c][1] if found[c] else len(model.free_RVs))
+    names = {}
+    for k, c in enumerate(order):
+        name = c.name or (found[c][0] if found[c] else f"numpy_input_{k}")
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[c] = name
+    return names
+
+
+def _name_from_coefficient(constant, params, model):
+    """``(name, position of the coefficient among the free RVs)``, or None."""
+    for node in apply_ancestors(params, blockers=model.free_RVs):
+        if constant not in node.inputs or len(node.inputs) != 2:
+            continue
+        other = node.inputs[1 - node.inputs.index(constant)]
+        coefficient, index = _coefficient(other, model)
+        if coefficient is None:
+            continue
+        position = model.free_RVs.index(coefficient)
+        if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, ps.Mul):
+            return f"x_{coefficient.name}{index}", position
+        if isinstance(node.op, Dot) or isinstance(getattr(node.op, "core_op", None), Dot):
+            return f"X_{coefficient.name}{index}", position
+    return None
+
+
+def _coefficient(var, model):
+    """The free random variable ``var`` reads, and the index it takes as text.
+
+    Through views and constant indices: ``b[1]`` gives ``(b, "[1]")``;
+    ``(None, "")`` when ``var`` reads no free random variable that way.
+    """
+    index = ""
+    while var.owner is not None and var not in model.free_RVs:
+        op = var.owner.op
+        if isinstance(op, DimShuffle):
+            var = var.owner.inputs[0]
+        elif isinstance(op, Subtensor) and all(
+            isinstance(i, Constant) for i in var.owner.inputs[1:]
+        ):
+            index = "[" + ", ".join(str(i.data) for i in var.owner.inputs[1:]) + "]"
+            var = var.owner.inputs[0]
+        else:
+            return None, ""
+    return (var, index) if var in model.free_RVs else (None, "")
+
+
+def column_labels(model, params, inputs):
+    """``{input: labels}`` of 2-D NumPy inputs multiplied by a coefficient with dims.
+
+    ``X @ beta`` with ``beta`` on dims ``("predictor",)`` labels X's columns by
+    the ``predictor`` coordinate, as a ``pm.Data`` container with those dims
+    would be labelled.
+    """
+    labels = {}
+    for node in apply_ancestors(params, blockers=model.free_RVs):
+        is_dot = isinstance(node.op, Dot) or isinstance(getattr(node.op, "core_op", None), Dot)
+        if not is_dot or len(node.inputs) != 2 or node.inputs[0] not in inputs:
+            continue
+        right = node.inputs[1]
+        while right.owner is not None and isinstance(right.owner.op, DimShuffle):
+            right = right.owner.inputs[0]
+        dims = model.named_vars_to_dims.get(getattr(right, "name", None) or "") or ()
+        coords = model.coords.get(dims[0]) if dims else None
+        if coords is not None and len(coords) == node.inputs[0].type.shape[-1]:
+            labels[node.inputs[0]] = list(coords)
+    return labels
 
 
 #: the per-point index into random variables with one value per observation

@@ -30,7 +30,12 @@ from pm_sens.graph.model_queries import (
     replace_rebuilding,
     symbolic_tensor,
 )
-from pm_sens.graph.per_row import per_row_constants, per_row_variables
+from pm_sens.graph.per_row import (
+    bound_variables,
+    column_labels,
+    per_row_constants,
+    per_row_variables,
+)
 
 
 def _per_point_group_inputs(model, params, indices=()):
@@ -236,6 +241,11 @@ class Predictive:
         #: symbolic stand-ins of NumPy constants with one row per observation:
         #: held at each point's value (their values are in ``defaults``)
         self.row_constants = []
+        #: symbolic stand-ins of float NumPy arrays with one row per observation,
+        #: taken as inputs (`pm_sens.graph.per_row.per_row_constants`)
+        self.numpy_inputs = []
+        #: column labels of 2-D inputs that have no dims of their own
+        self.column_labels = {}
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -303,14 +313,25 @@ class Predictive:
         group_inputs.update(numeric_integers)
         # the observed data's length: the variable's own is unknown with dims
         n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
-        params, row_constants = per_row_constants(model, params, n_rows)
+        observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
+        params, row_constants, numpy_inputs = per_row_constants(
+            model, params, n_rows, bound_variables(rv, model), observed
+        )
         params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
         self = cls.__new__(cls)
-        self._init(likelihood, params, [*inputs, *group_inputs], rv.name, defaults=row_constants)
+        self._init(
+            likelihood,
+            params,
+            [*inputs, *numpy_inputs, *group_inputs],
+            rv.name,
+            defaults={**row_constants, **numpy_inputs},
+        )
         self.group_inputs = group_inputs
         self.row_constants = list(row_constants)
+        self.numpy_inputs = list(numpy_inputs)
+        self.column_labels = column_labels(model, params, numpy_inputs)
         return self
 
     @classmethod

@@ -4,9 +4,14 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+import pm_sens
+
 
 def model_points(case):
     """The model's per-point values as a Dataset (rows along ``obs``), or None.
+
+    Its ``pm.Data`` containers with one row per observation and the NumPy
+    arrays pm_sens takes as inputs (by the names it gives them).
 
     A GP predictive's one input ``X`` defaults to its training inputs; a bambi
     model takes data columns, not containers (only its lazy posterior is checked).
@@ -25,7 +30,13 @@ def model_points(case):
             continue
         dims = ("obs",) if np.ndim(value) == 1 else ("obs", f"{name}_column")
         data[name] = (dims, value)
-    return xr.Dataset(data)
+    # NumPy arrays taken as inputs, by the names pm_sens gives them
+    found = pm_sens.Predictive.from_observed(case.model, case.kwargs.get("var_name"))
+    for var in found.numpy_inputs:
+        value = found.defaults[var]
+        dims = ("obs",) if np.ndim(value) == 1 else ("obs", f"{var.name}_column")
+        data[var.name] = (dims, value)
+    return xr.Dataset(data) if data else None
 
 
 def lazy_posterior(case):
