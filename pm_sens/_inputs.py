@@ -11,6 +11,7 @@ from pm_sens.graph.model_queries import (
     data_value,
     is_float,
 )
+from pm_sens.graph.per_row import arrays_of_other_length
 
 
 def _default_point_count(predictive, model, variables):
@@ -55,6 +56,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     )
     n_default = _default_point_count(predictive, model, variables)
     _refuse_bart(model, params)
+    _refuse_bambi_backend(predictive, model)
     # held at each point's value, like an exposure: never an input
     held = count_containers(model, predictive.var_name) if predictive.var_name else []
     held = [*held, *predictive.row_constants]
@@ -134,32 +136,41 @@ def _refuse_bart(model, params):
         )
 
 
-def _raise_no_inputs(predictive, model, other_lengths, n_points):
-    """The error for predictions that depend on no input, with its likely cause.
-
-    ``other_lengths``: float containers the predictions use without one row
-    per observation (e.g. lagged slices ``x[1:]``, ``x[:-1]`` of a series).
-    """
-    if "__obs__" in model.coords:
+def _refuse_bambi_backend(predictive, model):
+    """A model bambi built holds its predictors as constants: ask for the bambi model."""
+    containers = [v for v in predictive.inputs if hasattr(v, "get_value")]
+    if "__obs__" in model.coords and not containers:
         raise ValueError(
             "this PyMC model was built by bambi (its observations run along '__obs__') "
             "and holds its predictors as constants; pass the bmb.Model itself, which "
             "pm_sens rebuilds on pm.Data inputs, not model.backend.model"
         )
+
+
+def _raise_no_inputs(predictive, model, other_lengths, n_points):
+    """The error for predictions that depend on no input, with its likely cause.
+
+    ``other_lengths``: float containers the predictions use without one row
+    per observation (e.g. lagged slices ``x[1:]``, ``x[:-1]`` of a series);
+    float NumPy arrays of that kind are found here.
+    """
     name = predictive.var_name or predictive.family
-    if other_lengths:
-        shapes = {v.name: np.shape(current_value(v, predictive)) for v in other_lengths}
+    shapes = {v.name: np.shape(current_value(v, predictive)) for v in other_lengths}
+    arrays = arrays_of_other_length(model, predictive.parameter_list, n_points)
+    shapes.update({f"NumPy array {k}": np.shape(c.data) for k, c in enumerate(arrays)})
+    if shapes:
         raise ValueError(
             f"the predictions of {name!r} ({n_points} observations) depend on the float "
-            f"pm.Data container(s) {shapes}, which do not have one row per observation: a "
+            f"data {shapes}, which do not have one row per observation: a "
             "model that takes shifted slices of an input (lags such as x[1:] and x[:-1], "
             "an AR term on x) makes one prediction depend on several rows, which pm_sens "
             "does not support yet; give each observation its own row (e.g. pm.Data "
             "columns x and x_lag1, both of length N)"
         )
     raise ValueError(
-        f"the predictions of {name!r} depend on no float pm.Data container with one row "
-        "per observation; wrap the inputs in pm.Data (or pass inputs= / a Predictive)"
+        f"the predictions of {name!r} depend on no float input with one row per "
+        "observation (a pm.Data container or a NumPy array of floats that differ between "
+        "rows); give the inputs in pm.Data or as such arrays (or pass inputs= / a Predictive)"
     )
 
 

@@ -109,13 +109,22 @@ def test_several_observed_variables_need_var_name(rng):
         pm_sens.sensitivity(posterior({"b": np.zeros((1, 2))}), model, progressbar=False)
 
 
-def test_inputs_not_in_pm_data(rng):
-    x = rng.normal(size=5)
+def test_predictions_that_depend_on_no_input(rng):
     with pm.Model() as model:
         b = pm.Normal("b")
-        pm.Normal("y", b * x, 1, observed=np.zeros(5))
-    with pytest.raises(ValueError, match="depend on no float pm.Data container"):
+        pm.Normal("y", b * np.ones(5), 1, observed=np.zeros(5))
+    with pytest.raises(ValueError, match="depend on no float input with one row per obs"):
         pm_sens.sensitivity(posterior({"b": np.zeros((1, 2))}), model, progressbar=False)
+
+
+def test_a_numpy_series_read_in_shifted_slices_is_named(rng):
+    # one more value than observations, sliced in the graph: x[1:] and x[:-1]
+    x = pm.math.constant(rng.normal(size=6))
+    with pm.Model() as model:
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", b[0] * x[1:] + b[1] * x[:-1], 1, observed=np.zeros(5))
+    with pytest.raises(ValueError, match=r"\{'NumPy array 0': \(6,\)\}.*shifted slices"):
+        pm_sens.sensitivity(posterior({"b": np.zeros((1, 2, 2))}), model, progressbar=False)
 
 
 def test_a_normal_match_needs_finite_variance(rng):

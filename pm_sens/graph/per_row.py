@@ -57,7 +57,9 @@ def per_row_constants(model, params, n_rows, bounds=(), observed=None):
     names = numpy_input_names(model, params, inputs)
     # one symbol per array: PyMC may hold the same values as several constants
     by_values, symbols, inputs = {}, {}, set()
-    for c in constants:
+    # inputs first, in the order of their names: an array held by several
+    # constants takes the name of its first coefficient
+    for c in [*names, *(c for c in constants if c not in names)]:
         key = (c.dtype, c.data.shape, c.data.tobytes())
         if key not in by_values:
             name = names.get(c) or c.name or f"row_constant_{len(by_values)}"
@@ -87,6 +89,23 @@ def bound_variables(rv, model):
         elif isinstance(node.op, TruncatedRV):
             bounds += node.inputs[-2:]
     return bounds
+
+
+def arrays_of_other_length(model, params, n_rows):
+    """Float NumPy arrays behind ``params`` of about, but not exactly, ``n_rows`` rows.
+
+    Such an array is usually a series read in shifted slices (``x[1:]`` and
+    ``x[:-1]`` of an array of N + 1 values): named in the error for
+    predictions that depend on no input.
+    """
+    return [
+        c
+        for c in _constants_in_order_of_use(params, model.free_RVs)
+        if c.dtype.startswith("float")
+        and np.ndim(c.data)
+        and c.data.shape[0] != n_rows
+        and c.data.shape[0] >= n_rows // 2
+    ]
 
 
 def _constants_in_order_of_use(params, blockers):

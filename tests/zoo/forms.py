@@ -61,6 +61,20 @@ def numpy_inputs(rng):
     return model, known_posterior(model)
 
 
+@zoo_model("a NumPy design matrix times coefficients with dims (X @ beta), no pm.Data")
+def numpy_design_matrix(rng):
+    n = 24
+    x = rng.normal(size=(n, 3))
+    coords = {"obs_id": np.arange(n), "predictor": ["dose", "age", "weight"]}
+    with pm.Model(coords=coords) as model:
+        intercept = pm.Normal("intercept", 0, 1)
+        beta = pm.Normal("beta", 0, 0.5, dims="predictor")
+        sigma = pm.HalfNormal("sigma", 1)
+        mu = pm.Deterministic("mu", intercept + x @ beta, dims="obs_id")
+        pm.Normal("y", mu, sigma, observed=rng.normal(size=n), dims="obs_id")
+    return model, known_posterior(model)
+
+
 @zoo_model(
     "inputs standardized inside the model on a pm.Data container (issue 34)",
     errors=every_evaluation("standardiz|every other point|local"),

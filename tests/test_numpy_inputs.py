@@ -1,0 +1,170 @@
+"""NumPy arrays passed straight into a model are inputs, as pm.Data containers are.
+
+Each check compares a model written with NumPy arrays against the same model
+written with pm.Data, on the same posterior draws: every public function, both
+modes, to 1e-10.
+"""
+
+import logging
+
+import numpy as np
+import pymc as pm
+import pytest
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
+
+import pm_sens
+from tests.zoo._registry import known_posterior
+
+N = 20
+QUIET = dict(progressbar=False)
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def glm():
+    """The negative-binomial GLM notebook's model, with NumPy arrays and with pm.Data."""
+    rng = np.random.default_rng(7)
+    x1, x2 = rng.normal(size=(2, N))
+    y = rng.poisson(3, N)
+
+    def build(as_data):
+        with pm.Model() as model:
+            v1 = pm.Data("x1", x1) if as_data else x1
+            v2 = pm.Data("x2", x2) if as_data else x2
+            b0 = pm.Normal("b0", 1, 0.5)
+            b1 = pm.Normal("b1", 0, 0.3)
+            b2 = pm.Normal("b2", 0, 0.3)
+            alpha = pm.Exponential("alpha", 0.5)
+            mu = pm.math.exp(b0 + b1 * v1 + b2 * v2)
+            pm.NegativeBinomial("y", mu=mu, alpha=alpha, observed=y)
+        return model
+
+    numpy_model, data_model = build(False), build(True)
+    return numpy_model, data_model, known_posterior(data_model), (x1, x2)
+
+
+def _same(got, expected):
+    assert got.keys() == expected.keys()
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=RTOL, atol=1e-300)
+
+
+def _values(dataset):
+    return {k: np.asarray(v.values) for k, v in dataset.data_vars.items()}
+
+
+@pytest.mark.parametrize("mode", ["moment", "draw"])
+def test_sensitivity_equals_the_pm_data_model(glm, mode):
+    numpy_model, data_model, idata, _ = glm
+    kw = dict(
+        mode=mode,
+        method=["rsens", "kl", "var", "ead", "aed"],
+        interactions=True,
+        extend_inferencedata=False,
+        **QUIET,
+    )
+    got = pm_sens.sensitivity(idata, numpy_model, **kw)["sensitivity"]
+    expected = pm_sens.sensitivity(idata, data_model, **kw)["sensitivity"]
+    assert list(got.feature.values) == ["x_b1", "x_b2"]
+    assert got.attrs["numpy_inputs"] == ["x_b1", "x_b2"]
+    assert expected.attrs["numpy_inputs"] == []
+    _same(_values(got.to_dataset()), _values(expected.to_dataset()))
+
+
+def test_uncertainty_and_attribution_equal_the_pm_data_model(glm):
+    numpy_model, data_model, idata, _ = glm
+    kw = dict(extend_inferencedata=False, **QUIET)
+    calls = {
+        "permutation_importance": lambda m: pm_sens.permutation_importance(
+            idata, m, n_repeats=2, random_seed=3, **kw
+        ),
+        "partial_dependence": lambda m: pm_sens.partial_dependence(
+            idata, m, kind=("mean", "entropy", "log_likelihood"), grid_resolution=5, **kw
+        ),
+        "attribution": lambda m: pm_sens.integrated_gradients(idata, m, n_steps=8, **kw),
+    }
+    for group, call in calls.items():
+        got, expected = call(numpy_model)[group], call(data_model)[group]
+        assert got.attrs["numpy_inputs"] == ["x_b1", "x_b2"], group
+        _same(_values(got.to_dataset()), _values(expected.to_dataset()))
+
+
+@pytest.mark.parametrize("mode", ["moment", "draw"])
+def test_new_points_and_inputs_by_the_names_the_result_uses(glm, mode):
+    numpy_model, data_model, idata, _ = glm
+    new = np.random.default_rng(1).normal(size=(2, 7))
+    kw = dict(mode=mode, extend_inferencedata=False, **QUIET)
+    got = pm_sens.sensitivity(
+        idata, numpy_model, points={"x_b1": new[0], "x_b2": new[1]}, inputs="x_b2", **kw
+    )["sensitivity"]
+    expected = pm_sens.sensitivity(
+        idata, data_model, points={"x1": new[0], "x2": new[1]}, inputs="x2", **kw
+    )["sensitivity"]
+    assert list(got.feature.values) == ["x_b2"]
+    _same(_values(got.to_dataset()), _values(expected.to_dataset()))
+
+
+def test_an_unknown_point_name_lists_the_generated_names(glm):
+    numpy_model, _, idata, _ = glm
+    with pytest.raises(ValueError, match=r"x1.*x_b1"):
+        pm_sens.sensitivity(idata, numpy_model, points={"x1": np.zeros(3)}, **QUIET)
+
+
+def test_the_message_names_the_arrays_and_the_model_is_unchanged(glm, caplog):
+    numpy_model, _, idata, (x1, _) = glm
+    before = set(numpy_model.named_vars)
+    with caplog.at_level(logging.INFO, logger="pm_sens"):
+        pm_sens.sensitivity(idata, numpy_model, extend_inferencedata=False, **QUIET)
+    message = " ".join(r.getMessage() for r in caplog.records if r.name == "pm_sens")
+    assert "'x_b1' (20,), 'x_b2' (20,)" in message
+    assert "points=" in message and "inputs=" in message
+    # the model's graph still reads the arrays themselves
+    assert set(numpy_model.named_vars) == before
+    constants = [
+        v for v in ancestors([numpy_model["y"]]) if isinstance(v, Constant) and np.size(v.data) == N
+    ]
+    assert any(np.array_equal(c.data, x1) for c in constants)
+
+
+def test_a_design_matrix_gets_its_coefficients_coords_and_equals_pm_data():
+    rng = np.random.default_rng(2)
+    x, z = rng.normal(size=(N, 3)), rng.normal(size=N)
+    y = rng.normal(size=N)
+    coords = {"predictor": ["dose", "age", "weight"]}
+
+    def build(as_data):
+        with pm.Model(coords=coords) as model:
+            design = pm.Data("X", x, dims=("obs", "predictor")) if as_data else x
+            extra = pm.Data("z", z) if as_data else z
+            beta = pm.Normal("beta", 0, 1, dims="predictor")
+            b = pm.Normal("b", 0, 1, shape=2)
+            g = pm.Normal("g", 0, 0.3)
+            # the same array in the mean and, through g * z, in the scale
+            pm.Normal("y", design @ beta + b[1] * extra, pm.math.exp(g * extra), observed=y)
+        return model
+
+    numpy_model, data_model = build(False), build(True)
+    idata = known_posterior(data_model)
+    for mode in ("moment", "draw"):
+        kw = dict(mode=mode, interactions=True, extend_inferencedata=False, **QUIET)
+        got = pm_sens.sensitivity(idata, numpy_model, **kw)["sensitivity"]
+        expected = pm_sens.sensitivity(idata, data_model, **kw)["sensitivity"]
+        labels = ["X_beta[dose]", "X_beta[age]", "X_beta[weight]", "x_b[1]"]
+        assert list(got.feature.values) == labels
+        _same(_values(got.to_dataset()), _values(expected.to_dataset()))
+
+
+def test_integer_arrays_and_censoring_bounds_are_held_and_said(caplog):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=N)
+    trials = rng.integers(5, 15, size=N)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Binomial("y", n=trials, logit_p=b[0] + b[1] * x, observed=trials // 2)
+    idata = known_posterior(model)
+    with caplog.at_level(logging.INFO, logger="pm_sens"):
+        out = pm_sens.sensitivity(idata, model, extend_inferencedata=False, **QUIET)
+    assert out["sensitivity"].attrs["inputs"] == ["x_b[1]"]
+    message = " ".join(r.getMessage() for r in caplog.records if r.name == "pm_sens")
+    assert "integer array(s)" in message and "float pm.Data" in message
