@@ -311,13 +311,15 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
         }
         stale = [v.name for v in per_point if v.name not in given and v not in derived]
         if stale:
-            constants = [v.name for v in predictive.row_constants if v.name in stale]
+            arrays = [*predictive.row_constants, *predictive.numpy_inputs]
+            constants = [v.name for v in arrays if v.name in stale]
             raise ValueError(
                 f"points give {n_points} rows but {stale} still hold(s) {n_default} "
                 "(one per original observation); pass new values for them in points too"
                 + (
                     f" ({constants} are NumPy arrays with one value per observation in the "
-                    "model, named by position; a pm.Data container gives them a name)"
+                    "model, by the names pm_sens gives them; a pm.Data container gives "
+                    "them a name of yours)"
                     if constants
                     else ""
                 )

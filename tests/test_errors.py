@@ -259,7 +259,7 @@ def test_a_fixed_per_observation_array_cannot_follow_new_points():
     idata = posterior({"b": np.ones((1, 3))})
     for mode in ("moment", "draw"):
         with pytest.raises(
-            ValueError, match=r"\['row_constant_0'\] still hold.*NumPy arrays.*pm.Data"
+            ValueError, match=r"\['numpy_input_0'\] still hold.*NumPy arrays.*pm.Data"
         ):
             pm_sens.sensitivity(idata, model, mode=mode, points={"x": x[:3]}, progressbar=False)
 

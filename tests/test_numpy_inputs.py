@@ -122,7 +122,9 @@ def test_the_message_names_the_arrays_and_the_model_is_unchanged(glm, caplog):
     # the model's graph still reads the arrays themselves
     assert set(numpy_model.named_vars) == before
     constants = [
-        v for v in ancestors([numpy_model["y"]]) if isinstance(v, Constant) and np.size(v.data) == N
+        v
+        for v in ancestors([numpy_model["y"]])
+        if isinstance(v, Constant) and np.size(v.data) == N
     ]
     assert any(np.array_equal(c.data, x1) for c in constants)
 

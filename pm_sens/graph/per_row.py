@@ -21,37 +21,39 @@ from pytensor.tensor.subtensor import Subtensor
 from pm_sens.graph.model_queries import replace_rebuilding, symbolic_tensor
 
 
-def per_row_constants(model, params, n_rows, bounds=(), observed=None):
+def per_row_constants(model, params, n_rows, rv=None, observed=None):
     """Give NumPy constants with one row per observation a symbolic row per point.
 
     Such a constant belongs to its observation as a ``pm.Data`` container
     would, and becomes a symbolic tensor that follows the points (in a copy of
     the graph: the model is not changed):
 
-    - a float array whose values differ between rows and that reaches a
-      parameter other than through ``bounds`` (the likelihood's censoring and
-      truncation bounds) is an *input*, as a float ``pm.Data`` container is:
-      the NumPy arrays most notebooks pass straight into the model
-      (``mu = b0 + b1 * x1``), unless its values are the ``observed`` series
-      shifted (``y[:-1]`` in an AR term: the observed past, held);
-    - any other (an integer array of counts or indices, a column of zero
-      logits built with ``np.zeros((n, 1))``, a censoring bound per row) is
-      held at each point's value.
+    - a float array whose values differ between rows is an *input*, as a float
+      ``pm.Data`` container is: the NumPy arrays most notebooks pass straight
+      into the model (``mu = b0 + b1 * x1``);
+    - held at each point's value instead: integer arrays (counts, indices),
+      arrays with one value for every row (a column of zero logits built with
+      ``np.zeros((n, 1))``), censoring and truncation bounds of the observed
+      ``rv``, and the ``observed`` series shifted (``y[:-1]`` in an AR term:
+      the observed past).
 
-    Constants in the priors of random variables (pymc-bart's Y) stay: their
-    draws are given. Returns the new parameters, the held symbols and the
-    input symbols, each ``{symbol: value}``; inputs are named as
-    `numpy_input_names` says.
+    Constants that are only core dimensions of a distribution's parameter (a
+    mixture's weights, whose length may equal the number of rows) and those in
+    the priors of random variables (pymc-bart's Y) stay. Returns the new
+    parameters, the held symbols and the input symbols, each ``{symbol:
+    value}``; inputs are named as `numpy_input_names` says.
     """
     if not n_rows or n_rows < 2:
         return params, {}, {}
     blockers = model.free_RVs
+    bounds = [] if rv is None else bound_variables(rv, model)
     # what reaches the parameters other than through a censoring or truncation bound
     moving = set(ancestors(params, blockers=[*blockers, *bounds])) - set(bounds)
+    core = set() if rv is None else _core_only_constants(rv, model)
     constants = [
         c
         for c in _constants_in_order_of_use(params, blockers)
-        if np.ndim(c.data) and c.data.shape[0] == n_rows
+        if np.ndim(c.data) and c.data.shape[0] == n_rows and c not in core
     ]
     inputs = [c for c in constants if _is_input(c, moving) and not _lags(c.data, observed)]
     names = numpy_input_names(model, params, inputs)
@@ -77,6 +79,23 @@ def per_row_constants(model, params, n_rows, bounds=(), observed=None):
         {s: v for s, v in values.items() if s not in inputs},
         {s: values[s] for s in dict.fromkeys(ordered)},
     )
+
+
+def _core_only_constants(rv, model):
+    """Constants that are core dimensions of a distribution's parameter, no batch axis.
+
+    A mixture's weights ``w=[0.3, 0.7]`` run along its components: with two
+    observations their length only happens to be the number of rows.
+    """
+    core = set()
+    for node in apply_ancestors([rv], blockers=model.free_RVs):
+        ndims = getattr(node.op, "ndims_params", None)
+        if ndims is None or not hasattr(node.op, "dist_params"):
+            continue
+        for param, ndim in zip(node.op.dist_params(node), ndims, strict=False):
+            if isinstance(param, Constant) and np.ndim(param.data) <= ndim:
+                core.add(param)
+    return core
 
 
 def bound_variables(rv, model):

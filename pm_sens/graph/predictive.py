@@ -31,7 +31,6 @@ from pm_sens.graph.model_queries import (
     symbolic_tensor,
 )
 from pm_sens.graph.per_row import (
-    bound_variables,
     column_labels,
     per_row_constants,
     per_row_variables,
@@ -315,7 +314,7 @@ class Predictive:
         n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
         observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         params, row_constants, numpy_inputs = per_row_constants(
-            model, params, n_rows, bound_variables(rv, model), observed
+            model, params, n_rows, rv, observed
         )
         params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
