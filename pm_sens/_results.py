@@ -85,6 +85,30 @@ def _append_column(value, column, axes):
     return value
 
 
+#: which predictive R-sens2's pairs describe, per mode, and what that brings
+#: (the user guide's "Interactions the model did not write")
+PAIRS_FROM = {
+    "moment": (
+        "moment-matched predictive",
+        "also the pairs that the posterior correlation of the parameters makes through "
+        "the predictive variance, in an additive model too",
+    ),
+    "draw": (
+        "per-draw predictives",
+        "the pairs the model's expression makes (products, links); none in a model "
+        "additive in the likelihood's parameters",
+    ),
+}
+
+
+def _pairs_source(name, mode):
+    """R-sens2's ``interactions_from`` and ``interactions_note`` attrs."""
+    if name != "rsens2":
+        return {}
+    source, note = PAIRS_FROM[mode]
+    return {"interactions_from": source, "interactions_note": note}
+
+
 def _nan_reasons(name, kinds):
     """The variable's attrs: why some of its feature columns are NaN, if any are."""
     reasons = []
@@ -121,7 +145,11 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     data = {
-        name: (result_dims(name, mode, points.point_dim), v, _nan_reasons(name, kinds))
+        name: (
+            result_dims(name, mode, points.point_dim),
+            v,
+            {**_nan_reasons(name, kinds), **_pairs_source(name, mode)},
+        )
         for name, v in results.items()
     }
     sample = [] if mode == "moment" else ["chain", "draw"]

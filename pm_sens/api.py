@@ -166,7 +166,10 @@ def sensitivity(
 
         - ``rsens``, ``kl``, ``var``, ``ead``: ``(*S, point_dim, "feature")``;
         - ``rsens2``, ``eah``: ``(*S, point_dim, "feature", "feature_bis")``,
-          symmetric, the diagonal being each input's curvature;
+          symmetric, the diagonal being each input's curvature; ``rsens2``'s
+          attr ``interactions_from`` says which predictive its pairs describe
+          (moment mode's also hold those the posterior correlation of the
+          parameters makes; see the user guide);
         - ``aed``: ``(*S, "feature")`` and ``aeh``: ``(*S, "feature",
           "feature_bis")`` — they average the derivative over the points
           before taking its absolute value, so they have no point dimension;

@@ -47,6 +47,7 @@ def _global_block(name, da, n_bootstrap, rng, skipna, group=None):
     estimate, samples = global_samples(name, da, n_bootstrap, rng, skipna)
     kinds = da["feature_kind"].values if "feature_kind" in da.coords else None
     labels = {"variable": name, "feature": da["feature"].values, "kind": kinds}
+    labels["interactions_from"] = da.attrs.get("interactions_from")
     labels["group"] = group or {}
     return labels, estimate, samples
 
@@ -93,6 +94,8 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     )
     if labels["kind"] is not None:
         frame["kind"] = labels["kind"]
+    if labels["interactions_from"] is not None:  # R-sens2: which predictive's pairs
+        frame["interactions_from"] = labels["interactions_from"]
     frame["nonfinite"] = estimate["nonfinite"].values
     # a feature with no value (a constant design column; a method without a level
     # version) is listed last, unranked
@@ -102,6 +105,17 @@ def _frame(labels, estimate, samples, ci_prob, ci_kind, top_k):
     ranks = np.arange(1, len(frame) + 1)
     frame["rank"] = pd.array(np.where(missing[frame.index], None, ranks), dtype="Int64")
     return frame.assign(**labels["group"])
+
+
+def _block(rows):
+    """One variable's rows as printed, without the variable's name.
+
+    The ``interactions_from`` column shows only in R-sens2's block.
+    """
+    rows = rows.drop(columns="variable")
+    if "interactions_from" in rows and rows["interactions_from"].isna().all():
+        rows = rows.drop(columns="interactions_from")
+    return rows
 
 
 class SummaryTable(pd.DataFrame):
@@ -131,7 +145,7 @@ class SummaryTable(pd.DataFrame):
         }
         if "variable" in shown and len(shown):
             blocks = [
-                f"{name}\n{rows.drop(columns='variable').to_string(**options)}"
+                f"{name}\n{_block(rows).to_string(**options)}"
                 for name, rows in shown.groupby("variable", sort=False)
             ]
         else:
@@ -285,8 +299,11 @@ def summary(
         ``prob_top_{k}``, ``rank`` (1 = most important), ``kind`` (for
         sensitivities: ``"rate"`` per unit of a continuous input, ``"level"``
         for a categorical input, ``"constant"`` for a column that is the same
-        in every row of the data, which has no value and no rank) and the ``by``
-        column.
+        in every row of the data, which has no value and no rank), for R-sens2
+        ``interactions_from`` (``"moment-matched predictive"``: its pairs include
+        those the posterior correlation of the parameters makes; ``"per-draw
+        predictives"``: only those the model's expression makes; see the user
+        guide) and the ``by`` column.
         Local: one row per point and feature (per point and pair ``"a:b"``, the
         diagonal left out, for second-order variables; per draw too in draw
         mode), with columns ``variable``, the dims, ``value`` and the
