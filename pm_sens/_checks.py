@@ -46,7 +46,10 @@ def check_locality(compiled, points, draws):
             raise ValueError(
                 f"the predictions at one point depend on the inputs {names} of other points "
                 f"(changing row {row} moved the parameters at other rows), so per-point "
-                "sensitivities are not defined. Common causes: inputs standardized or centred "
+                "sensitivities are not defined. Common causes: an expression centred by its "
+                "mean over the points that involves parameters (mu - mu.mean(); statistics "
+                "of the data alone, such as an input standardized inside the model, are held "
+                "at their values unless hold_statistics=False), inputs standardized or centred "
                 "inside the model (do it outside, on the data), or a model coupling rows such "
                 "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
             )

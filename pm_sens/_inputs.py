@@ -55,8 +55,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         )
     )
     n_default = _default_point_count(predictive, model, variables)
-    _refuse_bart(model, params)
-    _refuse_bambi_backend(predictive, model)
+    _screen_model(predictive, model, params)
     # held at each point's value, like an exposure: never an input
     held = count_containers(model, predictive.var_name) if predictive.var_name else []
     held = [*held, *predictive.row_constants]
@@ -124,6 +123,13 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     return chosen, grouped, variables, n_default
 
 
+def _screen_model(predictive, model, params):
+    """Refuse model forms with no per-point inputs; say what is held at the data."""
+    _refuse_bart(model, params)
+    _refuse_bambi_backend(predictive, model)
+    _tell_held_statistics(predictive)
+
+
 def _refuse_bart(model, params):
     """BART's trees hold values at the model's rows only: say so, and what to use."""
     for rv, containers in bart_variables(model, params).items():
@@ -172,6 +178,18 @@ def _raise_no_inputs(predictive, model, other_lengths, n_points):
         "observation (a pm.Data container or a NumPy array of floats that differ between "
         "rows); give the inputs in pm.Data or as such arrays (or pass inputs= / a Predictive)"
     )
+
+
+def _tell_held_statistics(predictive):
+    """Say which statistics of the data the model computes are held at their values."""
+    if predictive.held_statistics:
+        inform(
+            f"pm_sens holds the {', '.join(predictive.held_statistics)} computed inside the "
+            "model at their values on the model's data, so new points are transformed as "
+            "the data were (a model of new x with the training mean and sd). To refuse such "
+            "a model instead, pass predictive=pm_sens.Predictive.from_observed(model, "
+            "hold_statistics=False)"
+        )
 
 
 def _tell_numpy_inputs(predictive, chosen):

@@ -191,7 +191,9 @@ def result_attrs(ctx):
     ``inputs`` names the containers treated as continuous inputs (a rate per
     unit), ``categorical_inputs`` those compared level by level; containers in
     neither were held at their values. ``numpy_inputs``: the inputs that are
-    NumPy arrays in the model, by the names pm_sens gave them.
+    NumPy arrays in the model, by the names pm_sens gave them;
+    ``held_statistics``: statistics of the data inside the model (an input's
+    mean and sd) held at their values on the model's data.
     """
     return {
         "likelihood": ctx.predictive.family,
@@ -199,6 +201,7 @@ def result_attrs(ctx):
         "inputs": [str(v.name) for v in ctx.inputs],
         "categorical_inputs": [level.label for level in ctx.levels],
         "numpy_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.numpy_inputs],
+        "held_statistics": list(ctx.predictive.held_statistics),
         "num_draws": ctx.draws.count,
         "pm_sens_version": __version__,
     }

@@ -153,7 +153,7 @@ def test_studentt_family_needs_a_studentt_likelihood(rng):
         )
 
 
-def test_inputs_standardized_inside_the_model_break_locality(rng):
+def test_inputs_standardized_inside_the_model_break_locality_when_asked(rng):
     x = rng.normal(size=10)
     with pm.Model() as model:
         xd = pm.Data("x", x)
@@ -161,14 +161,17 @@ def test_inputs_standardized_inside_the_model_break_locality(rng):
         z = (xd - xd.mean()) / xd.std()
         pm.Normal("y", b * z, 1, observed=x)
     idata = posterior({"b": np.ones((1, 3))})
+    # held at the data's mean and sd by default; refused with hold_statistics=False
+    refusing = pm_sens.Predictive.from_observed(model, hold_statistics=False)
+    kw = dict(predictive=refusing, progressbar=False)
     match = r"depend on the inputs \['x'\] of other points.*outside"
     with pytest.raises(ValueError, match=match):
-        pm_sens.sensitivity(idata, model, progressbar=False)
+        pm_sens.sensitivity(idata, model, **kw)
     # every measure relies on it, not only the derivatives
     with pytest.raises(ValueError, match=match):
-        pm_sens.sensitivity(idata, model, method="kl", progressbar=False)
+        pm_sens.sensitivity(idata, model, method="kl", **kw)
     with pytest.raises(ValueError, match=match):
-        pm_sens.permutation_importance(idata, model, kind="entropy", progressbar=False)
+        pm_sens.permutation_importance(idata, model, kind="entropy", **kw)
 
 
 def test_nothing_of_the_user_is_mutated(setup):
@@ -189,7 +192,8 @@ def test_locality_is_checked_at_a_single_point(rng):
     with pm.Model() as model:
         xd = pm.Data("X", x)
         b = pm.Normal("b", shape=2)
-        pm.Normal("y", (xd - xd.mean(0)) @ b, 1, observed=x[:, 0])
+        # centred by a mean over the points of something random: not held
+        pm.Normal("y", xd @ b - (xd @ b).mean(), 1, observed=x[:, 0])
     idata = posterior({"b": np.ones((1, 3, 2))})
     with pytest.raises(ValueError, match=r"depend on the inputs \['X'\] of other points"):
         pm_sens.sensitivity(idata, model, points={"X": x[:1]}, progressbar=False)

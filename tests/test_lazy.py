@@ -137,8 +137,8 @@ def test_a_bad_lazy_request_fails_before_any_block_runs(rng):
     with pm.Model() as model:
         xd = pm.Data("x", x)
         b = pm.Normal("b")
-        # standardized inside the model: every point's prediction depends on all inputs
-        pm.Normal("y", mu=b * (xd - xd.mean()) / xd.std(), sigma=1, observed=x)
+        # centred by the mean of b * x over the points: every point depends on all
+        pm.Normal("y", mu=b * xd - (b * xd).mean(), sigma=1, observed=x)
     idata = posterior({"b": rng.normal(size=(1, 5))})
     points = xr.Dataset({"x": ("obs", rng.normal(size=n))}).chunk(obs=5)
     with pytest.raises(ValueError, match="depend on the inputs"):

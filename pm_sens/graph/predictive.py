@@ -6,6 +6,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
+from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import (
@@ -245,6 +246,8 @@ class Predictive:
         self.numpy_inputs = []
         #: column labels of 2-D inputs that have no dims of their own
         self.column_labels = {}
+        #: statistics of the data held at their values (`pm_sens.graph.data_statistics`)
+        self.held_statistics = []
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -264,7 +267,7 @@ class Predictive:
         return dict(zip(names, self.parameter_list, strict=True))
 
     @classmethod
-    def from_observed(cls, model, var_name=None):
+    def from_observed(cls, model, var_name=None, *, hold_statistics=True):
         """Read the predictive of an observed variable of ``model``.
 
         The family comes from the observed RV's distribution and the parameters
@@ -276,6 +279,12 @@ class Predictive:
         are the float ``pm.Data`` containers those parameters depend on; integer
         containers (group indices, flags) are held at their values. Observations
         that pick rows of the data (``mu[mask]``) are computed on those rows.
+
+        Statistics of the data inside the model (an input standardized by its
+        own mean and sd) are held at their values on the model's data, so new
+        points are transformed as the training data were; with
+        ``hold_statistics=False`` they are not, and the locality check refuses
+        such a model (pass the result as ``predictive=``).
         """
         rv = observed_variable(model, var_name)
         op = rv.owner.op
@@ -319,6 +328,11 @@ class Predictive:
         params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
+        held_statistics = []
+        if hold_statistics:
+            params, held_statistics = hold_data_statistics(
+                model, params, [*inputs, *numpy_inputs], numpy_inputs
+            )
         self = cls.__new__(cls)
         self._init(
             likelihood,
@@ -331,6 +345,7 @@ class Predictive:
         self.row_constants = list(row_constants)
         self.numpy_inputs = list(numpy_inputs)
         self.column_labels = column_labels(model, params, numpy_inputs)
+        self.held_statistics = held_statistics
         return self
 
     @classmethod

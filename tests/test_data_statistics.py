@@ -1,0 +1,99 @@
+"""Inputs standardized inside the model: the mean and sd are held at the data's.
+
+A model written ``(x - x.mean()) / x.std()`` on a pm.Data container must give
+the results of the same model written with the training mean and sd as
+numbers, in every public function and both modes, to 1e-10.
+"""
+
+import logging
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pm_sens
+from tests.zoo._registry import known_posterior
+
+N = 20
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+
+
+@pytest.fixture(scope="module")
+def standardized():
+    rng = np.random.default_rng(5)
+    x, z = rng.normal(5, 2, size=N), rng.normal(size=N)
+    y = rng.poisson(2, size=N)
+    mean, sd = x.mean(), x.std()
+
+    def build(inside):
+        with pm.Model() as model:
+            x_ = pm.Data("x", x)
+            z_ = pm.Data("z", z)
+            xs = (x_ - x_.mean()) / x_.std() if inside else (x_ - mean) / sd
+            b = pm.Normal("b", 0, 0.5, shape=3)
+            alpha = pm.Exponential("alpha", 1)
+            mu = pm.math.exp(b[0] + b[1] * xs + b[2] * xs * z_)
+            pm.NegativeBinomial("y", mu=mu, alpha=alpha, observed=y)
+        return model
+
+    inside, outside = build(True), build(False)
+    return inside, outside, known_posterior(outside), x
+
+
+def _same(got, expected):
+    for name, var in expected.data_vars.items():
+        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, atol=1e-300)
+
+
+@pytest.mark.parametrize("mode", ["moment", "draw"])
+def test_sensitivity_holds_the_training_mean_and_sd(standardized, mode):
+    inside, outside, idata, x = standardized
+    points = {"x": np.linspace(0, 10, 7), "z": np.linspace(-1, 1, 7)}
+    for kw in ({}, {"points": points}):  # new points are standardized as the data were
+        kw = dict(mode=mode, interactions=True, method=["rsens", "kl", "var", "ead"], **kw)
+        got = pm_sens.sensitivity(idata, inside, **QUIET, **kw)["sensitivity"]
+        expected = pm_sens.sensitivity(idata, outside, **QUIET, **kw)["sensitivity"]
+        _same(got, expected)
+        assert got.attrs["held_statistics"] == ["mean of x", "std of x"]
+        assert expected.attrs["held_statistics"] == []
+
+
+def test_every_other_function_holds_them_too(standardized):
+    inside, outside, idata, _ = standardized
+    calls = {
+        "permutation_importance": lambda m: pm_sens.permutation_importance(
+            idata, m, n_repeats=2, random_seed=1, **QUIET
+        ),
+        "partial_dependence": lambda m: pm_sens.partial_dependence(
+            idata, m, kind=("mean", "entropy", "log_likelihood"), grid_resolution=4, **QUIET
+        ),
+        "attribution": lambda m: pm_sens.integrated_gradients(idata, m, n_steps=6, **QUIET),
+    }
+    for group, call in calls.items():
+        got = call(inside)[group]
+        _same(got, call(outside)[group])
+        assert got.attrs["held_statistics"] == ["mean of x", "std of x"], group
+
+
+def test_the_message_and_the_opt_out(standardized, caplog):
+    inside, _, idata, _ = standardized
+    with caplog.at_level(logging.INFO, logger="pm_sens"):
+        pm_sens.sensitivity(idata, inside, **QUIET)
+    message = " ".join(r.getMessage() for r in caplog.records if r.name == "pm_sens")
+    assert "mean of x, std of x" in message and "hold_statistics=False" in message
+    refusing = pm_sens.Predictive.from_observed(inside, hold_statistics=False)
+    assert refusing.held_statistics == []
+    with pytest.raises(ValueError, match="depend on the inputs.*of other points"):
+        pm_sens.sensitivity(idata, inside, predictive=refusing, **QUIET)
+
+
+def test_a_statistic_of_the_parameters_is_not_held():
+    """A sum over the points of something random is not a statistic of the data."""
+    rng = np.random.default_rng(6)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.normal(size=N))
+        b = pm.Normal("b")
+        pm.Normal("y", b * x - (b * x).mean(), 1.0, observed=rng.normal(size=N))
+    assert pm_sens.Predictive.from_observed(model).held_statistics == []
+    with pytest.raises(ValueError, match="of other points"):
+        pm_sens.sensitivity(known_posterior(model), model, **QUIET)
