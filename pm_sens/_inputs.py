@@ -92,7 +92,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         if not chosen and not grouped:
             other_lengths = [v for v in variables if is_float(v) and not per_point(v)]
             _raise_no_inputs(predictive, model, other_lengths, n_default)
-        _tell_numpy_inputs(predictive, chosen)
+        _tell_numpy_inputs(predictive, [*chosen, *grouped])
         return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
     chosen, grouped = [], []
@@ -119,7 +119,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
                 "(1-D or 2-D, rows = points) are supported"
             )
         (grouped if differentiable and not is_float(var) else chosen).append(var)
-    _tell_numpy_inputs(predictive, chosen)
+    _tell_numpy_inputs(predictive, [*chosen, *grouped])
     return chosen, grouped, variables, n_default
 
 
@@ -199,9 +199,10 @@ def _tell_numpy_inputs(predictive, chosen):
         return
     shapes = ", ".join(f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in taken)
     message = (
-        f"pm_sens takes the NumPy array(s) {shapes} in the model as inputs (float, one "
-        "row per observation), in a copy of the model's graph. Give their values at new "
-        "points by these names in points=, or choose among them with inputs="
+        f"pm_sens takes the NumPy array(s) {shapes} in the model as inputs (one row per "
+        "observation: floats, or integers that index a variable), in a copy of the "
+        "model's graph. Give their values at new points by these names in points=, or "
+        "choose among them with inputs="
     )
     held = [v for v in predictive.row_constants if v.dtype.startswith(("int", "uint", "bool"))]
     if held:

@@ -170,3 +170,42 @@ def test_integer_arrays_and_censoring_bounds_are_held_and_said(caplog):
     assert out["sensitivity"].attrs["inputs"] == ["x_b[1]"]
     message = " ".join(r.getMessage() for r in caplog.records if r.name == "pm_sens")
     assert "integer array(s)" in message and "float pm.Data" in message
+
+
+def test_a_numpy_group_index_is_a_categorical_input_like_a_pm_data_one():
+    """The radon notebook's form: a[county] + b * floor with NumPy arrays."""
+    rng = np.random.default_rng(8)
+    n, n_counties = 40, 5
+    county = rng.integers(0, n_counties, n)
+    floor = rng.integers(0, 2, n).astype(float)
+    coords = {"county": [f"c{j}" for j in range(n_counties)], "obs_id": np.arange(n)}
+
+    def build(as_data):
+        with pm.Model(coords=coords) as model:
+            index = pm.Data("county_idx", county, dims="obs_id") if as_data else county
+            level = pm.Data("floor", floor, dims="obs_id") if as_data else floor
+            a = pm.Normal("a", 0, 1, dims="county")
+            b = pm.Normal("b", 0, 1)
+            sigma = pm.Exponential("sigma", 1)
+            pm.Normal("y", a[index] + b * level, sigma, observed=rng.normal(size=n))
+        return model
+
+    numpy_model, data_model = build(False), build(True)
+    idata = known_posterior(data_model)
+    kw = dict(extend_inferencedata=False, **QUIET)
+    for mode in ("moment", "draw"):
+        got = pm_sens.sensitivity(idata, numpy_model, mode=mode, **kw)["sensitivity"]
+        expected = pm_sens.sensitivity(idata, data_model, mode=mode, **kw)["sensitivity"]
+        # named after the indexed variable's dims; its levels compared
+        assert list(got.feature.values) == ["x_b", "county"]
+        assert got.attrs["categorical_inputs"] == ["county"]
+        np.testing.assert_allclose(got["rsens"].values, expected["rsens"].values, rtol=RTOL)
+        np.testing.assert_allclose(
+            got["levels_county"].values, expected["levels_county_idx"].values, rtol=RTOL
+        )
+    got = pm_sens.permutation_importance(idata, numpy_model, random_seed=2, **kw)
+    expected = pm_sens.permutation_importance(idata, data_model, random_seed=2, **kw)
+    _same(
+        _values(got["permutation_importance"].to_dataset()),
+        _values(expected["permutation_importance"].to_dataset()),
+    )

@@ -16,7 +16,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
-from pytensor.tensor.subtensor import Subtensor
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
 from pm_sens.graph.model_queries import replace_rebuilding, symbolic_tensor
 
@@ -30,7 +30,9 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
 
     - a float array whose values differ between rows is an *input*, as a float
       ``pm.Data`` container is: the NumPy arrays most notebooks pass straight
-      into the model (``mu = b0 + b1 * x1``);
+      into the model (``mu = b0 + b1 * x1``); so is an integer array that
+      indexes a variable per observation (``a[county]``), a categorical input
+      as an integer ``pm.Data`` group index is;
     - held at each point's value instead: integer arrays (counts, indices),
       arrays with one value for every row (a column of zero logits built with
       ``np.zeros((n, 1))``), censoring and truncation bounds of the observed
@@ -57,6 +59,7 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
     ]
     inputs = [c for c in constants if _is_input(c, moving) and not _lags(c.data, observed)]
     names = numpy_input_names(model, params, inputs)
+    names.update(_group_index_names(model, params, [c for c in constants if c in moving]))
     # one symbol per array: PyMC may hold the same values as several constants
     by_values, symbols, inputs = {}, {}, set()
     # inputs first, in the order of their names: an array held by several
@@ -140,6 +143,30 @@ def _is_input(constant, moving):
     values = constant.data
     varies = values.shape[0] > 1 and bool(np.any(np.ptp(values, axis=0) > 0))
     return constant in moving and values.dtype.kind == "f" and varies
+
+
+def _group_index_names(model, params, constants):
+    """``{constant: name}`` of integer arrays that index a variable per observation.
+
+    ``a[county]`` with a NumPy ``county`` is a group index, as an integer
+    ``pm.Data`` container read that way is (its levels are compared). It is
+    named after the indexed variable's dims (``county`` for ``a`` on dims
+    ``("county",)``), else ``<variable>_index``.
+    """
+    names, taken = {}, set(model.named_vars)
+    for node in apply_ancestors(params, blockers=model.free_RVs):
+        if not isinstance(node.op, AdvancedSubtensor):
+            continue
+        base, *indices = node.inputs
+        for c in indices:
+            if c in constants and c not in names and c.dtype.startswith(("int", "uint")):
+                dims = model.named_vars_to_dims.get(base.name or "") or ()
+                name = dims[0] if dims else f"{base.name or 'group'}_index"
+                while name in taken:
+                    name += "_"
+                names[c] = name
+                taken.add(name)
+    return names
 
 
 def _lags(values, observed, max_lag=400):

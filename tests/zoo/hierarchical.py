@@ -54,6 +54,22 @@ def varying_intercepts(rng):
     return model, known_posterior(model)
 
 
+@zoo_model("the radon notebook as written: NumPy county index (pd.factorize) and floor")
+def radon_numpy_arrays(rng):
+    county, floor, _ = _radon_like(rng)
+    coords = {"county": [f"c{i}" for i in range(5)], "obs_id": np.arange(len(county))}
+    with pm.Model(coords=coords) as model:
+        mu_a = pm.Normal("mu_a", 0, 1)
+        sigma_a = pm.HalfNormal("sigma_a", 1)
+        z = pm.Normal("z", 0, 1, dims="county")
+        alpha = pm.Deterministic("alpha", mu_a + sigma_a * z, dims="county")
+        beta = pm.Normal("beta", 0, 1)
+        sigma = pm.Exponential("sigma", 1)
+        theta = alpha[county] + beta * floor
+        pm.Normal("y", theta, sigma, observed=rng.normal(size=len(county)), dims="obs_id")
+    return model, known_posterior(model)
+
+
 @zoo_model("the radon notebook: varying intercepts and slopes (non-centred)")
 def varying_slopes(rng):
     county, floor, _ = _radon_like(rng)
