@@ -12,6 +12,7 @@ import pymc as pm
 import pytest
 
 import pm_sens
+from tests.written_two_ways import assert_same_values, other_functions
 from tests.zoo._registry import known_posterior
 
 N = 20
@@ -40,11 +41,6 @@ def standardized():
     return inside, outside, known_posterior(outside), x
 
 
-def _same(got, expected):
-    for name, var in expected.data_vars.items():
-        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, atol=1e-300)
-
-
 @pytest.mark.parametrize("mode", ["moment", "draw"])
 def test_sensitivity_holds_the_training_mean_and_sd(standardized, mode):
     inside, outside, idata, x = standardized
@@ -53,25 +49,16 @@ def test_sensitivity_holds_the_training_mean_and_sd(standardized, mode):
         kw = dict(mode=mode, interactions=True, method=["rsens", "kl", "var", "ead"], **kw)
         got = pm_sens.sensitivity(idata, inside, **QUIET, **kw)["sensitivity"]
         expected = pm_sens.sensitivity(idata, outside, **QUIET, **kw)["sensitivity"]
-        _same(got, expected)
+        assert_same_values(got, expected)
         assert got.attrs["held_statistics"] == ["mean of x", "std of x"]
         assert expected.attrs["held_statistics"] == []
 
 
 def test_every_other_function_holds_them_too(standardized):
     inside, outside, idata, _ = standardized
-    calls = {
-        "permutation_importance": lambda m: pm_sens.permutation_importance(
-            idata, m, n_repeats=2, random_seed=1, **QUIET
-        ),
-        "partial_dependence": lambda m: pm_sens.partial_dependence(
-            idata, m, kind=("mean", "entropy", "log_likelihood"), grid_resolution=4, **QUIET
-        ),
-        "attribution": lambda m: pm_sens.integrated_gradients(idata, m, n_steps=6, **QUIET),
-    }
-    for group, call in calls.items():
+    for group, call in other_functions(idata).items():
         got = call(inside)[group]
-        _same(got, call(outside)[group])
+        assert_same_values(got, call(outside)[group])
         assert got.attrs["held_statistics"] == ["mean of x", "std of x"], group
 
 

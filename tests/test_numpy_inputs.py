@@ -14,6 +14,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 import pm_sens
+from tests.written_two_ways import assert_same_values, other_functions
 from tests.zoo._registry import known_posterior
 
 N = 20
@@ -74,20 +75,10 @@ def test_sensitivity_equals_the_pm_data_model(glm, mode):
 
 def test_uncertainty_and_attribution_equal_the_pm_data_model(glm):
     numpy_model, data_model, idata, _ = glm
-    kw = dict(extend_inferencedata=False, **QUIET)
-    calls = {
-        "permutation_importance": lambda m: pm_sens.permutation_importance(
-            idata, m, n_repeats=2, random_seed=3, **kw
-        ),
-        "partial_dependence": lambda m: pm_sens.partial_dependence(
-            idata, m, kind=("mean", "entropy", "log_likelihood"), grid_resolution=5, **kw
-        ),
-        "attribution": lambda m: pm_sens.integrated_gradients(idata, m, n_steps=8, **kw),
-    }
-    for group, call in calls.items():
+    for group, call in other_functions(idata).items():
         got, expected = call(numpy_model)[group], call(data_model)[group]
         assert got.attrs["numpy_inputs"] == ["x_b1", "x_b2"], group
-        _same(_values(got.to_dataset()), _values(expected.to_dataset()))
+        assert_same_values(got, expected)
 
 
 @pytest.mark.parametrize("mode", ["moment", "draw"])
