@@ -3,9 +3,9 @@
 A NumPy constant with one value per observation and a random variable with one
 value per observation (an observation-level effect) are read at each point's
 own row, following the points into permuted copies, grids and
-finite-difference steps. A float NumPy array that varies between rows is an
-input, as a float ``pm.Data`` container is; the others are held at each
-point's value.
+finite-difference steps. A float NumPy array that varies between rows, or an
+integer one that indexes a variable, is an input, as a ``pm.Data`` container
+would be; the others are held at each point's value.
 """
 
 import numpy as np
@@ -33,7 +33,7 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
       into the model (``mu = b0 + b1 * x1``); so is an integer array that
       indexes a variable per observation (``a[county]``), a categorical input
       as an integer ``pm.Data`` group index is;
-    - held at each point's value instead: integer arrays (counts, indices),
+    - held at each point's value instead: other integer arrays (counts),
       arrays with one value for every row (a column of zero logits built with
       ``np.zeros((n, 1))``), censoring and truncation bounds of the observed
       ``rv``, and the ``observed`` series shifted (``y[:-1]`` in an AR term:
@@ -57,11 +57,11 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
         for c in _constants_in_order_of_use(params, blockers)
         if np.ndim(c.data) and c.data.shape[0] == n_rows and c not in core
     ]
-    inputs = [c for c in constants if _is_input(c, moving) and not _lags(c.data, observed)]
-    names = numpy_input_names(model, params, inputs)
+    floats = [c for c in constants if _is_input(c, moving) and not _lags(c.data, observed)]
+    names = numpy_input_names(model, params, floats)
     names.update(_group_index_names(model, params, [c for c in constants if c in moving]))
     # one symbol per array: PyMC may hold the same values as several constants
-    by_values, symbols, inputs = {}, {}, set()
+    by_values, symbols, input_symbols = {}, {}, set()
     # inputs first, in the order of their names: an array held by several
     # constants takes the name of its first coefficient
     for c in [*names, *(c for c in constants if c not in names)]:
@@ -71,7 +71,7 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
             by_values[key] = symbolic_tensor(name, c.dtype, (None, *c.type.shape[1:]))
         symbols[c] = by_values[key]
         if c in names:
-            inputs.add(by_values[key])
+            input_symbols.add(by_values[key])
     if not symbols:
         return params, {}, {}
     params = replace_rebuilding(params, symbols, keep=blockers)
@@ -79,7 +79,7 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
     ordered = [symbols[c] for c in names]  # the inputs in the order of their names
     return (
         params,
-        {s: v for s, v in values.items() if s not in inputs},
+        {s: v for s, v in values.items() if s not in input_symbols},
         {s: values[s] for s in dict.fromkeys(ordered)},
     )
 
