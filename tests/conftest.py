@@ -1,3 +1,4 @@
+import multiprocessing
 import sys
 
 import arviz_base as azb
@@ -10,6 +11,17 @@ import xarray as xr
 # a rewrite that fails is skipped by PyTensor, with a traceback on the user's
 # terminal: in the tests it is an error
 pytensor.config.on_opt_error = "raise"
+
+
+def pytest_sessionfinish(session):
+    """Stop the processes tests leave running, so none outlives the run.
+
+    pymc-bart starts a multiprocessing Manager (a server process) for every
+    BART variable and never stops it; forked from a worker with threads, it
+    can hang on a lock and keep the run's output open after pytest is done.
+    """
+    for child in multiprocessing.active_children():
+        child.terminate()
 
 
 def posterior(draws, dims=None, coords=None):
