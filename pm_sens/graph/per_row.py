@@ -170,14 +170,17 @@ def _group_index_names(model, params, constants):
 
 
 def _lags(values, observed, max_lag=400):
-    """Whether ``values`` are the ``observed`` series shifted by 1 … ``max_lag`` steps."""
+    """Whether ``values`` are the ``observed`` series shifted by 1 … ``max_lag`` steps.
+
+    Shifts are tried up to half the series, so the two overlap on at least half
+    their values.
+    """
     if observed is None or np.shape(observed) != values.shape or values.ndim != 1:
         return False
     observed = np.asarray(observed, dtype=float)
-    return any(
-        np.array_equal(values[lag:], observed[:-lag])
-        for lag in range(1, min(max_lag, len(values) - 1) + 1)
-    )
+    # only a shift that puts the first observation in place can match
+    lags = 1 + np.flatnonzero(values[1 : min(max_lag, len(values) // 2) + 1] == observed[0])
+    return any(np.array_equal(values[lag:], observed[:-lag]) for lag in lags)
 
 
 def numpy_input_names(model, params, constants):
