@@ -23,20 +23,32 @@ PER_UNIT_PAIR = ("rsens2", "eah", "aeh")
 
 
 def pair_labels(da):
-    """Off-diagonal pairs d < e of a symmetric (feature, feature_bis) array, as dim 'feature'."""
+    """Off-diagonal pairs d < e of a symmetric (feature, feature_bis) array, as dim 'feature'.
+
+    Their ``feature_kind``: ``"rate"`` for two continuous inputs, ``"constant"``
+    with a constant column, else the two kinds (``"rate:level"``, ``"level:level"``).
+    """
     features = list(da["feature"].values)
     first, second = np.triu_indices(len(features), k=1)
     labels = [f"{features[i]}:{features[j]}" for i, j in zip(first, second, strict=True)]
     picked = da.isel(
         feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
     )
-    return (
-        picked.drop_vars(
-            ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
-        )
-        .rename(pair="feature")
-        .assign_coords(feature=labels)
+    picked = picked.drop_vars(
+        ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
     )
+    picked = picked.rename(pair="feature").assign_coords(feature=labels)
+    if "feature_kind" not in da.coords:
+        return picked
+    kinds = da["feature_kind"].values
+    pair_kinds = [_pair_kind(kinds[i], kinds[j]) for i, j in zip(first, second, strict=True)]
+    return picked.assign_coords(feature_kind=("feature", pair_kinds))
+
+
+def _pair_kind(first, second):
+    if "constant" in (first, second):
+        return "constant"
+    return "rate" if first == second == "rate" else f"{first}:{second}"
 
 
 def point_dims(da):

@@ -237,6 +237,16 @@ def levels_for_alpha(ctx, alpha, chosen, family):
     return replace(ctx, levels=[])
 
 
+def rate_pairs_name(level):
+    """Where a categorical input's pairs with the continuous inputs are kept."""
+    return f"rate_pairs_{level.label}"
+
+
+def contrast_name(first, second):
+    """Where the pair of two categorical inputs is kept."""
+    return f"level_pairs_{first.label}_{second.label}"
+
+
 #: Methods whose value for a categorical input is its level sensitivity; the
 #: others (derivatives of the mean, VAR, second order) have none for a level change.
 LEVEL_METHODS = ("rsens", "kl")

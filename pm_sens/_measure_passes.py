@@ -76,7 +76,7 @@ def check_methods(method, interactions):
     return list(dict.fromkeys(methods))
 
 
-def _check_matched(phi, family):
+def check_matched(phi, family):
     """The moment-matched family needs a finite mean and a finite, positive variance.
 
     The message says which failed, where, and what usually causes it.
@@ -149,7 +149,7 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
-        _check_matched(moments.phi, family)
+        check_matched(moments.phi, family)
         jac = list(moments.jac)
         out = {"rsens": rsens_local(jac, partial(family.whitened, moments.phi, **fixed), alpha)}
         if order == 2:
@@ -162,13 +162,6 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     out = {"rsens": np.empty((ctx.draws.count, n, d))}
     if order == 2:
         out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
-    varying = compiled.varying
-
-    def all_components(derivatives, n_parameters):
-        # the graph returns derivatives only for the parameters that vary
-        return [
-            derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)
-        ]
 
     def derivatives(draws):
         """The chunk's derivatives, for the quadratic forms in NumPy."""
@@ -190,17 +183,24 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
             # squares that over- or underflowed, or a non-diagonal information
             chunk = derivatives(draws)
         phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
-        jac = all_components(chunk.jac, phi.shape[-1])
+        jac = all_components(compiled, chunk.jac, phi.shape[-1])
         whiten = partial(draw_family.whitened, phi, **fixed)
         rsens_local(jac, whiten, alpha, out=out["rsens"][draws])
         if order == 2:
-            hess = all_components(chunk.hess, phi.shape[-1])
+            hess = all_components(compiled, chunk.hess, phi.shape[-1])
             whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
             rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
 
     target = out["rsens"] if whitened else None
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def all_components(compiled, derivatives, n_parameters):
+    """Draw mode: derivatives of every parameter, None for those that do not vary
+    (the graph returns them only for ``compiled.varying``)."""
+    varying = compiled.varying
+    return [derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)]
 
 
 def feature_steps(x, delta):
@@ -221,7 +221,7 @@ def stacked_measure(ctx, compiled, values, blocks, family, measure, width, descr
         second_moment = compiled.settings["second_moment"]
         moments, fixed = moment_pass(ctx, compiled, values, second_moment, description)
         phi = moments.phi.reshape(blocks, n, -1)
-        _check_matched(phi, family)
+        check_matched(phi, family)
         return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
     per_chunk = partial(_stacked_chunk, measure=measure, blocks=blocks, n_points=n)
     shapes = {"measure": (n, width)}

@@ -4,7 +4,7 @@ constant columns NaN, with the reason in the attrs), and the DataTree group."""
 import numpy as np
 import xarray as xr
 
-from pm_sens._levels import LEVEL_METHODS, shown_columns
+from pm_sens._levels import LEVEL_METHODS, contrast_name, rate_pairs_name, shown_columns
 from pm_sens._points import constant_columns, feature_matrix
 from pm_sens._version import __version__
 
@@ -38,7 +38,8 @@ def with_level_columns(results, levels, ctx, mode, kinds):
     """Results with one column per categorical input appended, constant columns NaN.
 
     A categorical input's column holds its level sensitivity for the methods
-    that have one (`LEVEL_METHODS`), NaN for the others.
+    that have one (`LEVEL_METHODS`), NaN for the others; in ``rsens2`` its pairs
+    (`pm_sens._level_pairs`), NaN on its diagonal (no curvature of a level).
     """
     shown = shown_columns(ctx)
     constant = np.asarray(kinds[: shown.sum()]) == "constant"
@@ -46,19 +47,54 @@ def with_level_columns(results, levels, ctx, mode, kinds):
     for name, value in results.items():
         dims = result_dims(name, mode, "point")
         axes = [dims.index(d) for d in ("feature", "feature_bis") if d in dims]
-        if not shown.all():
-            for axis in axes:
-                value = np.compress(shown, value, axis=axis)
-        if constant.any():  # the arrays are the measure's own: no copy needed
-            value = np.asarray(value, dtype=float)
-            np.putmask(
-                value, np.broadcast_to(_along(constant, axes, value.ndim), value.shape), np.nan
-            )
-        for level in ctx.levels:
-            column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
-            value = _append_column(value, column, axes)
+        value = _shown(value, shown, constant, axes)
+        if name == "rsens2" and ctx.levels:
+            value = _with_level_pairs(value, levels, ctx, shown, constant)
+        else:
+            for level in ctx.levels:
+                column = levels[f"level_{level.label}"] if name in LEVEL_METHODS else None
+                value = _append_column(value, column, axes)
         out[name] = value
     return out
+
+
+def _shown(value, shown, constant, axes):
+    """``value``'s shown feature columns (along ``axes``), NaN in the constant ones."""
+    if not shown.all():
+        for axis in axes:
+            value = np.compress(shown, value, axis=axis)
+    if constant.any():  # the arrays are the measure's own: no copy needed
+        value = np.asarray(value, dtype=float)
+        np.putmask(value, np.broadcast_to(_along(constant, axes, value.ndim), value.shape), np.nan)
+    return value
+
+
+def _with_level_pairs(rsens2, levels, ctx, shown, constant):
+    """R-sens2 (..., F, F) bordered by the categorical inputs' pairs, (..., F + L, F + L).
+
+    Built by concatenation (the arrays may be dask arrays).
+    """
+    n_levels = len(ctx.levels)
+    lead = rsens2.shape[:-2]
+    with_rates = [
+        _shown(levels[rate_pairs_name(level)], shown, constant, [-1])
+        if rate_pairs_name(level) in levels
+        else np.zeros((*lead, 0))
+        for level in ctx.levels
+    ]
+    rates = np.stack(with_rates, -1)  # (..., F, L)
+    nan, pairs = np.full(lead, np.nan), ctx.levels
+    block = [
+        [
+            nan if j == k else levels[contrast_name(pairs[min(j, k)], pairs[max(j, k)])]
+            for k in range(n_levels)
+        ]
+        for j in range(n_levels)
+    ]
+    block = np.stack([np.stack(row, -1) for row in block], -2)  # (..., L, L)
+    top = np.concatenate([rsens2, rates], -1)
+    bottom = np.concatenate([np.swapaxes(rates, -1, -2), block], -1)
+    return np.concatenate([top, bottom], -2)
 
 
 def _along(flags, axes, ndim):
@@ -114,12 +150,17 @@ def _nan_reasons(name, kinds):
     reasons = []
     if "constant" in kinds:
         reasons.append("features of kind 'constant' take one value at every point")
-    pairs = name in ("rsens2", "eah", "aeh")
-    if "level" in kinds and (pairs or name not in LEVEL_METHODS):
+    if "level" in kinds and name == "rsens2":
         reasons.append(
-            f"categorical inputs (feature_kind 'level') have no {name}"
-            + (" pairs yet" if pairs else "")
-            + "; their level sensitivity is in levels_<input>"
+            "a categorical input (feature_kind 'level') has no curvature, so its diagonal "
+            "entry is NaN; its pairs are defined (user guide, 'Interactions with a "
+            "categorical input')"
+        )
+    elif "level" in kinds and name not in LEVEL_METHODS:
+        pairs = " pairs" if name in ("eah", "aeh") else ""
+        reasons.append(
+            f"categorical inputs (feature_kind 'level') have no {name}{pairs}; their "
+            "level sensitivity is in levels_<input>"
         )
     return {"nan": "; ".join(reasons)} if reasons else {}
 

@@ -3,6 +3,7 @@
 from functools import partial
 
 from pm_sens._blocks import run_local
+from pm_sens._level_pairs import level_pair_measures, pair_outputs
 from pm_sens._levels import levels_for_alpha
 from pm_sens._measure_passes import (
     check_methods,
@@ -235,7 +236,7 @@ def sensitivity(
         mode=mode, family=matched, alpha=alpha, order=order, delta=delta, kl_scheme=kl_scheme
     )
     results = _local_measures(ctx, methods, var_nodes=var_nodes, **settings)
-    levels = _level_measures(ctx, mode, matched, alpha)
+    levels = _level_measures(ctx, mode, matched, alpha, pairs="rsens2" in methods)
     # one look at the points (a pass over them when they are dask-backed)
     kinds = feature_kinds(ctx)
     results = with_level_columns(results, levels, ctx, mode, kinds)
@@ -300,18 +301,27 @@ def _local_measures(ctx, methods, *, mode, family, alpha, order, delta, kl_schem
     return {m: results[m] for m in methods}
 
 
-def _level_measures(ctx, mode, family, alpha):
-    """The categorical inputs' ``level_<g>`` and ``levels_<g>`` (`level_measures`)."""
+def _level_measures(ctx, mode, family, alpha, pairs):
+    """The categorical inputs' ``level_<g>`` and ``levels_<g>`` (`level_measures`).
+
+    With ``pairs``, also their R-sens2 pairs (`level_pair_measures`).
+    """
     if not ctx.levels:
         return {}
     dims = {f"level_{level.label}": ["point"] for level in ctx.levels}
     dims.update(
         {f"levels_{level.label}": ["point", f"{level.label}_level"] for level in ctx.levels}
     )
-    if mode == "draw":
-        dims = {name: ["chain", "draw", *d] for name, d in dims.items()}
-    measure = partial(level_measures, mode=mode, family=family, alpha=alpha)
-    return run_local(ctx, measure, dims, mode == "draw")
+    measures = [(level_measures, dims)]
+    if pairs:
+        measures.append((level_pair_measures, pair_outputs(ctx)))
+    out = {}
+    for measure, outputs in measures:
+        if mode == "draw":
+            outputs = {name: ["chain", "draw", *d] for name, d in outputs.items()}
+        measure = partial(measure, mode=mode, family=family, alpha=alpha)
+        out.update(run_local(ctx, measure, outputs, mode == "draw"))
+    return out
 
 
 def _rule_attrs(generic):

@@ -243,7 +243,10 @@ def test_methods_without_a_level_version_give_nan_for_categories(rng):
     )["sensitivity"]
     np.testing.assert_allclose(out["kl"].sel(feature="group"), out["rsens"].sel(feature="group"))
     assert np.isnan(out["ead"].sel(feature="group")).all()
-    assert np.isnan(out["rsens2"].sel(feature="group")).all()
+    assert np.isnan(out["eah"].sel(feature="group")).all()
+    # R-sens2 has level pairs (tests/test_level_pairs.py), not a level's curvature
+    assert np.isnan(out["rsens2"].sel(feature="group", feature_bis="group")).all()
+    assert np.isfinite(out["rsens2"].sel(feature="group", feature_bis="x")).all()
     assert np.isfinite(out["rsens2"].sel(feature="x", feature_bis="x")).all()
 
 
@@ -335,16 +338,21 @@ def test_a_placeholder_container_is_not_constant_when_the_points_vary(rng):
     assert list(out["sensitivity"]["feature_kind"].values) == ["constant", "rate"]
 
 
-def test_nan_attrs_say_why_level_columns_have_no_pairs(rng):
+def test_nan_attrs_say_why_level_columns_are_nan(rng):
     model, idata, *_ = _grouped_model(rng, "normal")
     out = pm_sens.sensitivity(
         idata, model, method=["rsens", "ead", "aed"], interactions=True, progressbar=False
     )["sensitivity"]
-    for name in ("rsens2", "eah", "aeh"):
+    for name in ("eah", "aeh"):
         assert out[name].attrs["nan"] == (
-            f"categorical inputs (feature_kind 'level') have no {name} pairs yet; "
+            f"categorical inputs (feature_kind 'level') have no {name} pairs; "
             "their level sensitivity is in levels_<input>"
         ), name
+    assert out["rsens2"].attrs["nan"] == (
+        "a categorical input (feature_kind 'level') has no curvature, so its diagonal "
+        "entry is NaN; its pairs are defined (user guide, 'Interactions with a "
+        "categorical input')"
+    )
     assert "pairs" not in out["ead"].attrs["nan"]
     assert "nan" not in out["rsens"].attrs
 

@@ -71,7 +71,7 @@ def test_plot_interactions(idata, tmp_path):
     ]
     texts = assert_readable(per_sd)
     assert [t for t in texts if t[0].isdigit()] == expected
-    assert "R-sens2 of each pair\n(per sd of each input; mean over points)" in texts
+    assert "R-sens2 of each pair\nper sd of each input,\nmean over points" in texts
     pc.savefig(tmp_path / "interactions.png")
     assert (tmp_path / "interactions.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"var_name='rsens' is not a pairwise measure"):
@@ -122,12 +122,15 @@ def test_plot_permutation_importance(uncertainty, tmp_path):
     assert (tmp_path / "pfi.png").stat().st_size > 1000
 
 
-def test_plot_interactions_leaves_out_categorical_inputs(radon_like, tmp_path):  # noqa: F811
+def test_plot_interactions_shows_categorical_pairs(radon_like, tmp_path):  # noqa: F811
+    """A categorical input's pairs are cells, its label marked; the title has no unit for it."""
     model, draws_idata, *_ = radon_like
     out = pm_sens.sensitivity(draws_idata, model, interactions=True, progressbar=False)
-    assert "county_idx" in out["sensitivity"]["feature"].values
     pc = pm_sens.plot_interactions(out, backend="matplotlib")
-    assert list(pc.data["feature"].values) == ["floor", "uranium"]
+    assert list(pc.data["feature"].values) == ["floor", "uranium", "county_idx"]
+    texts = assert_readable(pc)
+    assert "county_idx (level)" in texts
+    assert any("per unit of each continuous input" in text for text in texts)
     pc.savefig(tmp_path / "interactions.png")
 
 

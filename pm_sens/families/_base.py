@@ -91,6 +91,7 @@ class Family:
     whitened_hessian: Callable[..., tuple] | None = None
     renyi_divergence: Callable[..., np.ndarray] | None = None
     renyi_above_one: bool = True
+    mean_variance: tuple | None = None
 
     @property
     def discrete(self) -> bool:
@@ -159,6 +160,16 @@ class Family:
         expand = (Ellipsis,) + (None,) * trailing
         u = [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)]
         return u, corr
+
+    def in_mean_variance(self, phi, derivatives=None, trailing=0):
+        """``(family, phi, derivatives)`` in the mean–variance parametrization.
+
+        See ``mean_variance``; unchanged for a family held in it.
+        """
+        if self.mean_variance is None:
+            return self, phi, derivatives
+        to_mean_variance, family = self.mean_variance
+        return family, *to_mean_variance(phi, derivatives, trailing)
 
     def whitened_second_order(self, phi, jac, hess, **fixed):
         """`whitened` second derivatives (..., D, D) in the mean–variance parametrization.
@@ -248,6 +259,11 @@ def diagonal_factors(*scales):
         return np.stack([scales[m](phi) for m in given], -1), None
 
     return fisher_factors
+
+
+def expanded(x, trailing):
+    """``x`` (...) with ``trailing`` axes of length 1 appended, to meet derivatives."""
+    return x[(Ellipsis,) + (None,) * trailing]
 
 
 def outer(d):

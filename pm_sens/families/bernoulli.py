@@ -13,6 +13,7 @@ from pm_sens.families._base import (
     Family,
     clip_probability,
     diagonal_factors,
+    expanded,
     log1p_gap,
     outer,
     softplus,
@@ -191,6 +192,18 @@ def _log_masses_logit(phi):
     return np.stack([-softplus(-eta), -softplus(eta)], -1)
 
 
+def to_probability(phi, derivatives=None, trailing=0):
+    """η → (p, 1 − p) = (σ(η), σ(−η)), both exact; ``∂p = σ(η)σ(−η) ∂η``."""
+    eta = phi[..., 0]
+    p, q = _sigmoid(eta), _sigmoid(-eta)
+    mapped = np.stack([p, q], -1)
+    if derivatives is None:
+        return mapped, None
+    (d_eta,) = derivatives
+    d_p = None if d_eta is None else expanded(p * q, trailing) * d_eta
+    return mapped, [d_p, None]
+
+
 FAMILY_LOGIT = Family(
     "bernoulli",
     "binary",
@@ -203,4 +216,5 @@ FAMILY_LOGIT = Family(
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
     renyi_divergence=renyi_divergence_logit,
+    mean_variance=(to_probability, FAMILY),
 )

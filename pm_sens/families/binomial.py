@@ -102,4 +102,5 @@ FAMILY_LOGIT = Family(
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
     renyi_divergence=renyi_divergence_logit,
+    mean_variance=(bernoulli.to_probability, FAMILY),
 )

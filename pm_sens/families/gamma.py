@@ -8,6 +8,7 @@ from pm_sens.families._base import (
     Family,
     diagonal_factors,
     diagonal_matrix,
+    expanded,
     log1p_gap,
     outer,
     reparametrize,
@@ -188,6 +189,22 @@ def entropy_mean_shape(phi):
     return k - np.log(k) + np.log(m) + gammaln(k) + (1 - k) * psi(k)
 
 
+def to_mean_variance(phi, derivatives=None, trailing=0):
+    """(m, k) → (m, v = m²/k); derivatives ``∂v = v (2∂m/m − ∂k/k)``."""
+    m, k = phi[..., 0], phi[..., 1]
+    v = m * (m / k)
+    mapped = np.stack([m, v], -1)
+    if derivatives is None:
+        return mapped, None
+    d_mean, d_shape = derivatives
+    relative = 0.0
+    if d_mean is not None:
+        relative = 2 * d_mean / expanded(m, trailing)
+    if d_shape is not None:
+        relative = relative - d_shape / expanded(k, trailing)
+    return mapped, [d_mean, expanded(v, trailing) * relative]
+
+
 FAMILY_MEAN_SHAPE = Family(
     "gamma",
     "positive",
@@ -205,4 +222,5 @@ FAMILY_MEAN_SHAPE = Family(
         phi_q[..., 1] / phi_q[..., 0],
         alpha,
     ),
+    mean_variance=(to_mean_variance, FAMILY),
 )

@@ -2,7 +2,14 @@
 
 import numpy as np
 
-from pm_sens.families._base import Family, diagonal_factors, diagonal_matrix, log1p_gap, outer
+from pm_sens.families._base import (
+    Family,
+    diagonal_factors,
+    diagonal_matrix,
+    expanded,
+    log1p_gap,
+    outer,
+)
 
 
 def fisher_information(phi):
@@ -123,6 +130,15 @@ def entropy_mean_sd(phi):
     return entropy
 
 
+def to_mean_variance(phi, derivatives=None, trailing=0):
+    """(m, s) → (m, s²); derivatives ``∂v = 2s ∂s``."""
+    if derivatives is None:
+        return _variance(phi), None
+    d_mean, d_sd = derivatives
+    d_variance = None if d_sd is None else 2 * expanded(phi[..., 1], trailing) * d_sd
+    return _variance(phi), [d_mean, d_variance]
+
+
 FAMILY_MEAN_SD = Family(
     "normal",
     "real",
@@ -136,6 +152,7 @@ FAMILY_MEAN_SD = Family(
     renyi_divergence=lambda phi_p, phi_q, alpha: renyi_divergence(
         _variance(phi_p), _variance(phi_q), alpha
     ),
+    mean_variance=(to_mean_variance, FAMILY),
 )
 
 

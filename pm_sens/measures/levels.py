@@ -35,6 +35,27 @@ def level_divergence(divergence, phi, phi_levels, **fixed):
     return np.moveaxis(np.sqrt(np.clip(2 * value, 0, None)), 0, -1)
 
 
+def other_level_weights(own, weights):
+    """Per point, the weights of the levels other than its own, summing to 1.
+
+    Parameters
+    ----------
+    own : ndarray of int, shape (N,)
+        Position of each point's own level among the L.
+    weights : ndarray, shape (L,)
+        Weight of each level (pm_sens: its frequency among the points).
+
+    Returns
+    -------
+    ndarray, shape (N, L)
+        0 at each point's own level.
+    """
+    others = np.broadcast_to(weights, (len(own), len(weights))).copy()
+    others[np.arange(len(own)), own] = 0.0
+    others /= others.sum(-1, keepdims=True)
+    return others
+
+
 def level_sensitivity(divergence, own, weights):
     """Per point, the mean divergence to the other levels, weighted by ``weights``.
 
@@ -51,7 +72,4 @@ def level_sensitivity(divergence, own, weights):
     -------
     ndarray, shape (..., N)
     """
-    others = np.broadcast_to(weights, (len(own), len(weights))).copy()
-    others[np.arange(len(own)), own] = 0.0
-    others /= others.sum(-1, keepdims=True)
-    return np.einsum("...nl,nl->...n", divergence, others)
+    return np.einsum("...nl,nl->...n", divergence, other_level_weights(own, weights))

@@ -20,6 +20,8 @@ from pm_sens.plots._common import (
 CELL = 0.5
 #: Smallest side of the figure in inches (room for the title).
 MIN_SIDE = 4.0
+#: Title font size over the tick labels' (12 against 10 points).
+TITLE_FONT = 1.2
 #: The two ends of the colour scale (zero and the largest value).
 LIGHT, DARK = np.array([0xF7, 0xFB, 0xFF]), np.array([0x08, 0x30, 0x6B])
 
@@ -65,6 +67,14 @@ def _cells(da, target, text_size=7, **kwargs):
     return artists
 
 
+def _title(var_name, scale, with_levels):
+    """What the cells show, in three lines."""
+    unit = axis_label(var_name, scale).removeprefix(measure_name(var_name)).strip(" ()")
+    if with_levels:  # a level change has no unit
+        unit = unit.replace("each input", "each continuous input")
+    return f"{measure_name(var_name)} of each pair\n{unit},\nmean over points"
+
+
 def _ticks(da, target, labels, **kwargs):
     """Rows 1… and columns …n-2 of the lower triangle, labelled by feature."""
     backend = backend_from_object(target)
@@ -91,6 +101,11 @@ def plot_interactions(
     (the largest pair). The diagonal — each feature's curvature, how fast its
     own effect bends, not an interaction — is left out; it stays in the
     result (``idata["sensitivity"]["rsens2"]`` with ``feature == feature_bis``).
+    A categorical input, marked "(level)", has R-sens2 pairs: with a
+    continuous input, how differently that input moves the predictive at the
+    other levels (per unit of that input); with another categorical input,
+    the interaction contrast of their level changes (no unit). See the user
+    guide, "Interactions with a categorical input".
 
     Parameters
     ----------
@@ -124,8 +139,16 @@ def plot_interactions(
     kept = mean.notnull().any("feature_bis").values
     mean = mean.isel(feature=kept, feature_bis=kept)
     matrix = xr.Dataset({var_name: mean})
-    labels = [str(f) for f in matrix["feature"].values]
-    side = max(CELL * max(len(labels) - 1, 1) + label_width(labels) + 1.0, MIN_SIDE)
+    features = matrix["feature"].values
+    kinds = mean["feature_kind"].values if "feature_kind" in mean.coords else [""] * len(features)
+    labels = [
+        f"{f} (level)" if kind == "level" else str(f)
+        for f, kind in zip(features, kinds, strict=True)
+    ]
+    title = _title(var_name, scale, "level" in kinds)
+    # the title is centred over the cells: the cells are at least as wide
+    cells = max(CELL * max(len(labels) - 1, 1), TITLE_FONT * label_width(title.split("\n")))
+    side = max(cells + label_width(labels) + 1.0, MIN_SIDE)
     pc = wrap_collection(matrix, plot_collection, backend, [], pc_kwargs, (side, side), 1)
     kwargs = visual_kwargs(visuals, "cells")
     if kwargs is not False:
@@ -136,9 +159,7 @@ def plot_interactions(
         pc.map(_ticks, "ticks", data=matrix, labels=labels, store_artist=False, **kwargs)
     kwargs = visual_kwargs(visuals, "title")
     if kwargs is not False:
-        unit = axis_label(var_name, scale).removeprefix(measure_name(var_name)).strip(" ()")
-        text = f"{measure_name(var_name)} of each pair\n({unit}; mean over points)"
-        pc.map(labelled_title, "title", data=matrix, text=text, **kwargs)
+        pc.map(labelled_title, "title", data=matrix, text=title, **kwargs)
     # the lower triangle, half a cell of margin around it; first row at the top
     n = matrix.sizes["feature"]
     pc.map(set_xlim, "xlim", limits=(-0.5, n - 1.5), store_artist=False)

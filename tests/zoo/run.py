@@ -38,11 +38,15 @@ def _documented_nan(var):
     if "grid_value" in var.coords:
         allowed = allowed | var["grid_value"].isnull()
     if var.attrs.get("nan") and "feature_kind" in var.coords:
-        undefined = var["feature_kind"] != "rate"
-        allowed = allowed | undefined
+        kinds = var["feature_kind"].values
+        # R-sens2 has pairs with categorical inputs: only their diagonal is NaN
+        undefined = kinds == "constant" if var.name == "rsens2" else kinds != "rate"
+        allowed = allowed | xr.DataArray(undefined, dims="feature")
         if "feature_bis" in var.dims:
-            kinds = var["feature_kind"].values
-            allowed = allowed | xr.DataArray(kinds != "rate", dims="feature_bis")
+            allowed = allowed | xr.DataArray(undefined, dims="feature_bis")
+            if var.name == "rsens2":
+                level = xr.DataArray(np.diag(kinds == "level"), dims=("feature", "feature_bis"))
+                allowed = allowed | level
     return np.broadcast_to(allowed.transpose(*var.dims).values, var.shape)
 
 
