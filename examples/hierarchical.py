@@ -6,7 +6,9 @@ which enters the model as ``u[county_idx]``. pm_sens treats the county-level
 uranium as a feature of every household (the derivative of a household's
 prediction with respect to the value its county contributes), so it ranks
 beside the household-level floor flag; ``summary(by="county_idx")`` then gives
-the ranking county by county.
+the ranking county by county. With ``interactions=True`` the pair floor ×
+county_idx answers "does the floor effect differ between counties?" (it does:
+the generated effect grows with the county's uranium).
 
 Run: .venv/bin/python examples/hierarchical.py
 """
@@ -54,6 +56,13 @@ def main():
     print(uranium_rows[["county_idx", "importance", "rank", "prob_top_1"]].to_string(index=False))
     save(pm_sens.plot_importance(idata), "hierarchical_importance")
     save(pm_sens.plot_local(idata, color_by="floor"), "hierarchical_local")
+
+    idata = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, progressbar=False)
+    print("\nPairs (R-sens2): does an input act differently in another county?")
+    pairs = pm_sens.summary(idata, var_names=["rsens2"])
+    columns = ["feature", "kind", "importance", "ci_lower", "ci_upper", "rank"]
+    print(pairs[columns].to_string(index=False, float_format="{:.3f}".format))
+    save(pm_sens.plot_interactions(idata), "hierarchical_interactions")
 
 
 if __name__ == "__main__":
