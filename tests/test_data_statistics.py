@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pm_sens
@@ -84,3 +85,33 @@ def test_a_statistic_of_the_parameters_is_not_held():
     assert pm_sens.Predictive.from_observed(model).held_statistics == []
     with pytest.raises(ValueError, match="of other points"):
         pm_sens.sensitivity(known_posterior(model), model, **QUIET)
+
+
+def test_a_robust_scaling_by_median_and_quartiles_is_held():
+    """``(x − median(x)) / (q75 − q25)`` with the quartiles as sorted elements: as numbers."""
+    rng = np.random.default_rng(8)
+    x, y = rng.gamma(2, 2, size=N), rng.normal(size=N)
+    ordered = np.sort(x)
+    median, iqr = np.median(x), ordered[3 * N // 4] - ordered[N // 4]
+
+    def build(inside):
+        with pm.Model() as model:
+            x_ = pm.Data("x", x)
+            if inside:
+                ordered_ = pt.sort(x_)
+                xs = (x_ - pt.median(x_)) / (ordered_[3 * N // 4] - ordered_[N // 4])
+            else:
+                xs = (x_ - median) / iqr
+            b = pm.Normal("b", shape=2)
+            pm.Normal("y", b[0] + b[1] * xs**2, pm.HalfNormal("s"), observed=y)
+        return model
+
+    inside, outside = build(True), build(False)
+    idata = known_posterior(outside)
+    for mode in ("moment", "draw"):
+        kw = dict(mode=mode, interactions=True, points={"x": np.linspace(0, 9, 5)}, **QUIET)
+        got = pm_sens.sensitivity(idata, inside, **kw)["sensitivity"]
+        assert_same_values(got, pm_sens.sensitivity(idata, outside, **kw)["sensitivity"])
+    assert got.attrs["held_statistics"] == ["order statistic of x", "median of x"]
+    for group, call in other_functions(idata).items():
+        assert_same_values(call(inside)[group], call(outside)[group])

@@ -6,17 +6,20 @@ the sd. What its user means is the model as a function of a new x with the
 training data's mean and sd: the transform is fixed at the data it was fitted
 on. So each *statistic of the data* — an expression that reduces an input over
 its observation axis (a sum, mean, sd, min, max: PyTensor writes them as
-reductions over axis 0, with the axis's length) and depends on no random
-variable — is replaced, in a copy of the graph, by its value on the model's
-data.
+reductions over axis 0, with the axis's length; a median or another
+quantile as an element of the input sorted over that axis) and depends on no
+random variable — is replaced, in a copy of the graph, by its value on the
+model's data.
 """
 
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, graph_inputs, toposort
-from pytensor.tensor.elemwise import CAReduce, DimShuffle
+from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.sort import ArgSortOp, SortOp
+from pytensor.tensor.subtensor import Subtensor
 
 from pm_sens.graph.functions import evaluate
 from pm_sens.graph.model_queries import replace_rebuilding
@@ -56,7 +59,7 @@ def hold_data_statistics(model, params, inputs, defaults):
         return params, []
     values = {var: _value(var, defaults) for var in statistics}
     constants = {var: pt.constant(value, dtype=var.dtype) for var, value in values.items()}
-    held = list(dict.fromkeys(_describe(var, inputs) for var in statistics))
+    held = list(dict.fromkeys(_describe(var, inputs, kinds) for var in statistics))
     return replace_rebuilding(params, constants, keep=model.free_RVs), held
 
 
@@ -75,7 +78,7 @@ def _kinds(params, inputs, blockers):
         op = node.op
         if isinstance(op, Shape | Shape_i):
             kind = _LENGTH
-        elif _ROWS in seen and isinstance(op, CAReduce) and _reduces_rows(op):
+        elif _ROWS in seen and _reduces_rows(op):
             kind = _STATISTIC
         elif _ROWS in seen:
             kind = _ROWS
@@ -88,7 +91,10 @@ def _kinds(params, inputs, blockers):
 
 
 def _reduces_rows(op):
-    return op.axis is None or 0 in op.axis
+    """A reduction over the rows (sum, mean, max, …), or a sort along them (quantiles)."""
+    if isinstance(op, CAReduce):
+        return op.axis is None or 0 in op.axis
+    return isinstance(op, SortOp | ArgSortOp) and op.axis == 0
 
 
 def _is_maximal(var, kinds, params, users):
@@ -110,10 +116,24 @@ def _value(var, defaults):
     return np.asarray(evaluate(var, symbols, [defaults[s] for s in symbols]))
 
 
-def _describe(var, inputs):
-    """``"mean of x"``: the statistic's name (PyTensor names mean, std, var) and input."""
+def _describe(var, inputs, kinds):
+    """``"mean of x"``: the statistics held (PyTensor names mean, std, var, median) and input.
+
+    An expression of several statistics (``q75 − q25``) is described by them.
+    """
     reduced = [i.name for i in inputs if i in set(ancestors([var]))]
-    while var.name is None and isinstance(var.owner.op, DimShuffle):
-        var = var.owner.inputs[0]  # the statistic, broadcast against the rows
-    what = var.name or type(var.owner.op).__name__.lower()
-    return f"{what} of {', '.join(reduced)}"
+    names = ", ".join(dict.fromkeys(_statistic_names(var, kinds)))
+    return f"{names} of {', '.join(reduced)}"
+
+
+def _statistic_names(var, kinds):
+    """The outermost statistics that make up ``var``, by name."""
+    op = var.owner.op
+    if var.name or isinstance(getattr(op, "name", None), str):
+        return [var.name or op.name]  # pt.median is an IfElse named "median"
+    if isinstance(op, Subtensor) and isinstance(var.owner.inputs[0].owner.op, SortOp):
+        return ["order statistic"]  # x sorted, then indexed: a quantile
+    if _reduces_rows(op):
+        return [type(op.scalar_op if isinstance(op, CAReduce) else op).__name__.lower()]
+    parts = [i for i in var.owner.inputs if kinds.get(i) == _STATISTIC]
+    return [name for part in parts for name in _statistic_names(part, kinds)]
