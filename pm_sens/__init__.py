@@ -20,6 +20,7 @@ if not logging.root.handlers and not _log.handlers:
 #: public name -> the module that defines it, imported on first use
 _PUBLIC = {
     "Predictive": "pm_sens.graph.predictive",
+    "bspline_basis": "pm_sens.graph.design",
     "importance": "pm_sens.global_importance",
     "integrated_gradients": "pm_sens.attribution",
     "partial_dependence": "pm_sens.pdp",

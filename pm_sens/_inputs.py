@@ -193,7 +193,17 @@ def _tell_held_statistics(predictive):
 
 
 def _tell_numpy_inputs(predictive, chosen):
-    """Say which NumPy arrays of the model are inputs, which are held, and how to change it."""
+    """Say which NumPy arrays of the model are inputs, which are held, and how to change it.
+
+    Also which raw inputs build the design columns (`pm_sens.graph.design`).
+    """
+    raw = [v.name for v in chosen if v in predictive.raw_inputs]
+    if raw:
+        inform(
+            f"pm_sens takes the raw inputs {raw} as inputs, through design(), in place of "
+            f"the design columns of {predictive.design_replaced} (in a copy of the model's "
+            "graph): every measure is per raw input, and points= gives raw values"
+        )
     taken = [v for v in chosen if v in predictive.numpy_inputs]
     if not taken:
         return

@@ -234,7 +234,9 @@ def result_attrs(ctx):
     neither were held at their values. ``numpy_inputs``: the inputs that are
     NumPy arrays in the model, by the names pm_sens gave them;
     ``held_statistics``: statistics of the data inside the model (an input's
-    mean and sd) held at their values on the model's data.
+    mean and sd) held at their values on the model's data; ``raw_inputs``: the
+    inputs that build the design columns named in ``design_columns``
+    (`pm_sens.graph.design`).
     """
     return {
         "likelihood": ctx.predictive.family,
@@ -243,6 +245,8 @@ def result_attrs(ctx):
         "categorical_inputs": [level.label for level in ctx.levels],
         "numpy_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.numpy_inputs],
         "held_statistics": list(ctx.predictive.held_statistics),
+        "raw_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.raw_inputs],
+        "design_columns": ctx.predictive.design_replaced or "",
         "num_draws": ctx.draws.count,
         "pm_sens_version": __version__,
     }

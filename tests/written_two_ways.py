@@ -5,9 +5,12 @@ import numpy as np
 import pm_sens
 
 
-def other_functions(idata):
-    """``{result group: call(model)}`` of the public functions besides `sensitivity`."""
-    kw = dict(progressbar=False, extend_inferencedata=False)
+def other_functions(idata, **extra):
+    """``{result group: call(model)}`` of the public functions besides `sensitivity`.
+
+    ``extra``: keywords every call takes (``predictive=``).
+    """
+    kw = dict(progressbar=False, extend_inferencedata=False, **extra)
     return {
         "permutation_importance": lambda m: pm_sens.permutation_importance(
             idata, m, n_repeats=2, random_seed=1, **kw

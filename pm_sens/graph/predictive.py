@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.basic import Variable
 
 from pm_sens.graph.data_statistics import hold_data_statistics
+from pm_sens.graph.design import design_from_raw_inputs
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.likelihoods import (
@@ -20,77 +19,17 @@ from pm_sens.graph.likelihoods_on_a_base import (
 )
 from pm_sens.graph.model_queries import (
     data_containers,
-    data_name,
     data_value,
-    group_level_reads,
     is_float,
-    observation_rows,
     observed_variable,
     per_point_arithmetic_integers,
-    push_indexing_down,
-    replace_rebuilding,
-    symbolic_tensor,
 )
 from pm_sens.graph.per_row import (
     column_labels,
     per_row_constants,
     per_row_variables,
 )
-
-
-def _per_point_group_inputs(model, params, indices=()):
-    """Give each point its own copy of group-level predictors read as ``u[idx]``.
-
-    Each read becomes a per-point symbolic input named like the container, so
-    its derivative at point i is with respect to the value its group contributes
-    to that point. Returns the new parameters and ``{input: (u, idx)}``.
-    """
-    params = push_indexing_down(model, params, indices)
-    reads = group_level_reads(model, params, indices)
-    if not reads:
-        return params, {}
-    copies = {
-        read: symbolic_tensor(data_name(model, base), base.dtype, (None, *base.type.shape[1:]))
-        for read, base, _ in reads
-    }
-    params = graph_replace(params, copies, strict=False)
-    return params, {copies[read]: (base, index) for read, base, index in reads}
-
-
-def _per_point_observation_rows(model, params):
-    """Compute on the observed rows only, when the observations pick rows of the data.
-
-    A parameter computed on every row of the data and then indexed by a constant
-    (``mu[mask]``, ``mu[rows]``) equals the parameter computed on the picked rows
-    (rows do not interact: locality, checked when compiling). Each data container
-    inside becomes a per-point input named like it, holding the picked rows, and
-    numeric constants with a row per data row are picked too. Returns the new
-    parameters and ``{input: (container, rows)}``.
-    """
-    reads = observation_rows(model, params)
-    if not reads or len({tuple(rows) for _, _, rows in reads}) > 1:
-        return params, {}  # several different selections: left as they are
-    rows = reads[0][2]
-    copies = {}
-    replacements = {}
-    for read, expression, _ in reads:
-        inner = {}
-        n_rows = int(data_value(expression.shape[0]))  # the data rows picked from
-        for container in data_containers(model, [expression]):
-            value = container.get_value()
-            if not (np.ndim(value) and len(value) == n_rows):
-                continue  # group level: read through an index, or held
-            if container not in copies:
-                shape = (None, *container.type.shape[1:])
-                copies[container] = symbolic_tensor(container.name, container.dtype, shape)
-            inner[container] = copies[container]
-        for const in graph_inputs([expression]):
-            numeric = isinstance(const, Constant) and getattr(const.type, "ndim", 0)
-            if numeric and const.data.shape[0] == n_rows:
-                inner[const] = pt.constant(const.data[rows])
-        replacements[read] = graph_replace(expression, inner, strict=False)
-    params = replace_rebuilding(params, replacements, keep=model.free_RVs)
-    return params, {copy: (container, rows) for container, copy in copies.items()}
+from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
 
 
 def _generic_likelihood(rv, model):
@@ -248,6 +187,10 @@ class Predictive:
         self.column_labels = {}
         #: statistics of the data held at their values (`pm_sens.graph.data_statistics`)
         self.held_statistics = []
+        #: raw inputs that build the design columns, and what those replaced
+        #: (`pm_sens.graph.design`)
+        self.raw_inputs = []
+        self.design_replaced = None
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -267,7 +210,9 @@ class Predictive:
         return dict(zip(names, self.parameter_list, strict=True))
 
     @classmethod
-    def from_observed(cls, model, var_name=None, *, hold_statistics=True):
+    def from_observed(
+        cls, model, var_name=None, *, hold_statistics=True, raw_inputs=None, design=None
+    ):
         """Read the predictive of an observed variable of ``model``.
 
         The family comes from the observed RV's distribution and the parameters
@@ -285,7 +230,21 @@ class Predictive:
         points are transformed as the training data were; with
         ``hold_statistics=False`` they are not, and the locality check refuses
         such a model (pass the result as ``predictive=``).
+
+        A model written on design columns (a spline basis, products of inputs)
+        is explained per raw input with ``raw_inputs`` (``{name: values on the
+        model's data}``) and ``design``, a function that builds the model's
+        design matrix from them with PyTensor operations
+        (``design(**raw) -> (rows, C)``): the array holding those columns is
+        replaced by it in a copy of the graph, and the raw inputs are the
+        inputs (`pm_sens.graph.design`; user guide, "Design columns from raw
+        inputs").
         """
+        if (raw_inputs is None) != (design is None):
+            raise ValueError(
+                "raw_inputs= and design= go together: the raw inputs' values on the model's "
+                "data, and the function that builds the design columns from them"
+            )
         rv = observed_variable(model, var_name)
         op = rv.owner.op
         if getattr(op, "ndim_supp", 0) > 0:
@@ -314,13 +273,18 @@ class Predictive:
                 or _generic_likelihood(rv, model)
             )
         params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
-        params, row_inputs = _per_point_observation_rows(model, params)
-        params, group_inputs = _per_point_group_inputs(model, params, row_inputs)
+        # the observed data's length: the variable's own is unknown with dims
+        n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
+        raw, replaced = {}, None
+        if design is not None:
+            params, raw, replaced = design_from_raw_inputs(
+                model, params, n_rows, raw_inputs, design
+            )
+        params, row_inputs = per_point_observation_rows(model, params)
+        params, group_inputs = per_point_group_inputs(model, params, row_inputs)
         group_inputs = {**row_inputs, **group_inputs}
         params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
-        # the observed data's length: the variable's own is unknown with dims
-        n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
         observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         params, row_constants, numpy_inputs = per_row_constants(
             model, params, n_rows, rv, observed
@@ -331,16 +295,18 @@ class Predictive:
         held_statistics = []
         if hold_statistics:
             params, held_statistics = hold_data_statistics(
-                model, params, [*inputs, *numpy_inputs], numpy_inputs
+                model, params, [*inputs, *numpy_inputs, *raw], {**numpy_inputs, **raw}
             )
         self = cls.__new__(cls)
         self._init(
             likelihood,
             params,
-            [*inputs, *numpy_inputs, *group_inputs],
+            [*inputs, *numpy_inputs, *raw, *group_inputs],
             rv.name,
-            defaults={**row_constants, **numpy_inputs},
+            defaults={**row_constants, **numpy_inputs, **raw},
         )
+        self.raw_inputs = list(raw)
+        self.design_replaced = replaced
         self.group_inputs = group_inputs
         self.row_constants = list(row_constants)
         self.numpy_inputs = list(numpy_inputs)
