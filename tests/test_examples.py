@@ -12,10 +12,16 @@ QUICK = {
     "gp_poisson.py": ["--quick"],
     "bambi_radon.py": ["--quick"],
     "counts_exposure.py": ["--quick"],
+    "splines.py": ["--quick"],
 }
 #: What each example's output must show, as regular expressions (default: a ranked
 #: table of some measure).
 CLAIMS = {
+    # 18 inputs as written (17 basis columns), then year itself ranks first
+    "splines.py": [
+        r"pm_sens ranks 18 inputs",
+        r"rsens\s+year\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+1\.000",
+    ],
     # the floor effect differs between counties (it grows with their uranium)
     "hierarchical.py": [r"floor:county_idx\s+rate:level\s+0\.[1-9]\d*\s+0\.[1-9]"],
     "counts_exposure.py": [

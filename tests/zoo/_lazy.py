@@ -10,14 +10,15 @@ import pm_sens
 def model_points(case):
     """The model's per-point values as a Dataset (rows along ``obs``), or None.
 
-    Its ``pm.Data`` containers with one row per observation and the NumPy
-    arrays pm_sens takes as inputs (by the names it gives them).
+    Its ``pm.Data`` containers with one row per observation, the NumPy arrays
+    pm_sens takes as inputs (by the names it gives them) and the raw inputs of
+    a predictive built with ``design=``.
 
     A GP predictive's one input ``X`` defaults to its training inputs; a bambi
     model takes data columns, not containers (only its lazy posterior is checked).
     """
     predictive = case.kwargs.get("predictive")
-    if predictive is not None:
+    if predictive is not None and not predictive.raw_inputs:  # a GP's
         x = next(iter(predictive.defaults.values()))
         return xr.Dataset({"X": (("obs", "X_column"), x)})
     if not isinstance(case.model, pm.Model):
@@ -28,11 +29,13 @@ def model_points(case):
         value = var.get_value() if hasattr(var, "get_value") else None
         if value is None or np.ndim(value) not in (1, 2) or len(value) != n:
             continue
+        if predictive is not None and var not in predictive.inputs:
+            continue  # design columns replaced by raw inputs
         dims = ("obs",) if np.ndim(value) == 1 else ("obs", f"{name}_column")
         data[name] = (dims, value)
-    # NumPy arrays taken as inputs, by the names pm_sens gives them
-    found = pm_sens.Predictive.from_observed(case.model, case.kwargs.get("var_name"))
-    for var in found.numpy_inputs:
+    # NumPy arrays taken as inputs, by the names pm_sens gives them, and raw inputs
+    found = predictive or pm_sens.Predictive.from_observed(case.model, case.kwargs.get("var_name"))
+    for var in [*found.numpy_inputs, *found.raw_inputs]:
         value = found.defaults[var]
         dims = ("obs",) if np.ndim(value) == 1 else ("obs", f"{var.name}_column")
         data[var.name] = (dims, value)

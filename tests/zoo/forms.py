@@ -146,3 +146,57 @@ def ar1_errors_lagged_slices(rng):
         mu = b * x_[1:] + rho * (y[:-1] - b * x_[:-1])
         pm.Normal("y", mu=mu, sigma=sigma, observed=y[1:])
     return model, known_posterior(model)
+
+
+def _patsy(formula, data):
+    import patsy
+
+    return np.asarray(patsy.dmatrix(formula, data))
+
+
+@zoo_model(
+    "the splines notebook: a patsy bs() basis of year times weights, ranked per year "
+    "(raw_inputs, design=pm_sens.bspline_basis)"
+)
+def patsy_spline_per_year(rng):
+    import pm_sens
+
+    year = np.sort(rng.uniform(800, 2000, 30))
+    inner = np.quantile(year, [0.25, 0.5, 0.75])
+    basis = _patsy(
+        "bs(year, knots=inner, degree=3, include_intercept=True) - 1",
+        {"year": year, "inner": inner},
+    )
+    with pm.Model(coords={"basis": range(basis.shape[1])}) as model:
+        a = pm.Normal("a", 100, 10)
+        w = pm.Normal("w", 0, 5, dims="basis")
+        mu = pm.Deterministic("mu", a + pm.math.dot(basis, w))
+        pm.Normal("doy", mu, pm.Exponential("sigma", 1), observed=rng.normal(100, 5, 30))
+    knots = np.r_[[year.min()] * 4, inner, [year.max()] * 4]
+    predictive = pm_sens.Predictive.from_observed(
+        model, raw_inputs={"year": year}, design=lambda year: pm_sens.bspline_basis(year, knots)
+    )
+    return model, known_posterior(model), {"predictive": predictive}
+
+
+@zoo_model(
+    "the out-of-sample notebook: a patsy design x1 * x2 (intercept, x1, x2, x1:x2) in a "
+    "logistic regression, ranked per x1 and x2"
+)
+def patsy_product_per_raw_input(rng):
+    import pm_sens
+
+    x1, x2 = rng.normal(size=30), rng.normal(size=30)
+    design = _patsy("x1 * x2", {"x1": x1, "x2": x2})
+    with pm.Model(coords={"coeffs": ["Intercept", "x1", "x2", "x1:x2"]}) as model:
+        X = pm.Data("X", design)
+        beta = pm.Normal("beta", 0, 1, dims="coeffs")
+        pm.Bernoulli("y", logit_p=pm.math.dot(X, beta), observed=rng.integers(0, 2, 30))
+
+    def columns(x1, x2):
+        return pt.stack([pt.ones_like(x1), x1, x2, x1 * x2], axis=-1)
+
+    predictive = pm_sens.Predictive.from_observed(
+        model, raw_inputs={"x1": x1, "x2": x2}, design=columns
+    )
+    return model, known_posterior(model), {"predictive": predictive}
