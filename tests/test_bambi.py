@@ -153,6 +153,9 @@ PREDICT_CASES = {
         ["mu", "sigma"],
     ),
     "ordinal": ("rank ~ x + cat", "cumulative", ["p"]),
+    # HSGP, spline and polynomial terms rebuilt on the raw column x
+    "hsgp": ("y ~ hsgp(x, m=8, c=2) + z", "gaussian", ["mu"]),
+    "bases": ("y ~ bs(x, df=5) + poly(z, 2)", "gaussian", ["mu"]),
 }
 
 
@@ -172,7 +175,9 @@ def test_rebuilt_parameters_match_bambi_predict(data, rng, case):
     model = bmb.Model(formula, data, family=family)
     idata = model.fit(draws=20, tune=20, chains=1, random_seed=3, progressbar=False)
     predicted = model.predict(idata, kind="response_params", inplace=False).posterior
-    rebuilt, info = pm_sens._runner.pymc_model_for(model)
+    from pm_sens._runner import pymc_model_for
+
+    rebuilt, info = pymc_model_for(model)
     observed = rebuilt.observed_RVs[0]
     targets = [
         observed.owner.op.dist_params(observed.owner)[0] if name == "p" else rebuilt[name]
@@ -252,3 +257,44 @@ def test_an_offset_column_is_an_input_until_left_out(rng, data):
         posterior(draws), model, inputs="x", mode="draw", progressbar=False
     )["sensitivity"]
     assert left_out.attrs["inputs"] == ["x"] and list(left_out["feature"].values) == ["x"]
+
+
+def _basis_slopes(columns, x, degree):
+    """d/dx of each design column, each fitted exactly as a polynomial of x (NumPy)."""
+    return np.column_stack(
+        [np.polyval(np.polyder(np.polyfit(x, column, degree)), x) for column in columns.T]
+    )
+
+
+@pytest.mark.parametrize("term", ["bs(x, df=5)", "poly(x, 2)"])
+def test_spline_and_polynomial_terms_are_differentiated_in_x(rng, data, term):
+    """bambi's ``bs()`` and ``poly()``: R-sens per draw is |Σ_j w_j B_j′(x)| / σ, the basis
+    derivatives from SciPy (knots as formulae places them) or from bambi's own columns."""
+    from scipy.interpolate import BSpline
+
+    model = bmb.Model(f"y ~ {term} + z", data)
+    model.build()
+    x = data.x.to_numpy()
+    bambi_columns = np.asarray(model.parameters["mu"].common_terms[term].data)
+    if term.startswith("bs"):
+        inner = np.percentile(x, [100 / 3, 200 / 3])
+        knots = np.r_[[x.min()] * 4, inner, [x.max()] * 4]
+        slopes = np.column_stack(
+            [BSpline(knots, np.eye(6)[j], 3).derivative()(x) for j in range(1, 6)]
+        )
+    else:
+        slopes = _basis_slopes(bambi_columns, x, 2)
+    width = bambi_columns.shape[1]
+    shape = (1, 3)
+    draws = {
+        "Intercept": rng.normal(size=shape),
+        term: rng.normal(size=(*shape, width)),
+        "z": rng.normal(size=shape),
+        "sigma": np.exp(0.3 * rng.normal(size=shape)),
+    }
+    dims = {term: [f"{term}_dim"]}
+    idata = posterior(draws, dims=dims, coords={f"{term}_dim": np.arange(width)})
+    out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
+    assert list(out["feature"].values) == ["x", "z"]
+    expected = np.abs(draws[term][0] @ slopes.T) / draws["sigma"][0][:, None]
+    np.testing.assert_allclose(out["rsens"].sel(feature="x").isel(chain=0), expected, rtol=1e-9)

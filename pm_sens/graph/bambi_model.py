@@ -31,6 +31,7 @@ import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_sens.graph.design import bspline_basis
 from pm_sens.graph.functions import evaluate
 
 #: bambi families whose parameters bambi builds from the observed data itself.
@@ -119,7 +120,11 @@ def _levels(column):
 def _numeric_columns(bmb_model, categorical):
     names = []
     for component in bmb_model.conditional_parameters.values():
-        terms = [*_terms(component), *component.offset_terms.values()]
+        terms = [
+            *_terms(component),
+            *component.offset_terms.values(),
+            *getattr(component, "hsgp_terms", {}).values(),
+        ]
         for term in terms:
             for var in sorted(term.term.var_names):
                 if var not in categorical and var not in names and var in bmb_model.data:
@@ -143,17 +148,55 @@ def _component_design(component, columns, categories):
     if component.kind == "offset":
         call = call.args[0]  # offset(e) wraps the values of e
     try:
-        value = call.eval(columns, component.env) if call is not None else columns[name]
+        if call is None:
+            value = columns[name]
+        else:
+            value = _basis(call, columns, component.env)
+            value = call.eval(columns, component.env) if value is None else value
     except (TypeError, ValueError, AttributeError) as error:
         raise ValueError(
             f"the bambi term {component.name!r} applies a transform that works on NumPy "
-            "arrays only (a spline basis such as bs(), or a stateful function), so pm_sens "
+            "arrays only (a stateful function other than bs() and poly()), so pm_sens "
             "cannot rebuild it on symbolic columns to differentiate it; compute those "
             "columns in the data frame and use them as terms, or pass a pm_sens.Predictive "
             f"(the transform said: {error})"
         ) from None
     value = pt.as_tensor_variable(value)
     return value[:, None] if value.ndim == 1 else value
+
+
+def _basis(call, columns, env):
+    """A ``bs()`` or ``poly()`` term of symbolic columns, or None for another call.
+
+    Built from the state formulae fitted them with: the knots, or the
+    orthogonal polynomials' recurrence.
+    """
+    transform = getattr(call, "stateful_transform", None)
+    kind = type(transform).__name__
+    if kind not in ("BSpline", "Polynomial"):
+        return None
+    x = pt.as_tensor_variable(call.args[0].eval(columns, env))
+    if kind == "BSpline":
+        basis = bspline_basis(x, transform._knots, transform._degree)
+        return basis if transform._intercept else basis[:, 1:]
+    if transform.raw:
+        return pt.stack([x**k for k in range(1, transform.degree + 1)], axis=-1)
+    return _orthogonal_polynomials(x, transform.degree, transform.alpha, transform.norms2)
+
+
+def _orthogonal_polynomials(x, degree, alpha, norms2):
+    """The orthogonal polynomials of formulae's ``poly(x, degree)``, (n, degree).
+
+    The three-term recurrence with the data's ``alpha_k`` and squared norms,
+    each polynomial divided by its norm.
+    """
+    polynomials = [pt.ones_like(x)]
+    for i in range(1, degree + 1):
+        p = (x - alpha[i - 1]) * polynomials[i - 1]
+        if i >= 2:
+            p = p - (norms2[i - 1] / norms2[i - 2]) * polynomials[i - 2]
+        polynomials.append(p)
+    return pt.stack([polynomials[k] / np.sqrt(norms2[k]) for k in range(1, degree + 1)], -1)
 
 
 def _row_product(left, right):
@@ -204,6 +247,34 @@ def _posterior_variable(bmb_model, name, shadow, renamed):
     return pm.Flat(label, shape=backend[name].type.shape or ())
 
 
+def _hsgp_contribution(bmb_model, term, shadow, columns, renamed):
+    """An ``hsgp(...)`` term on the raw columns: its basis functions times its weights.
+
+    The columns are centred and scaled as bambi did, then centred at the
+    midpoint PyMC's HSGP fixed on the data; the eigenfunctions of the box
+    ``[-L, L]`` PyMC built (``calc_eigenvectors``) are then functions of the raw
+    columns, and the weights are the posterior's ``<term>_weights``.
+    """
+    if term.by_levels is not None:
+        raise ValueError(
+            f"the bambi term {term.name!r} is an HSGP with by=; pm_sens rebuilds HSGP terms "
+            "without by= only (one GP for all rows); pass a pm_sens.Predictive"
+        )
+    names = [argument.name for argument in term.term.components[0].call.args]
+    x = pt.stack([columns[name] for name in names], axis=-1)
+    _check_design(f"{term.name} (columns)", x, term.data)
+    scaled = (x - term.mean) / (term.maximum_distance if term.scale_predictors else 1.0)
+    hsgp = term.hsgp
+    eigenvalues = pm.gp.hsgp_approx.calc_eigenvalues(hsgp.L, hsgp._m, boundary=hsgp._boundary)
+    phi = pm.gp.hsgp_approx.calc_eigenvectors(
+        scaled - hsgp._X_center, hsgp.L, eigenvalues, hsgp._m, boundary=hsgp._boundary
+    )
+    phi = phi[:, int(hsgp._drop_first is True) :]
+    label = term.alias or term.name
+    weights = _posterior_variable(bmb_model, f"{label}_weights", shadow, renamed)
+    return phi @ weights
+
+
 def _has_response_dims(bmb_model):
     """Whether coefficients carry a response dim (categorical, multivariate families)."""
     from bambi.families.multivariate import MultivariateFamily
@@ -227,6 +298,8 @@ def _linear_predictor(bmb_model, component, shadow, columns, categories, renamed
         _check_design(term.name, design, term.data)
         coef = _posterior_variable(bmb_model, term.alias or term.name, shadow, renamed)
         eta = eta + (design @ coef if coef.ndim else design[:, 0] * coef)
+    for term in getattr(component, "hsgp_terms", {}).values():
+        eta = eta + _hsgp_contribution(bmb_model, term, shadow, columns, renamed)
     for term in component.group_specific_terms.values():
         factor = term.term.factor
         if len(factor.components) != 1:

@@ -165,3 +165,21 @@ def gp_latent_on_data_without_predictive(rng):
         f = gp.prior("f", X=x_[:, None])
         pm.Normal("y", mu=f, sigma=0.3, observed=np.sin(3 * x))
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "bambi's splines example: a B-spline term, y ~ bs(x, df=5) + z (ranked per x)",
+    kl_delta=1e-6,  # the spline bends between its knots: KL's O(step) term
+)
+def bambi_spline_term(rng):
+    return _bambi("y ~ bs(x, df=5) + z", _frame(rng))
+
+
+@zoo_model("bambi's docs: orthogonal polynomials, y ~ poly(x, 2) + z (ranked per x)")
+def bambi_polynomial_term(rng):
+    return _bambi("y ~ poly(x, 2) + z", _frame(rng))
+
+
+@zoo_model("bambi's HSGP examples: a Hilbert-space GP term, y ~ hsgp(x, m=8, c=2) + z (per x)")
+def bambi_hsgp_term(rng):
+    return _bambi("y ~ hsgp(x, m=8, c=2) + z", _frame(rng))
