@@ -191,3 +191,37 @@ def test_a_patsy_spline_model_per_year(rng):
     # on the data's last year too (the basis continues beyond the boundary knots)
     rsens = out["rsens"].values
     np.testing.assert_allclose(out["kl"].values, rsens, rtol=1e-3, atol=1e-3 * rsens.max())
+
+
+def test_inputs_picks_a_raw_input_and_statistics_inside_design_are_held(rng):
+    """``inputs=`` names raw inputs; a design that centres and scales its raw input by the
+    data's mean and sd is the model with those numbers (held, as in the model's graph)."""
+    x, y = rng.normal(3, 2, size=N), rng.normal(size=N)
+    z = rng.normal(size=N)
+    mean, sd = x.mean(), x.std()
+    with pm.Model() as on_columns:
+        X = pm.Data("X", np.column_stack([(x - mean) / sd, ((x - mean) / sd) ** 2]))
+        b, c = pm.Normal("b", shape=2), pm.Normal("c")
+        pm.Normal("y", X @ b + c * pm.Data("z", z), pm.HalfNormal("s"), observed=y)
+
+    def standardized(x):
+        xs = (x - x.mean()) / x.std()
+        return pt.stack([xs, xs**2], axis=-1)
+
+    predictive = pm_sens.Predictive.from_observed(
+        on_columns, raw_inputs={"x": x}, design=standardized
+    )
+    assert predictive.held_statistics == ["mean of x", "std of x"]
+    idata = known_posterior(on_columns)
+    out = pm_sens.sensitivity(
+        idata, on_columns, predictive=predictive, inputs=["x"], mode="draw", **QUIET
+    )["sensitivity"]
+    assert list(out["feature"].values) == ["x"]
+    draws = idata["posterior"].to_dataset()
+    b = draws["b"].values.reshape(-1, 2)
+    s = draws["s"].values.reshape(-1)
+    xs = (x - mean) / sd
+    slope = (b[:, :1] + 2 * b[:, 1:] * xs) / sd  # d/dx of b0 xs + b1 xs²
+    np.testing.assert_allclose(
+        out["rsens"].values.reshape(slope.shape), np.abs(slope) / s[:, None], rtol=1e-10
+    )
