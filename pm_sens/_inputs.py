@@ -15,6 +15,8 @@ from pm_sens.graph.per_row import arrays_of_other_length
 
 
 def _default_point_count(predictive, model, variables):
+    if predictive.observation_count is not None:  # a wide table's cells
+        return predictive.observation_count
     if predictive.var_name is not None:
         return int(np.shape(data_value(model.rvs_to_values[model[predictive.var_name]]))[0])
     for var in variables:

@@ -224,6 +224,8 @@ def _feature_labels(model, predictive, inputs, values, dataarrays):
 
 
 def _point_labels(model, predictive, inputs, n_points, given, dataarrays):
+    if predictive.observation_count is not None:  # a wide table's cells
+        return "cell", np.arange(n_points)
     first = inputs[0].name
     if first in dataarrays:
         da = dataarrays[first]

@@ -46,6 +46,8 @@ def observed_values(idata, ctx, observed):
                 "pass observed= (one value per point)"
             )
         observed = idata[group][name].values
+        if ctx.predictive.observation_count is not None:
+            observed = np.ravel(observed)  # a wide table: its cells, row by row
     observed = check_finite_array("observed", observed)
     if observed.shape != (ctx.points.n_points,):
         raise ValueError(

@@ -30,6 +30,7 @@ from pm_sens.graph.per_row import (
     per_row_variables,
 )
 from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
+from pm_sens.graph.wide_table import cells_of_wide_table
 
 
 def _generic_likelihood(rv, model):
@@ -191,6 +192,10 @@ class Predictive:
         #: (`pm_sens.graph.design`)
         self.raw_inputs = []
         self.design_replaced = None
+        #: a wide table's cells as points (`pm_sens.graph.wide_table`): their
+        #: count, and the per-cell symbols taken as inputs
+        self.observation_count = None
+        self.cell_inputs = []
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -254,14 +259,13 @@ class Predictive:
                 "point; for a GP use pm_sens.Predictive.from_gp(gp), otherwise build a "
                 "pm_sens.Predictive"
             )
-        if rv.type.ndim > 1:
+        if rv.type.ndim > 2 or (rv.type.ndim == 2 and design is not None):
             raise ValueError(
-                f"the observed variable {rv.name!r} has {rv.type.ndim} dimensions (a table of "
-                "observations per point); pm_sens explains one observation per point. Write "
-                "the model in long format: one row per observation, its inputs as pm.Data "
-                "vectors or matrices with one row per observation (e.g. a survival model: one "
-                "row per patient and interval at risk, with log exposure as an offset "
-                "container and the interval as an integer index; see the user guide)"
+                f"the observed variable {rv.name!r} has {rv.type.ndim} dimensions; pm_sens "
+                "explains one observation per point, or the cells of a 2-D table (rows × "
+                "columns) without design=. Write the model in long format: one row per "
+                "observation, its inputs as pm.Data vectors or matrices with one row per "
+                "observation"
             )
         likelihood = likelihood_for_op(op)
         if likelihood is not None:
@@ -274,7 +278,13 @@ class Predictive:
             )
         params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
         # the observed data's length: the variable's own is unknown with dims
-        n_rows = np.shape(data_value(model.rvs_to_values[rv]))[0] if rv.ndim else 0
+        observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
+        n_rows = np.shape(observed)[0] if rv.ndim else 0
+        cell_inputs, cell_held = {}, {}
+        if rv.type.ndim == 2:  # a wide table: its cells are the points
+            params, cell_inputs, cell_held = cells_of_wide_table(model, params, rv)
+            observed = np.ravel(observed)
+            n_rows = len(observed)
         raw, replaced = {}, None
         if design is not None:
             params, raw, replaced = design_from_raw_inputs(
@@ -285,12 +295,12 @@ class Predictive:
         group_inputs = {**row_inputs, **group_inputs}
         params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
-        observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         params, row_constants, numpy_inputs = per_row_constants(
             model, params, n_rows, rv, observed
         )
         params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
+        row_constants.update(cell_held)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
         held_statistics = []
         if hold_statistics:
@@ -301,10 +311,12 @@ class Predictive:
         self._init(
             likelihood,
             params,
-            [*inputs, *numpy_inputs, *raw, *group_inputs],
+            [*inputs, *numpy_inputs, *raw, *cell_inputs, *group_inputs],
             rv.name,
-            defaults={**row_constants, **numpy_inputs, **raw},
+            defaults={**row_constants, **numpy_inputs, **raw, **cell_inputs},
         )
+        self.observation_count = n_rows if cell_inputs else None
+        self.cell_inputs = list(cell_inputs)
         self.raw_inputs = list(raw)
         self.design_replaced = replaced
         self.group_inputs = group_inputs

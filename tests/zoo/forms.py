@@ -202,3 +202,23 @@ def patsy_product_per_raw_input(rng):
         model, raw_inputs={"x1": x1, "x2": x2}, design=columns
     )
     return model, known_posterior(model), {"predictive": predictive}
+
+
+@zoo_model(
+    "the survival notebook: a piecewise-constant hazard over a patients × intervals table, "
+    "pt.outer(exp(beta * x), lambda0) times exposure per cell (NumPy arrays)"
+)
+def survival_wide_table(rng):
+    rows, columns = 10, 4
+    metastasized = rng.integers(0, 2, rows).astype(float)
+    exposure = rng.uniform(0.2, 1.0, (rows, columns))
+    coords = {"patients": range(rows), "intervals": range(columns)}
+    with pm.Model(coords=coords) as model:
+        lambda0 = pm.Gamma("lambda0", 2, 2, dims="intervals")
+        beta = pm.Normal("beta", 0, 1)
+        hazard = pm.Deterministic(
+            "lambda_", pt.outer(pt.exp(beta * metastasized), lambda0), dims=coords
+        )
+        death = rng.poisson(0.3, (rows, columns))
+        pm.Poisson("obs", exposure * hazard, observed=death, dims=("patients", "intervals"))
+    return model, known_posterior(model)
