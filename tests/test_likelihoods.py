@@ -220,18 +220,26 @@ def test_piecewise_hazard_survival_model_with_an_exposure_offset(rng):
     }
 
 
-def test_a_table_of_observations_per_point_gets_a_clear_error(rng):
-    """The survival notebook's wide form (patients × intervals) asks for long format."""
+def test_a_wide_table_of_containers_and_a_cube(rng):
+    """The survival notebook's wide form with pm.Data containers: its cells are the points,
+    the containers keep their names (tests/test_wide_tables.py compares with long
+    format); a three-dimensional table asks for long format."""
     with pm.Model() as model:
         met = pm.Data("metastasized", rng.integers(0, 2, 5).astype(float))
-        exposure = pm.Data("exposure", np.ones((5, 3)))
+        exposure = pm.Data("exposure", rng.uniform(0.5, 1, (5, 3)))
         lambda0 = pm.Gamma("lambda0", 1, 1, shape=3)
         beta = pm.Normal("beta")
         mu = exposure * pm.math.exp(beta * met)[:, None] * lambda0[None, :]
         pm.Poisson("obs", mu, observed=np.zeros((5, 3), int))
     idata = posterior({"lambda0": np.ones((1, 2, 3)), "beta": np.zeros((1, 2))})
-    with pytest.raises(ValueError, match=r"'obs' has 2 dimensions .* long format"):
-        pm_sens.sensitivity(idata, model)
+    out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
+    assert list(out["feature"].values) == ["metastasized", "exposure", "obs_column"]
+    assert out.sizes["cell"] == 15
+    with pm.Model() as cube:
+        lambda0 = pm.Gamma("lambda0", 1, 1, shape=3)
+        pm.Poisson("obs", lambda0, observed=np.zeros((5, 2, 3), int))
+    with pytest.raises(ValueError, match=r"'obs' has 3 dimensions.*long format"):
+        pm_sens.sensitivity(idata, cube)
 
 
 @pytest.mark.parametrize("selection", ["mask", "rows"])
