@@ -151,7 +151,9 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
         check_matched(moments.phi, family)
         jac = list(moments.jac)
-        out = {"rsens": rsens_local(jac, partial(family.whitened, moments.phi, **fixed), alpha)}
+        # a matched family held as raw moments (the multivariate Normal's) maps them first
+        matched, phi, mapped = family.in_mean_variance(moments.phi, jac, trailing=1)
+        out = {"rsens": rsens_local(mapped, partial(matched.whitened, phi, **fixed), alpha)}
         if order == 2:
             whiten = partial(family.whitened_second_order, moments.phi, jac, **fixed)
             out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)

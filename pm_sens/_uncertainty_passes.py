@@ -49,12 +49,18 @@ def observed_values(idata, ctx, observed):
         if ctx.predictive.observation_count is not None:
             observed = np.ravel(observed)  # a wide table: its cells, row by row
     observed = check_finite_array("observed", observed)
-    if observed.shape != (ctx.points.n_points,):
+    expected = (ctx.points.n_points, *ctx.predictive.outcome_shape)
+    if observed.shape != expected:
         raise ValueError(
-            f"observed has shape {observed.shape}; expected ({ctx.points.n_points},), one "
-            "value per point (pass observed= for new points)"
+            f"observed has shape {observed.shape}; expected {expected}, one value per point "
+            "(pass observed= for new points)"
         )
     return observed
+
+
+def stacked_copies(observed, copies):
+    """``copies`` copies of the observed values one after another (rows, then outcomes)."""
+    return np.tile(observed, (copies, *[1] * (np.ndim(observed) - 1)))
 
 
 def feature_groups(features, labels):

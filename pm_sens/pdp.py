@@ -12,6 +12,7 @@ from pm_sens._uncertainty_passes import (
     feature_groups,
     mean_rows,
     observed_values,
+    stacked_copies,
     uncertainty_context,
     uncertainty_rows,
 )
@@ -23,6 +24,7 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_percentiles,
 )
+from pm_sens.graph.likelihoods import check_statistic
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
     COMPONENTS,
@@ -155,6 +157,8 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
+    if "mean" in kinds:
+        check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), "mean")
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
     labels = ctx.points.features
     selected, grids, custom = _grids(ctx, features, grid, grid_resolution, percentiles)
@@ -227,7 +231,7 @@ def _curves(ctx, kinds, values, n_rows, y):
         mean_rows(ctx, values, n_rows, curves.add)
     out = {}
     if uncertainty:
-        observed = None if y is None else np.tile(y, n_rows // n)
+        observed = None if y is None else stacked_copies(y, n_rows // n)
         add = curves.add if curves is not None and shared else None
         out.update(uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add))
     if curves is not None:

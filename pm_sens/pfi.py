@@ -11,6 +11,7 @@ from pm_sens._runner import (
 from pm_sens._uncertainty_passes import (
     feature_groups,
     observed_values,
+    stacked_copies,
     uncertainty_context,
     uncertainty_rows,
 )
@@ -136,7 +137,7 @@ def permutation_importance(
         values_at(ctx.points, ctx.inputs, rows),
         len(rows),
         "entropy" in kinds,
-        None if y is None else np.tile(y, copies),
+        None if y is None else stacked_copies(y, copies),
     )
     shape = (n_repeats, len(groups), n)
     data = {}

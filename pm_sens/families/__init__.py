@@ -15,6 +15,7 @@ from pm_sens.families import (
     gamma,
     laplace,
     lognormal,
+    mvnormal,
     negative_binomial,
     normal,
     poisson,
@@ -39,7 +40,7 @@ MOMENT_FAMILIES: dict[str, Family] = {
         poisson,
         negative_binomial,
     )
-} | {"studentt": studentt.FAMILY_MATCHED}
+} | {"studentt": studentt.FAMILY_MATCHED, "mvnormal": mvnormal.FAMILY_MATCHED}
 
 #: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
 DEFAULT_MOMENT_FAMILY = {
@@ -50,6 +51,7 @@ DEFAULT_MOMENT_FAMILY = {
     "binary": "bernoulli",
     "binomial": "binomial",
     "categorical": "categorical",
+    "multivariate": "mvnormal",
 }
 
 STUDENTT = studentt.FAMILY

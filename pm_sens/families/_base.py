@@ -5,7 +5,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SUPPORTS = ("real", "positive", "unit", "count", "binary", "binomial", "categorical")
+SUPPORTS = (
+    "real",
+    "positive",
+    "unit",
+    "count",
+    "binary",
+    "binomial",
+    "categorical",
+    "multivariate",
+)
 
 
 @dataclass(frozen=True)

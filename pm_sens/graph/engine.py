@@ -61,6 +61,8 @@ def _moment_components(likelihood, params, second_moment, n_classes):
     if second_moment == "scale2":
         variance, inverse_nu = likelihood.heavy_tails(*params)
     chunk_mean = mean.mean(0)
+    if likelihood.support == "multivariate":  # raw moments: as many as the mean says
+        n_classes = chunk_mean.type.shape[-1]
     components = _split_components(chunk_mean, n_classes)
     varying = list(range(len(components)))
     if likelihood.complement is not None and not second_moment:
@@ -274,7 +276,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
     }
     params = graph_replace(params, {**symbols, **placeholders}, strict=False)
     n_classes = None
-    if predictive.likelihood.support == "categorical":
+    if predictive.likelihood.support in ("categorical", "multivariate"):
         n_classes = _class_count(
             params,
             [symbols[v] for v in data_variables] + list(placeholders.values()),

@@ -321,6 +321,14 @@ def statistic_names(likelihood, parameter_names):
 
 def check_statistic(likelihood, parameter_names, name):
     """Raise unless ``name`` is a statistic of this likelihood; return it."""
+    if likelihood.support == "multivariate":
+        raise ValueError(
+            f"the {likelihood.name} likelihood's outcome is a vector per point, so its "
+            f"statistic={name!r} is too; integrated_gradients and partial_dependence(kind="
+            "'mean') of each outcome (an 'outcome' dim) are not available yet. sensitivity, "
+            "permutation_importance and partial_dependence(kind=('entropy', "
+            "'log_likelihood')) take the whole outcome"
+        )
     valid = statistic_names(likelihood, parameter_names)
     match = _CLASS_PROBABILITY.fullmatch(name) if isinstance(name, str) else None
     if name in valid or (match and "p[k]" in valid):

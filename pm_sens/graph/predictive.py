@@ -3,6 +3,7 @@
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
+from pytensor.tensor.random.basic import MvNormalRV
 
 from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.design import design_from_raw_inputs
@@ -24,6 +25,7 @@ from pm_sens.graph.model_queries import (
     observed_variable,
     per_point_arithmetic_integers,
 )
+from pm_sens.graph.multivariate import MVNORMAL, mvnormal_components
 from pm_sens.graph.per_row import (
     column_labels,
     per_row_constants,
@@ -47,6 +49,23 @@ def _generic_likelihood(rv, model):
         generic=generic,
     )
     return likelihood, generic.per_point_parameters()
+
+
+def _likelihood_and_parameters(rv, model, multivariate):
+    """How pm_sens reads the observed ``rv``, and its parameters (floats)."""
+    op = rv.owner.op
+    likelihood = MVNORMAL if multivariate else likelihood_for_op(op)
+    if multivariate:  # one vector outcome per point
+        params = [mvnormal_components(*op.dist_params(rv.owner))]
+    elif likelihood is not None:
+        params = op.dist_params(rv.owner)
+    else:
+        likelihood, params = (
+            zero_modified_likelihood(rv)
+            or censored_normal_likelihood(rv)
+            or _generic_likelihood(rv, model)
+        )
+    return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
 
 
 def _checked_parameters(parameters):
@@ -196,6 +215,8 @@ class Predictive:
         #: count, and the per-cell symbols taken as inputs
         self.observation_count = None
         self.cell_inputs = []
+        #: the shape of one point's outcome: () for a scalar, (K,) for a vector
+        self.outcome_shape = ()
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -252,7 +273,8 @@ class Predictive:
             )
         rv = observed_variable(model, var_name)
         op = rv.owner.op
-        if getattr(op, "ndim_supp", 0) > 0:
+        multivariate = isinstance(op, MvNormalRV) and rv.type.ndim == 2
+        if getattr(op, "ndim_supp", 0) > 0 and not multivariate:
             raise ValueError(
                 f"the observed variable {rv.name!r} is multivariate ({op.name}): its values at "
                 "different points are coupled, so per-point sensitivities need a predictive per "
@@ -267,21 +289,12 @@ class Predictive:
                 "observation, its inputs as pm.Data vectors or matrices with one row per "
                 "observation"
             )
-        likelihood = likelihood_for_op(op)
-        if likelihood is not None:
-            params = op.dist_params(rv.owner)
-        else:
-            likelihood, params = (
-                zero_modified_likelihood(rv)
-                or censored_normal_likelihood(rv)
-                or _generic_likelihood(rv, model)
-            )
-        params = [p if is_float(p) else pt.cast(p, "float64") for p in params]
+        likelihood, params = _likelihood_and_parameters(rv, model, multivariate)
         # the observed data's length: the variable's own is unknown with dims
         observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         n_rows = np.shape(observed)[0] if rv.ndim else 0
         cell_inputs, cell_held = {}, {}
-        if rv.type.ndim == 2:  # a wide table: its cells are the points
+        if rv.type.ndim == 2 and not multivariate:  # a wide table: its cells are the points
             params, cell_inputs, cell_held = cells_of_wide_table(model, params, rv)
             observed = np.ravel(observed)
             n_rows = len(observed)
@@ -316,6 +329,7 @@ class Predictive:
             defaults={**row_constants, **numpy_inputs, **raw, **cell_inputs},
         )
         self.observation_count = n_rows if cell_inputs else None
+        self.outcome_shape = np.shape(observed)[1:] if multivariate else ()
         self.cell_inputs = list(cell_inputs)
         self.raw_inputs = list(raw)
         self.design_replaced = replaced

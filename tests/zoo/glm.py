@@ -268,3 +268,22 @@ def binomial_trials(rng):
             "deaths", n=n_, p=pm.math.invlogit(a + b * dose_), observed=rng.binomial(trials, 0.4)
         )
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "a multi-output regression: MvNormal(mu=X @ B, chol) with an LKJ covariance over 2 outcomes",
+    errors={
+        "partial_dependence": "outcome is a vector per point",
+        "integrated_gradients": "outcome is a vector per point",
+    },
+)
+def multi_output_regression(rng):
+    x = rng.normal(size=(20, 2))
+    with pm.Model(coords={"outcome": ["a", "b"], "feature": ["f0", "f1"]}) as model:
+        X = pm.Data("X", x, dims=("obs", "feature"))
+        B = pm.Normal("B", 0, 1, dims=("feature", "outcome"))
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=2, eta=2, sd_dist=pm.Exponential.dist(1), compute_corr=True
+        )
+        pm.MvNormal("y", mu=X @ B, chol=chol, observed=rng.normal(size=(20, 2)))
+    return model, known_posterior(model)

@@ -1,0 +1,153 @@
+"""A multivariate Normal outcome per point (a multi-output regression with an LKJ covariance).
+
+The family's Fisher information against finite-difference KL, its KL against
+numeric integration with SciPy's densities; R-sens per draw and of the
+moment-matched predictive against NumPy computations of their definitions;
+the mixture log density against SciPy; and the functions that need a scalar
+mean refuse in our words.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import integrate, stats
+
+import pm_sens
+from pm_sens.families import mvnormal
+from tests.zoo._registry import known_posterior
+
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+N, K, D = 15, 2, 3
+
+
+def _packed(mean, cov):
+    k = len(mean)
+    return np.r_[mean, [cov[a, b] for a in range(k) for b in range(a + 1)]]
+
+
+def test_fisher_information_is_the_kl_curvature_and_kl_is_scipys():
+    rng = np.random.default_rng(0)
+    root = rng.normal(size=(K, K))
+    cov, mean = root @ root.T + np.eye(K), rng.normal(size=K)
+    phi = _packed(mean, cov)
+    direction = rng.normal(size=phi.shape)
+    info = mvnormal.fisher_information(phi)
+    for step in (1e-3, 1e-4):
+        kl = mvnormal.kl_divergence(phi, phi + step * direction)
+        np.testing.assert_allclose(kl, 0.5 * step**2 * direction @ info @ direction, rtol=5 * step)
+    other = phi + 0.2 * direction
+    p = stats.multivariate_normal(mean, cov)
+    q = stats.multivariate_normal(*mvnormal.unpacked(other))
+
+    def integrand(y1, y0):
+        y = np.array([y0, y1])
+        return p.pdf(y) * (p.logpdf(y) - q.logpdf(y))
+
+    span = 9 * np.sqrt(np.diag(cov))
+    numeric, _ = integrate.dblquad(
+        integrand, mean[0] - span[0], mean[0] + span[0], mean[1] - span[1], mean[1] + span[1]
+    )
+    np.testing.assert_allclose(mvnormal.kl_divergence(phi, other), numeric, rtol=1e-6)
+    y = rng.normal(size=K)
+    np.testing.assert_allclose(mvnormal.log_density(phi, y), p.logpdf(y), rtol=1e-12)
+    np.testing.assert_allclose(mvnormal.entropy(phi), p.entropy(), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    """``y_i ~ MvNormal(x_i B, LLᵀ)``, L from an LKJ prior (the multi-output notebooks)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(N, D))
+    with pm.Model(coords={"outcome": ["a", "b"], "feature": ["f0", "f1", "f2"]}) as model:
+        X = pm.Data("X", x)
+        B = pm.Normal("B", 0, 1, dims=("feature", "outcome"))
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=K, eta=2, sd_dist=pm.Exponential.dist(1), compute_corr=True
+        )
+        pm.MvNormal("y", mu=X @ B, chol=chol, observed=rng.normal(size=(N, K)))
+    idata = known_posterior(model)
+    B = idata["posterior"]["B"].values.reshape(-1, D, K)
+    return model, idata, x, B
+
+
+def test_rsens_per_draw_is_the_mahalanobis_length_of_a_row_of_b(regression):
+    model, idata, x, B = regression
+    out = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]
+    cov = _draw_covariances(model, idata)
+    precision = np.linalg.inv(cov)
+    expected = np.sqrt(np.einsum("sdk,skl,sdl->sd", B, precision, B))  # the same at every point
+    got = out["rsens"].values.reshape(len(B), N, D)
+    np.testing.assert_allclose(got, np.broadcast_to(expected[:, None], got.shape), rtol=1e-10)
+
+
+def _draw_covariances(model, idata):
+    """Σ = L Lᵀ per draw, L from the packed Cholesky draws (PyMC's own unpacking)."""
+    packed = idata["posterior"]["chol"].values.reshape(-1, K * (K + 1) // 2)
+    rows, cols = np.tril_indices(K)
+    chol = np.zeros((len(packed), K, K))
+    chol[:, rows, cols] = packed
+    return chol @ np.swapaxes(chol, -1, -2)
+
+
+def test_rsens_of_the_moment_matched_predictive(regression):
+    """m = x E[B], Σ = E[Σ_s] + Cov_s(x B_s), and their derivatives, in NumPy."""
+    model, idata, x, B = regression
+    cov = _draw_covariances(model, idata)
+    mu = np.einsum("nd,sdk->snk", x, B)  # (S, N, K)
+    m = mu.mean(0)
+    sigma = (
+        cov.mean(0) + np.einsum("snk,snl->nkl", mu, mu) / len(B) - np.einsum("nk,nl->nkl", m, m)
+    )
+    d_m = B.mean(0)  # (D, K): ∂m/∂x_d
+    d_sigma = (
+        np.einsum("sdk,snl->ndkl", B, mu) / len(B)
+        + np.einsum("snk,sdl->ndkl", mu, B) / len(B)
+        - np.einsum("dk,nl->ndkl", d_m, m)
+        - np.einsum("nk,dl->ndkl", m, d_m)
+    )
+    precision = np.linalg.inv(sigma)
+    mean_part = np.einsum("dk,nkl,dl->nd", d_m, precision, d_m)
+    spread = np.einsum("nkl,ndlm->ndkm", precision, d_sigma)
+    cov_part = 0.5 * np.einsum("ndkm,ndmk->nd", spread, spread)
+    out = pm_sens.sensitivity(idata, model, interactions=True, **QUIET)["sensitivity"]
+    np.testing.assert_allclose(out["rsens"].values, np.sqrt(mean_part + cov_part), rtol=1e-9)
+    # R-sens2: m is linear in x, Σ quadratic: ∂²Σ = E[B_d B_eᵀ + B_e B_dᵀ] − (∂m_d ∂m_eᵀ + …)
+    outer = np.einsum("sdk,sel->dekl", B, B) / len(B) - np.einsum("dk,el->dekl", d_m, d_m)
+    curvature = outer + np.swapaxes(outer, -1, -2)
+    spread = np.einsum("nkl,delm->ndekm", precision, curvature)
+    expected = np.sqrt(0.5 * np.einsum("ndekm,ndemk->nde", spread, spread))
+    np.testing.assert_allclose(out["rsens2"].values, expected, rtol=1e-9)
+    draw = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, **QUIET)
+    assert np.max(np.abs(draw["sensitivity"]["rsens2"].values)) < 1e-12  # linear, Σ fixed
+
+
+def test_log_likelihood_pdp_is_scipys_mixture_density(regression):
+    model, idata, x, B = regression
+    cov = _draw_covariances(model, idata)
+    out = pm_sens.partial_dependence(
+        idata, model, kind="log_likelihood", grid_resolution=3, **QUIET
+    )["partial_dependence"]
+    y = idata["observed_data"]["y"].values
+    grid = out["grid_value"].values[0]
+    for g, value in enumerate(grid):
+        moved = x.copy()
+        moved[:, 0] = value
+        dens = np.array(
+            [
+                [stats.multivariate_normal(moved[i] @ B[s], cov[s]).pdf(y[i]) for i in range(N)]
+                for s in range(len(B))
+            ]
+        )
+        np.testing.assert_allclose(
+            out["log_likelihood_ice"].values[0, g], np.log(dens.mean(0)), rtol=1e-10
+        )
+
+
+def test_functions_of_a_scalar_mean_refuse_in_our_words(regression):
+    model, idata, *_ = regression
+    with pytest.raises(ValueError, match="outcome is a vector per point"):
+        pm_sens.integrated_gradients(idata, model, **QUIET)
+    with pytest.raises(ValueError, match="outcome is a vector per point"):
+        pm_sens.partial_dependence(idata, model, **QUIET)
+    pfi = pm_sens.permutation_importance(idata, model, n_repeats=2, random_seed=1, **QUIET)
+    assert np.isfinite(pfi["permutation_importance"]["likelihood_pfi"].values).all()
