@@ -104,15 +104,15 @@ def _contrast(ctx, g, h, mode, family, alpha):
         check_matched(moments.phi, family)
         return contrast(family, moments.phi, compiled.varying, fixed)
     draw_family = ctx.predictive.likelihood.draw_family
-    per_chunk = partial(
-        _contrast_of_chunk, contrast=contrast, varying=compiled.varying, family=draw_family
-    )
+    per_chunk = partial(_contrast_of_chunk, contrast=contrast, family=draw_family)
     return collect_draws(ctx, compiled, values, description, per_chunk, {"pairs": (n,)})["pairs"]
 
 
-def _contrast_of_chunk(chunk, size, *, contrast, varying, family):
+def _contrast_of_chunk(chunk, size, *, contrast, family):
     phi, fixed = chunk.per_draw_parameters(size)
-    return {"pairs": contrast(family, phi, varying, fixed)}
+    # every per-draw parameter may move with a level (the graph's ``varying`` are
+    # those that move with the continuous inputs); one that does not has no contrast
+    return {"pairs": contrast(family, phi, range(phi.shape[-1]), fixed)}
 
 
 def _contrast_of(family, phi, varying, fixed, *, grid, others, alpha):
@@ -122,8 +122,10 @@ def _contrast_of(family, phi, varying, fixed, *, grid, others, alpha):
     (`grid`); ``fixed`` the family's fixed parameters per row.
     """
     if family.mean_variance is not None:
-        family, phi, _ = family.in_mean_variance(phi)
-        varying = range(len(family.parameters))  # a mapped parameter varies with any
+        # which mapped parameters vary: those the varying ones reach by the chain rule
+        marks = [np.ones(()) if m in varying else None for m in range(phi.shape[-1])]
+        family, phi, marks = family.in_mean_variance(phi, marks)
+        varying = [m for m, mark in enumerate(marks) if mark is not None]
     lead = len(phi.shape) - 2
     phi = phi.reshape(*phi.shape[:-2], *grid, phi.shape[-1])
     phi = np.moveaxis(phi, (lead + 1, lead), (0, 1))  # (1 + Lg, 1 + Lh, ..., N, M)

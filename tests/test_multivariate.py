@@ -151,3 +151,35 @@ def test_functions_of_a_scalar_mean_refuse_in_our_words(regression):
         pm_sens.partial_dependence(idata, model, **QUIET)
     pfi = pm_sens.permutation_importance(idata, model, n_repeats=2, random_seed=1, **QUIET)
     assert np.isfinite(pfi["permutation_importance"]["likelihood_pfi"].values).all()
+
+
+def test_level_level_pair_of_a_vector_outcome(rng):
+    """Means ``d[g, h]`` per outcome and one Σ: the contrast's Mahalanobis length, per draw."""
+    g, h = rng.integers(0, 3, N), rng.integers(0, 2, N)
+    with pm.Model() as model:
+        gd, hd = pm.Data("g", g), pm.Data("h", h)
+        d = pm.Normal("d", shape=(3, 2, K))
+        chol, _, _ = pm.LKJCholeskyCov("chol", n=K, eta=2, sd_dist=pm.Exponential.dist(1))
+        pm.MvNormal("y", mu=d[gd, hd], chol=chol, observed=rng.normal(size=(N, K)))
+    idata = known_posterior(model)
+    out = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, **QUIET)
+    got = out["sensitivity"]["rsens2"].sel(feature="g", feature_bis="h").values.reshape(-1, N)
+    means = idata["posterior"]["d"].values.reshape(-1, 3, 2, K)
+    precision = np.linalg.inv(_draw_covariances(model, idata))
+    weights_g, weights_h = np.bincount(g, minlength=3) / N, np.bincount(h, minlength=2) / N
+    for s in range(len(means)):
+        for i in range(N):
+            total = norm = 0.0
+            for a in range(3):
+                for b in range(2):
+                    if a == g[i] or b == h[i]:
+                        continue
+                    c = (
+                        means[s, a, b]
+                        - means[s, a, h[i]]
+                        - means[s, g[i], b]
+                        + means[s, g[i], h[i]]
+                    )
+                    total += weights_g[a] * weights_h[b] * np.sqrt(c @ precision[s] @ c)
+                    norm += weights_g[a] * weights_h[b]
+            np.testing.assert_allclose(got[s, i], total / norm, rtol=1e-10)
