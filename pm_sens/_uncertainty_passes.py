@@ -58,6 +58,19 @@ def observed_values(idata, ctx, observed):
     return observed
 
 
+def check_entropy(ctx, kinds):
+    """Entropy measures need the predictive's entropy: refuse a family without one."""
+    likelihood = ctx.predictive.likelihood
+    family = likelihood.draw_family
+    if "entropy" not in kinds or family.discrete or family.entropy is not None:
+        return
+    raise ValueError(
+        f"the {likelihood.name} likelihood's entropy is a sum over every outcome of a point "
+        "(every split of its counts), which pm_sens does not compute; pass kind="
+        "'likelihood' (permutation_importance) or kind='log_likelihood' (partial_dependence)"
+    )
+
+
 def stacked_copies(observed, copies):
     """``copies`` copies of the observed values one after another (rows, then outcomes)."""
     return np.tile(observed, (copies, *[1] * (np.ndim(observed) - 1)))

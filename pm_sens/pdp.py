@@ -9,6 +9,7 @@ from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
 )
 from pm_sens._uncertainty_passes import (
+    check_entropy,
     feature_groups,
     mean_rows,
     observed_values,
@@ -159,6 +160,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     )
     if "mean" in kinds:
         check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), "mean")
+    check_entropy(ctx, kinds)
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
     labels = ctx.points.features
     selected, grids, custom = _grids(ctx, features, grid, grid_resolution, percentiles)

@@ -9,6 +9,7 @@ from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
 )
 from pm_sens._uncertainty_passes import (
+    check_entropy,
     feature_groups,
     observed_values,
     stacked_copies,
@@ -124,6 +125,7 @@ def permutation_importance(
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
+    check_entropy(ctx, kinds)
     y = observed_values(idata, ctx, observed) if "likelihood" in kinds else None
     groups = feature_groups(features, ctx.points.features)
     x = feature_matrix(ctx.points.values, ctx.inputs)

@@ -183,3 +183,88 @@ def test_level_level_pair_of_a_vector_outcome(rng):
                     total += weights_g[a] * weights_h[b] * np.sqrt(c @ precision[s] @ c)
                     norm += weights_g[a] * weights_h[b]
             np.testing.assert_allclose(got[s, i], total / norm, rtol=1e-10)
+
+
+# --- the multinomial: K category counts per point out of n trials ---------------------
+
+
+def test_multinomial_family_against_scipy():
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(2)
+    p, q = softmax(rng.normal(size=(2, 3)), axis=-1)
+    n = 6
+    law = stats.multinomial(n, p)
+    counts = [np.array([a, b, n - a - b]) for a in range(n + 1) for b in range(n + 1 - a)]
+    kl = sum(law.pmf(c) * (law.logpmf(c) - stats.multinomial(n, q).logpmf(c)) for c in counts)
+    from pm_sens.families import multinomial
+
+    np.testing.assert_allclose(multinomial.kl_divergence(p, q, n), kl, rtol=1e-12)
+    np.testing.assert_allclose(
+        multinomial.log_density(p, counts[4], n), law.logpmf(counts[4]), rtol=1e-12
+    )
+    direction = rng.normal(size=3)
+    direction -= direction.mean()  # along the simplex
+    info = multinomial.fisher_information(p, n)
+    step = 1e-4
+    np.testing.assert_allclose(
+        multinomial.kl_divergence(p, p + step * direction, n),
+        0.5 * step**2 * direction @ info @ direction,
+        rtol=1e-3,
+    )
+
+
+@pytest.fixture(scope="module")
+def counts_regression():
+    """``y_i ~ Multinomial(n_i, softmax(x_i W))`` (a multinomial logistic regression)."""
+    rng = np.random.default_rng(3)
+    x, n = rng.normal(size=(N, D)), rng.integers(5, 10, N)
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        W = pm.Normal("W", 0, 1, shape=(D, 3))
+        y = np.array([rng.multinomial(trials, [0.3, 0.3, 0.4]) for trials in n])
+        pm.Multinomial("y", n=n, p=pm.math.softmax(X @ W, axis=-1), observed=y)
+    idata = known_posterior(model)
+    return model, idata, x, n, idata["posterior"]["W"].values.reshape(-1, D, 3)
+
+
+def _softmax_slopes(x, W):
+    """p (S, N, K) and ∂p_k/∂x_d (S, N, D, K) of p = softmax(x W)."""
+    from scipy.special import softmax
+
+    p = softmax(np.einsum("nd,sdk->snk", x, W), axis=-1)
+    centred = W[:, None] - np.einsum("snk,sdk->snd", p, W)[..., None]  # (S, N, D, K)
+    return p, p[:, :, None, :] * centred
+
+
+def test_multinomial_rsens_in_both_modes(counts_regression):
+    """Per draw ``n Σ_k (∂p_k)²/p_k``; moment mode the same for the mean p and mean ∂p."""
+    model, idata, x, n, W = counts_regression
+    p, slopes = _softmax_slopes(x, W)
+    per_draw = np.sqrt(n[None, :, None] * (slopes**2 / p[:, :, None, :]).sum(-1))
+    draw = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]
+    np.testing.assert_allclose(draw["rsens"].values.reshape(per_draw.shape), per_draw, rtol=1e-10)
+    mean_p, mean_slopes = p.mean(0), slopes.mean(0)
+    matched = np.sqrt(n[:, None] * (mean_slopes**2 / mean_p[:, None, :]).sum(-1))
+    moment = pm_sens.sensitivity(idata, model, **QUIET)["sensitivity"]
+    np.testing.assert_allclose(moment["rsens"].values, matched, rtol=1e-10)
+
+
+def test_multinomial_likelihood_pdp_and_the_entropy_refusal(counts_regression):
+    model, idata, x, n, W = counts_regression
+    out = pm_sens.partial_dependence(
+        idata, model, kind="log_likelihood", grid_resolution=2, **QUIET
+    )["partial_dependence"]
+    y = idata["observed_data"]["y"].values
+    for g, value in enumerate(out["grid_value"].values[0]):
+        moved = x.copy()
+        moved[:, 0] = value
+        p, _ = _softmax_slopes(moved, W)
+        pmf = np.array(
+            [[stats.multinomial(n[i], p[s, i]).pmf(y[i]) for i in range(N)] for s in range(len(W))]
+        )
+        np.testing.assert_allclose(
+            out["log_likelihood_ice"].values[0, g], np.log(pmf.mean(0)), rtol=1e-10
+        )
+    with pytest.raises(ValueError, match="entropy is a sum over every outcome"):
+        pm_sens.permutation_importance(idata, model, **QUIET)

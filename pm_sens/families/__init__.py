@@ -15,6 +15,7 @@ from pm_sens.families import (
     gamma,
     laplace,
     lognormal,
+    multinomial,
     mvnormal,
     negative_binomial,
     normal,
@@ -40,7 +41,11 @@ MOMENT_FAMILIES: dict[str, Family] = {
         poisson,
         negative_binomial,
     )
-} | {"studentt": studentt.FAMILY_MATCHED, "mvnormal": mvnormal.FAMILY_MATCHED}
+} | {
+    "studentt": studentt.FAMILY_MATCHED,
+    "mvnormal": mvnormal.FAMILY_MATCHED,
+    "multinomial": multinomial.FAMILY,
+}
 
 #: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
 DEFAULT_MOMENT_FAMILY = {
@@ -52,6 +57,7 @@ DEFAULT_MOMENT_FAMILY = {
     "binomial": "binomial",
     "categorical": "categorical",
     "multivariate": "mvnormal",
+    "multinomial": "multinomial",
 }
 
 STUDENTT = studentt.FAMILY

@@ -14,6 +14,7 @@ SUPPORTS = (
     "binomial",
     "categorical",
     "multivariate",
+    "multinomial",
 )
 
 

@@ -276,7 +276,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
     }
     params = graph_replace(params, {**symbols, **placeholders}, strict=False)
     n_classes = None
-    if predictive.likelihood.support in ("categorical", "multivariate"):
+    if predictive.likelihood.support in ("categorical", "multivariate", "multinomial"):
         n_classes = _class_count(
             params,
             [symbols[v] for v in data_variables] + list(placeholders.values()),

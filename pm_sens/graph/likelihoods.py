@@ -321,7 +321,7 @@ def statistic_names(likelihood, parameter_names):
 
 def check_statistic(likelihood, parameter_names, name):
     """Raise unless ``name`` is a statistic of this likelihood; return it."""
-    if likelihood.support == "multivariate":
+    if likelihood.support in ("multivariate", "multinomial"):
         raise ValueError(
             f"the {likelihood.name} likelihood's outcome is a vector per point, so its "
             f"statistic={name!r} is too; integrated_gradients and partial_dependence(kind="

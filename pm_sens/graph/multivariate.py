@@ -7,6 +7,7 @@ categorical likelihood's class probabilities.
 """
 
 import pytensor.tensor as pt
+from pytensor.tensor.random.basic import MultinomialRV, MvNormalRV
 
 from pm_sens import families
 from pm_sens.graph.likelihoods import Likelihood
@@ -47,3 +48,32 @@ MVNORMAL = Likelihood(
     lambda phi: [phi],
     _mvnormal_moments,
 )
+
+
+def multinomial_components(n, p):
+    """A multinomial's probabilities per point (points, K) and its trials as (points, 1)."""
+    p = p + pt.zeros_like(pt.cast(n, "float64"))[..., None]
+    return [p, pt.cast(n, "float64")[..., None] + pt.zeros_like(p[..., :1])]
+
+
+#: a multinomial: the K probabilities per point, the trials held (`multinomial_components`)
+MULTINOMIAL = Likelihood(
+    "multinomial",
+    "multinomial",
+    ("p", "n"),
+    families.multinomial.FAMILY,
+    lambda p, n: [p],
+    lambda p, n: (p, None),
+    fixed=lambda p, n: {"n": n[..., 0]},
+)
+
+
+def vector_outcome(op, rv):
+    """``(likelihood, components)`` of an observed vector per point, or None."""
+    if rv.type.ndim != 2:
+        return None
+    if isinstance(op, MvNormalRV):
+        return MVNORMAL, lambda params: [mvnormal_components(*params)]
+    if isinstance(op, MultinomialRV):
+        return MULTINOMIAL, lambda params: multinomial_components(*params)
+    return None

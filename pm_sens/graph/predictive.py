@@ -3,7 +3,6 @@
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
-from pytensor.tensor.random.basic import MvNormalRV
 
 from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.design import design_from_raw_inputs
@@ -25,7 +24,7 @@ from pm_sens.graph.model_queries import (
     observed_variable,
     per_point_arithmetic_integers,
 )
-from pm_sens.graph.multivariate import MVNORMAL, mvnormal_components
+from pm_sens.graph.multivariate import vector_outcome
 from pm_sens.graph.per_row import (
     column_labels,
     per_row_constants,
@@ -51,20 +50,26 @@ def _generic_likelihood(rv, model):
     return likelihood, generic.per_point_parameters()
 
 
-def _likelihood_and_parameters(rv, model, multivariate):
-    """How pm_sens reads the observed ``rv``, and its parameters (floats)."""
+def _likelihood_and_parameters(rv, model, vector):
+    """How pm_sens reads the observed ``rv``, and its parameters (floats).
+
+    ``vector``: `vector_outcome`'s ``(likelihood, components)`` for a vector
+    outcome per point, else None.
+    """
     op = rv.owner.op
-    likelihood = MVNORMAL if multivariate else likelihood_for_op(op)
-    if multivariate:  # one vector outcome per point
-        params = [mvnormal_components(*op.dist_params(rv.owner))]
-    elif likelihood is not None:
-        params = op.dist_params(rv.owner)
+    if vector is not None:
+        likelihood, components = vector
+        params = components(op.dist_params(rv.owner))
     else:
-        likelihood, params = (
-            zero_modified_likelihood(rv)
-            or censored_normal_likelihood(rv)
-            or _generic_likelihood(rv, model)
-        )
+        likelihood = likelihood_for_op(op)
+        if likelihood is not None:
+            params = op.dist_params(rv.owner)
+        else:
+            likelihood, params = (
+                zero_modified_likelihood(rv)
+                or censored_normal_likelihood(rv)
+                or _generic_likelihood(rv, model)
+            )
     return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
 
 
@@ -273,8 +278,8 @@ class Predictive:
             )
         rv = observed_variable(model, var_name)
         op = rv.owner.op
-        multivariate = isinstance(op, MvNormalRV) and rv.type.ndim == 2
-        if getattr(op, "ndim_supp", 0) > 0 and not multivariate:
+        vector = vector_outcome(op, rv)
+        if getattr(op, "ndim_supp", 0) > 0 and vector is None:
             raise ValueError(
                 f"the observed variable {rv.name!r} is multivariate ({op.name}): its values at "
                 "different points are coupled, so per-point sensitivities need a predictive per "
@@ -289,12 +294,12 @@ class Predictive:
                 "observation, its inputs as pm.Data vectors or matrices with one row per "
                 "observation"
             )
-        likelihood, params = _likelihood_and_parameters(rv, model, multivariate)
+        likelihood, params = _likelihood_and_parameters(rv, model, vector)
         # the observed data's length: the variable's own is unknown with dims
         observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         n_rows = np.shape(observed)[0] if rv.ndim else 0
         cell_inputs, cell_held = {}, {}
-        if rv.type.ndim == 2 and not multivariate:  # a wide table: its cells are the points
+        if rv.type.ndim == 2 and vector is None:  # a wide table: its cells are the points
             params, cell_inputs, cell_held = cells_of_wide_table(model, params, rv)
             observed = np.ravel(observed)
             n_rows = len(observed)
@@ -329,7 +334,7 @@ class Predictive:
             defaults={**row_constants, **numpy_inputs, **raw, **cell_inputs},
         )
         self.observation_count = n_rows if cell_inputs else None
-        self.outcome_shape = np.shape(observed)[1:] if multivariate else ()
+        self.outcome_shape = np.shape(observed)[1:] if vector is not None else ()
         self.cell_inputs = list(cell_inputs)
         self.raw_inputs = list(raw)
         self.design_replaced = replaced

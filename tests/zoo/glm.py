@@ -287,3 +287,21 @@ def multi_output_regression(rng):
         )
         pm.MvNormal("y", mu=X @ B, chol=chol, observed=rng.normal(size=(20, 2)))
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "a multinomial logistic regression: Multinomial(n, softmax(X @ W)) over 3 categories",
+    errors={
+        "permutation_importance": "entropy is a sum over every outcome",
+        "partial_dependence": "outcome is a vector per point",
+        "integrated_gradients": "outcome is a vector per point",
+    },
+)
+def multinomial_regression(rng):
+    x, n = rng.normal(size=(20, 2)), rng.integers(3, 9, 20)
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        W = pm.Normal("W", 0, 1, shape=(2, 3))
+        y = np.array([rng.multinomial(trials, [0.2, 0.3, 0.5]) for trials in n])
+        pm.Multinomial("y", n=n, p=pm.math.softmax(X @ W, axis=-1), observed=y)
+    return model, known_posterior(model)
