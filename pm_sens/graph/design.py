@@ -14,12 +14,10 @@ the chain rule, and new points are raw values.
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors
 
 from pm_sens.graph.functions import evaluate
 from pm_sens.graph.model_queries import (
-    data_containers,
-    data_value,
+    data_arrays,
     replace_rebuilding,
     symbolic_tensor,
 )
@@ -112,11 +110,7 @@ def _symbolic_columns(design, symbols):
 
 def _holding(model, params, at_data):
     """The arrays of the graph that hold ``at_data``: constants with its values, or a container."""
-    roots = [v for v in ancestors(params, blockers=model.free_RVs) if v.owner is None]
-    candidates = [
-        (c, c.data) for c in roots if isinstance(c, Constant) and getattr(c.type, "ndim", 0)
-    ]
-    candidates += [(c, data_value(c)) for c in data_containers(model, params, given_draws=True)]
+    candidates = list(data_arrays(model, params).items())
     same = [var for var, value in candidates if _same(value, at_data)]
     containers = [v for v in same if not isinstance(v, Constant)]
     if containers:

@@ -52,6 +52,19 @@ def data_containers(model, outputs, given_draws=False):
     ]
 
 
+def data_arrays(model, outputs):
+    """``{array: value}`` of the arrays ``outputs`` are computed from.
+
+    The NumPy constants with an axis and the ``pm.Data`` containers, given the
+    free random variables.
+    """
+    roots = [v for v in ancestors(outputs, blockers=model.free_RVs) if v.owner is None]
+    arrays = {c: np.asarray(c.data) for c in roots if isinstance(c, Constant) and np.ndim(c.data)}
+    for container in data_containers(model, outputs, given_draws=True):
+        arrays[container] = np.asarray(data_value(container))
+    return arrays
+
+
 def count_containers(model, var_name):
     """Integer containers that are count parameters of the likelihood ``var_name``.
 

@@ -15,10 +15,9 @@ the work of the long model, for T columns).
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors
 
 from pm_sens.graph.model_queries import (
-    data_containers,
+    data_arrays,
     data_value,
     replace_rebuilding,
     symbolic_tensor,
@@ -83,14 +82,5 @@ def cells_of_wide_table(model, params, rv):
 
 def _per_row_arrays(model, params, n_rows):
     """``{array: value}`` of the containers and NumPy arrays with one row per table row."""
-    roots = [v for v in ancestors(params, blockers=model.free_RVs) if v.owner is None]
-    arrays = {
-        c: np.asarray(c.data)
-        for c in roots
-        if isinstance(c, Constant) and np.ndim(c.data) and len(c.data) == n_rows
-    }
-    for container in data_containers(model, params, given_draws=True):
-        value = np.asarray(data_value(container))
-        if np.ndim(value) and len(value) == n_rows:
-            arrays[container] = value
-    return arrays
+    arrays = data_arrays(model, params).items()
+    return {array: value for array, value in arrays if np.ndim(value) and len(value) == n_rows}
