@@ -85,6 +85,7 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
     sizes = {"feature": len(ctx.points.features), "feature_bis": len(ctx.points.features)}
     # the levels each categorical input is compared at (`pm_sens._levels.level_measures`)
     sizes.update({f"{lv.label}_level": np.count_nonzero(lv.weights) for lv in ctx.levels})
+    sizes["outcome"] = len(ctx.predictive.outcome_labels)
     point_ranges = _ranges(_point_chunks(ctx.points))
     sample_blocks = _sample_blocks(ctx, outputs, sizes, point_ranges) if split_draws else [None]
     # NumPy values enter the graph once, as one-chunk dask arrays, not once per block

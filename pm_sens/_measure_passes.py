@@ -1,15 +1,13 @@
 """The passes over draws behind `sensitivity`'s measures, one function per measure.
 
 Each takes the call's context and returns ``{name: local array}``; the math
-per chunk is `pm_sens.measures`'. Also the family the predictive is matched
-to in each mode, and the checks on it.
+per chunk is `pm_sens.measures`'. Also the checks on the moment-matched family.
 """
 
 from functools import partial
 
 import numpy as np
 
-from pm_sens import families
 from pm_sens._levels import level_values
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._results import per_draw_shape
@@ -21,8 +19,7 @@ from pm_sens._runner import (
     draw_pass,
     moment_pass,
 )
-from pm_sens._validate import as_name_list, check_choice, warn
-from pm_sens.graph.likelihoods import default_moment_family
+from pm_sens._validate import warn
 from pm_sens.measures.integrated_gradients import integrated_gradients_at_rows, path_points
 from pm_sens.measures.kl import kl_sensitivity, shift_offsets
 from pm_sens.measures.levels import level_divergence, level_sensitivity
@@ -30,50 +27,10 @@ from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expe
 from pm_sens.measures.rsens import rsens2_local, rsens_local
 from pm_sens.measures.var import conditional_points, var_sensitivity
 
-METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
-
-
-def matched_family(predictive, mode, family):
-    likelihood = predictive.likelihood
-    if mode == "draw":
-        if family is not None:
-            raise ValueError(
-                f"family={family!r} is not valid with mode='draw': the per-draw family is "
-                f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
-            )
-        return likelihood.draw_family
-    if family is None:
-        return default_moment_family(likelihood)
-    matched = families.get_moment_family(family)
-    fits = {
-        n: f.support == likelihood.support
-        and (f.second_moment != "scale2" or likelihood.heavy_tails is not None)
-        for n, f in families.MOMENT_FAMILIES.items()
-    }
-    if not fits[family]:
-        raise ValueError(
-            f"family={family!r} does not fit the {likelihood.name} likelihood, whose values "
-            f"are {likelihood.support}; valid: {sorted(n for n, ok in fits.items() if ok)}"
-        )
-    return matched
-
 
 def second_moment_of(family, mode):
     """What the moment-mode graph computes besides the mean (`Family.second_moment`)."""
     return family.second_moment if mode == "moment" else None
-
-
-def check_methods(method, interactions):
-    methods = as_name_list("method", method)
-    for m in methods:
-        check_choice("method", m, METHODS)
-    second = [m for m in methods if m in ("eah", "aeh")]
-    if second and not interactions:
-        raise ValueError(f"method={second} needs interactions=True (they are second-order)")
-    if interactions:
-        implied = {"rsens": "rsens2", "ead": "eah", "aed": "aeh"}
-        methods += [implied[m] for m in methods if m in implied]
-    return list(dict.fromkeys(methods))
 
 
 def check_matched(phi, family):
@@ -282,21 +239,47 @@ def ig_measures(ctx, baseline, *, statistic, n_steps):
     """Integrated Gradients per draw and point, with the statistic at the points and baselines.
 
     One evaluation of the statistic and its gradient at every path point, point
-    and baseline (`integrated_gradients_at_rows`).
+    and baseline (`integrated_gradients_at_rows`). A vector outcome's statistic
+    has one value per outcome: an outcome axis after the point axis.
     """
     x = feature_matrix(ctx.points.values, ctx.inputs)
     n, d = x.shape
     rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
     values = values_at(ctx.points, ctx.inputs, rows)
     compiled = compiled_for(ctx, "draw", 1, statistic=statistic, rows=len(rows))
-    per_chunk = partial(_ig_of_chunk, x=x, baseline=baseline, n_steps=n_steps)
-    shapes = {"ig": (n, d), "value": (n,), "baseline_value": (n,)}
+    outcomes = ctx.predictive.outcome_shape
+    per_chunk = partial(
+        _ig_of_chunk,
+        x=x,
+        baseline=baseline,
+        n_steps=n_steps,
+        varying=compiled.varying,
+        vector=bool(outcomes),
+    )
+    shapes = {"ig": (n, *outcomes, d), "value": (n, *outcomes), "baseline_value": (n, *outcomes)}
     return collect_draws(ctx, compiled, values, "Integrated Gradients", per_chunk, shapes)
 
 
-def _ig_of_chunk(chunk, size, *, x, baseline, n_steps):
-    values = np.broadcast_to(chunk.phi[..., 0], (size, chunk.phi.shape[-2]))
-    return integrated_gradients_at_rows(values, chunk.jac[0], x, baseline, n_steps)
+def _ig_of_chunk(chunk, size, *, x, baseline, n_steps, varying, vector):
+    """IG of each of the statistic's components (one per outcome); zero where one is constant."""
+    rows = chunk.phi.shape[-2]
+    gradients, constant = (
+        dict(zip(varying, chunk.jac, strict=True)),
+        np.zeros((size, rows, x.shape[1])),
+    )
+    parts = [
+        integrated_gradients_at_rows(
+            np.broadcast_to(chunk.phi[..., k], (size, rows)),
+            gradients.get(k, constant),
+            x,
+            baseline,
+            n_steps,
+        )
+        for k in range(chunk.phi.shape[-1])
+    ]
+    if not vector:
+        return parts[0]
+    return {name: np.stack([part[name] for part in parts], 2) for name in parts[0]}
 
 
 def mean_measures(gradient, methods, point_axis):

@@ -226,6 +226,17 @@ def point_coordinates(ctx):
     return coords
 
 
+def outcome_coordinates(ctx):
+    """``{"outcome": labels}`` for a vector outcome per point, else empty."""
+    labels = ctx.predictive.outcome_labels
+    return {"outcome": labels} if labels else {}
+
+
+def outcome_dims(ctx):
+    """``["outcome"]`` for a vector outcome per point, else empty."""
+    return list(outcome_coordinates(ctx))
+
+
 def result_attrs(ctx):
     """Attributes every result group carries: what was explained, with which inputs and draws.
 

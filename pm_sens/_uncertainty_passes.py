@@ -127,9 +127,17 @@ def entropy_accumulator(ctx, compiled, values, n_rows):
 
 
 def mean_rows(ctx, values, n_rows, add):
-    """Call ``add(draws, mean)`` with each chunk's per-draw predictive mean (size, R)."""
+    """Call ``add(draws, mean)`` with each chunk's per-draw predictive mean (size, R[, K]).
+
+    A vector outcome's mean has a trailing axis of its K outcomes.
+    """
     compiled = compiled_for(ctx, "draw", 0, statistic="mean", rows=n_rows)
-    draw_pass(ctx, compiled, values, "mean", lambda draws, chunk: add(draws, chunk.phi[..., 0]))
+    vector = bool(ctx.predictive.outcome_shape)
+
+    def consume(draws, chunk):
+        add(draws, chunk.phi if vector else chunk.phi[..., 0])
+
+    draw_pass(ctx, compiled, values, "mean", consume)
 
 
 def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None):

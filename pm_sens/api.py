@@ -6,11 +6,9 @@ from pm_sens._blocks import run_local
 from pm_sens._level_pairs import level_pair_measures, pair_outputs
 from pm_sens._levels import levels_for_alpha
 from pm_sens._measure_passes import (
-    check_methods,
     feature_steps,
     kl_measures,
     level_measures,
-    matched_family,
     mean_gradient,
     mean_measures,
     rsens_measures,
@@ -32,6 +30,7 @@ from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     make_context,
 )
+from pm_sens._sensitivity_request import check_methods, check_methods_fit, matched_family
 from pm_sens._validate import (
     check_bool,
     check_choice,
@@ -225,6 +224,7 @@ def sensitivity(
         levels=True,
         categorical=categorical,
     )
+    check_methods_fit(methods, ctx.predictive.likelihood)
     matched = matched_family(ctx.predictive, mode, family)
     chosen = inputs is not None or categorical is not None
     ctx = levels_for_alpha(ctx, alpha, chosen, matched)

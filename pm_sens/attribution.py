@@ -8,7 +8,13 @@ import xarray as xr
 from pm_sens._blocks import run_local
 from pm_sens._measure_passes import ig_measures
 from pm_sens._points import feature_matrix
-from pm_sens._results import attach, point_coordinates, result_attrs
+from pm_sens._results import (
+    attach,
+    outcome_coordinates,
+    outcome_dims,
+    point_coordinates,
+    result_attrs,
+)
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     make_context,
@@ -107,7 +113,9 @@ def integrated_gradients(
     statistic : str
         The attributed statistic F of each draw's predictive: ``"mean"`` (E[y]),
         ``"variance"``, a likelihood parameter by PyMC name (e.g. ``"sigma"``,
-        ``"p"``), or ``"p[k]"`` for class k of a categorical likelihood.
+        ``"p"``), or ``"p[k]"`` for class k of a categorical likelihood. A
+        vector outcome per point (MvNormal, Multinomial) takes ``"mean"``: each
+        outcome's mean, attributed separately (an ``outcome`` dim).
     n_steps : int
         Gauss–Legendre nodes along the path.
     predictive : pm_sens.Predictive, optional
@@ -131,7 +139,8 @@ def integrated_gradients(
         same dims as the gap); coordinate ``input_value`` ``(point_dim,
         "feature")`` holds the inputs at the points; dask arrays when the
         points or the posterior are dask-backed. Attrs record the statistic,
-        n_steps and the containers treated as inputs.
+        n_steps and the containers treated as inputs. A vector outcome adds
+        an ``outcome`` dim after ``point_dim`` to every variable.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
     ctx = make_context(
@@ -150,14 +159,15 @@ def integrated_gradients(
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
     x = feature_matrix(ctx.points.values, ctx.inputs)
     baseline = _baseline_matrix(baseline, ctx, x)
+    outcome = outcome_dims(ctx)  # a vector outcome: each outcome's statistic
     outputs = {
-        "ig": ("chain", "draw", "point", "feature"),
-        "value": ("chain", "draw", "point"),
-        "baseline_value": ("chain", "draw", "point"),
+        "ig": ("chain", "draw", "point", *outcome, "feature"),
+        "value": ("chain", "draw", "point", *outcome),
+        "baseline_value": ("chain", "draw", "point", *outcome),
     }
     measure = partial(ig_measures, statistic=statistic, n_steps=n_steps)
     out = run_local(ctx, measure, outputs, True, per_point={"baseline": baseline})
-    point_dims = ["chain", "draw", ctx.points.point_dim]
+    point_dims = ["chain", "draw", ctx.points.point_dim, *outcome]
     dataset = xr.Dataset(
         {
             "ig": ([*point_dims, "feature"], out["ig"]),
@@ -172,6 +182,7 @@ def integrated_gradients(
             "chain": ctx.draws.chain,
             "draw": ctx.draws.draw,
             **point_coordinates(ctx),
+            **outcome_coordinates(ctx),
             "feature": ctx.points.features,
             # the inputs at the points, for plotting attributions against them
             "input_value": ((ctx.points.point_dim, "feature"), np.asarray(x)),

@@ -4,7 +4,13 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
-from pm_sens._results import attach, per_draw_shape, result_attrs
+from pm_sens._results import (
+    attach,
+    outcome_coordinates,
+    outcome_dims,
+    per_draw_shape,
+    result_attrs,
+)
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
 )
@@ -25,7 +31,6 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_percentiles,
 )
-from pm_sens.graph.likelihoods import check_statistic
 from pm_sens.graph.model_queries import is_float
 from pm_sens.measures.entropy import (
     COMPONENTS,
@@ -158,8 +163,6 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
-    if "mean" in kinds:
-        check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), "mean")
     check_entropy(ctx, kinds)
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
     labels = ctx.points.features
@@ -184,7 +187,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     if ice:
         coords[ctx.points.point_dim] = ctx.points.point_coords
     if "mean" in kinds:
-        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
+        coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw, **outcome_coordinates(ctx))
     dataset = xr.Dataset(
         data,
         coords=coords,
@@ -228,7 +231,8 @@ def _curves(ctx, kinds, values, n_rows, y):
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
     # a closed-form likelihood's mean comes from the entropy's evaluation too
     shared = uncertainty and ctx.predictive.likelihood.generic is None
-    curves = MeanCurves(ctx.draws.count, n_rows, n) if "mean" in kinds else None
+    outcomes = ctx.predictive.outcome_shape
+    curves = MeanCurves(ctx.draws.count, n_rows, n, outcomes) if "mean" in kinds else None
     if curves is not None and not shared:
         mean_rows(ctx, values, n_rows, curves.add)
     out = {}
@@ -249,11 +253,20 @@ def _curve_variables(ctx, kinds, curves, shape, grids, ice):
     point_dim = ctx.points.point_dim
     data = {}
     if "mean" in kinds:
-        pdp = curves["mean_pdp_rows"].reshape(-1, n_features, width)
-        data["mean_pdp"] = (("chain", "draw", "feature", "grid"), per_draw_shape(ctx, pdp) * mask)
+        outcome, shape = outcome_dims(ctx), ctx.predictive.outcome_shape  # each outcome's mean
+        on_grid = mask.reshape(mask.shape + (1,) * len(outcome))
+        pdp = curves["mean_pdp_rows"].reshape(-1, n_features, width, *shape)
+        data["mean_pdp"] = (
+            ("chain", "draw", "feature", "grid", *outcome),
+            per_draw_shape(ctx, pdp) * on_grid,
+        )
         if ice:
-            ice_mean = curves["mean_ice_rows"].reshape(n_features, width, n) / ctx.draws.count
-            data["mean_ice"] = (("feature", "grid", point_dim), ice_mean * mask[..., None])
+            ice_mean = curves["mean_ice_rows"].reshape(n_features, width, n, *shape)
+            ice_mean = ice_mean / ctx.draws.count
+            data["mean_ice"] = (
+                ("feature", "grid", point_dim, *outcome),
+                ice_mean * on_grid[:, :, None],
+            )
     if "entropy" in kinds:
         values = curves["entropy"].reshape(n_features, width, n, 3) * mask[..., None, None]
         data["entropy_pdp"] = (("feature", "grid", "component"), values.mean(2))

@@ -143,12 +143,13 @@ def test_log_likelihood_pdp_is_scipys_mixture_density(regression):
         )
 
 
-def test_functions_of_a_scalar_mean_refuse_in_our_words(regression):
+def test_methods_of_a_scalar_mean_refuse_in_our_words(regression):
     model, idata, *_ = regression
-    with pytest.raises(ValueError, match="outcome is a vector per point"):
-        pm_sens.integrated_gradients(idata, model, **QUIET)
-    with pytest.raises(ValueError, match="outcome is a vector per point"):
-        pm_sens.partial_dependence(idata, model, **QUIET)
+    for method in ("ead", "var"):
+        with pytest.raises(ValueError, match="outcome is a vector per point"):
+            pm_sens.sensitivity(idata, model, method=method, **QUIET)
+    with pytest.raises(ValueError, match="statistic='variance' is not valid.*valid: \\['mean'\\]"):
+        pm_sens.integrated_gradients(idata, model, statistic="variance", **QUIET)
     pfi = pm_sens.permutation_importance(idata, model, n_repeats=2, random_seed=1, **QUIET)
     assert np.isfinite(pfi["permutation_importance"]["likelihood_pfi"].values).all()
 

@@ -114,7 +114,9 @@ def _draw_components(predictive, params, n_classes, statistic):
     """Per-draw components: the family's parameters, or one named statistic."""
     likelihood = predictive.likelihood
     if statistic is not None:
-        return [statistic_expression(likelihood, list(predictive.parameters), params, statistic)]
+        value = statistic_expression(likelihood, list(predictive.parameters), params, statistic)
+        # a vector outcome's statistic: one component per outcome
+        return _split_components(value, (predictive.outcome_shape or [None])[0])
     return [
         c for p in likelihood.draw_parameters(*params) for c in _split_components(p, n_classes)
     ]
@@ -327,7 +329,7 @@ def _components(predictive, graph, mode, second_moment, statistic):
         components = [
             c.mean(0) for c in _draw_components(predictive, graph.params, None, statistic)
         ]
-        varying = [0]
+        varying = list(range(len(components)))
     elif mode == "moment":
         components, varying = _moment_components(
             predictive.likelihood, graph.params, second_moment, graph.n_classes

@@ -307,6 +307,9 @@ LIKELIHOODS: dict[type, Likelihood] = {
 
 LIKELIHOODS_BY_NAME = {lik.name: lik for lik in LIKELIHOODS.values()}
 
+#: supports whose outcome is a vector per point (`pm_sens.graph.multivariate`)
+VECTOR_SUPPORTS = ("multivariate", "multinomial")
+
 _CLASS_PROBABILITY = re.compile(r"p\[(\d+)\]")
 
 
@@ -321,13 +324,13 @@ def statistic_names(likelihood, parameter_names):
 
 def check_statistic(likelihood, parameter_names, name):
     """Raise unless ``name`` is a statistic of this likelihood; return it."""
-    if likelihood.support in ("multivariate", "multinomial"):
+    if likelihood.support in VECTOR_SUPPORTS:
+        if name == "mean":
+            return name  # a vector per point: one statistic per outcome (an "outcome" dim)
         raise ValueError(
-            f"the {likelihood.name} likelihood's outcome is a vector per point, so its "
-            f"statistic={name!r} is too; integrated_gradients and partial_dependence(kind="
-            "'mean') of each outcome (an 'outcome' dim) are not available yet. sensitivity, "
-            "permutation_importance and partial_dependence(kind=('entropy', "
-            "'log_likelihood')) take the whole outcome"
+            f"statistic={name!r} is not valid for the {likelihood.name} likelihood, whose "
+            "outcome is a vector per point; valid: ['mean'] (each outcome's mean, an "
+            "'outcome' dim)"
         )
     valid = statistic_names(likelihood, parameter_names)
     match = _CLASS_PROBABILITY.fullmatch(name) if isinstance(name, str) else None

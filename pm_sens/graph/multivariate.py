@@ -39,6 +39,11 @@ def _mvnormal_moments(phi):
     return pt.concatenate([phi, pt.stack(products, axis=-1)], axis=-1), None
 
 
+def _mvnormal_mean(phi):
+    """The K means (points, K) of the stacked parameters."""
+    return phi[..., : families.mvnormal.outcome_count(phi.type.shape[-1])]
+
+
 #: a multivariate Normal, its parameters stacked per point by `mvnormal_components`
 MVNORMAL = Likelihood(
     "mvnormal",
@@ -47,6 +52,7 @@ MVNORMAL = Likelihood(
     families.mvnormal.FAMILY,
     lambda phi: [phi],
     _mvnormal_moments,
+    mean=_mvnormal_mean,
 )
 
 
@@ -65,6 +71,7 @@ MULTINOMIAL = Likelihood(
     lambda p, n: [p],
     lambda p, n: (p, None),
     fixed=lambda p, n: {"n": n[..., 0]},
+    mean=lambda p, n: n * p,
 )
 
 
@@ -77,3 +84,12 @@ def vector_outcome(op, rv):
     if isinstance(op, MultinomialRV):
         return MULTINOMIAL, lambda params: multinomial_components(*params)
     return None
+
+
+def outcome_labels(model, rv, outcome_shape):
+    """A vector outcome's labels: the coords of the observed variable's last dim, or 0..K−1."""
+    if not outcome_shape:
+        return []
+    dims = model.named_vars_to_dims.get(rv.name) or ()
+    coords = model.coords.get(dims[-1]) if len(dims) == 2 else None
+    return list(coords) if coords is not None else list(range(outcome_shape[0]))

@@ -24,7 +24,7 @@ from pm_sens.graph.model_queries import (
     observed_variable,
     per_point_arithmetic_integers,
 )
-from pm_sens.graph.multivariate import vector_outcome
+from pm_sens.graph.multivariate import outcome_labels, vector_outcome
 from pm_sens.graph.per_row import (
     column_labels,
     per_row_constants,
@@ -220,8 +220,10 @@ class Predictive:
         #: count, and the per-cell symbols taken as inputs
         self.observation_count = None
         self.cell_inputs = []
-        #: the shape of one point's outcome: () for a scalar, (K,) for a vector
+        #: the shape of one point's outcome: () for a scalar, (K,) for a vector,
+        #: and a vector's K labels (the coords of the observed variable's last dim)
         self.outcome_shape = ()
+        self.outcome_labels = []
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see _distributed)
@@ -335,6 +337,7 @@ class Predictive:
         )
         self.observation_count = n_rows if cell_inputs else None
         self.outcome_shape = np.shape(observed)[1:] if vector is not None else ()
+        self.outcome_labels = outcome_labels(model, rv, self.outcome_shape)
         self.cell_inputs = list(cell_inputs)
         self.raw_inputs = list(raw)
         self.design_replaced = replaced

@@ -54,23 +54,25 @@ class MeanCurves:
     """PDP and ICE of the predictive mean, added chunk by chunk of draws.
 
     The R rows are the N points at each of R/N grid values (feature-major).
+    A vector outcome's mean has a trailing axis of its K outcomes (``outcome_shape``).
 
     Attributes
     ----------
-    pdp : ndarray, shape (S, R/N)
+    pdp : ndarray, shape (S, R/N[, K])
         Each draw's mean over the points, per grid value.
-    ice : ndarray, shape (R,)
+    ice : ndarray, shape (R[, K])
         The mean summed over the draws added so far, per row.
     """
 
-    def __init__(self, n_draws, n_rows, n_points):
-        self.pdp = np.empty((n_draws, n_rows // n_points))
-        self.ice = np.zeros(n_rows)
+    def __init__(self, n_draws, n_rows, n_points, outcome_shape=()):
+        self.pdp = np.empty((n_draws, n_rows // n_points, *outcome_shape))
+        self.ice = np.zeros((n_rows, *outcome_shape))
         self.n_points = n_points
 
     def add(self, draws, mean):
-        """Add the per-draw mean (size, R) of the draws ``draws`` (a slice)."""
-        size = draws.stop - draws.start
-        mean = np.broadcast_to(mean, (size, len(self.ice))).reshape(size, -1, self.n_points)
-        self.pdp[draws] = mean.mean(-1)
-        self.ice += mean.sum(0).reshape(-1)
+        """Add the per-draw mean (size, R[, K]) of the draws ``draws`` (a slice)."""
+        size, outcomes = draws.stop - draws.start, self.ice.shape[1:]
+        mean = np.broadcast_to(mean, (size, *self.ice.shape))
+        mean = mean.reshape(size, -1, self.n_points, *outcomes)
+        self.pdp[draws] = mean.mean(2)
+        self.ice += mean.sum(0).reshape(self.ice.shape)

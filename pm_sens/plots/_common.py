@@ -26,7 +26,7 @@ MEASURES = {
     "rsens2": ("R-sens2", "per unit of each input"),
     "eah": ("EAH", "per unit of each input"),
     "aeh": ("AEH", "per unit of each input"),
-    "ig": ("IG", "attribution, units of the explained quantity"),
+    "ig": ("IG", "units of the statistic"),
     "entropy_pfi": ("entropy PFI", "nats per point"),
     "likelihood_pfi": ("likelihood PFI", "nats per point"),
 }
@@ -172,8 +172,11 @@ def add_legend(pc, labels, title=None):
 
 
 def feature_title(da, target, sel, var_name=None, isel=None, **kwargs):
-    """The plot's feature as its title."""
-    return backend_from_object(target).title(str(sel["feature"]), target, **kwargs)
+    """The plot's feature as its title (and its outcome, for a vector outcome)."""
+    title = str(sel["feature"])
+    if "outcome" in sel:
+        title = f"{title} → {sel['outcome']}"
+    return backend_from_object(target).title(title, target, **kwargs)
 
 
 def tidy_ticks(pc, max_ticks=5):

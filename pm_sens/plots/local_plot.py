@@ -30,15 +30,16 @@ def _local_values(dataset, var_name):
             f"var_name={var_name!r} is not a local measure of the group; valid: {valid}"
         )
     local = dataset[var_name]
-    sample_dims = [d for d in SAMPLE_DIMS if d in local.dims]
-    if "feature_bis" in local.dims or local.ndim - len(sample_dims) != 2:
+    # a vector outcome's attributions have an outcome dim besides (point, feature)
+    other_dims = [d for d in SAMPLE_DIMS + ("outcome",) if d in local.dims]
+    if "feature_bis" in local.dims or local.ndim - len(other_dims) != 2:
         raise ValueError(f"var_name={var_name!r} has no (point, feature) local values")
     return local
 
 
 def _groups(dataset, local, color_by):
     """Masks over points, one per colour group: levels of a coordinate or a feature."""
-    point_dim = next(d for d in local.dims if d != "feature")
+    point_dim = next(d for d in local.dims if d not in ("feature", "outcome"))
     if color_by is None:
         return [("all", np.ones(local.sizes[point_dim], bool))]
     if color_by in dataset.coords and dataset[color_by].dims == (point_dim,):
@@ -81,7 +82,8 @@ def plot_local(
     """Plot local sensitivity against the values of each feature, point by point.
 
     One plot per feature: every point's local value of ``var_name`` against its
-    value of that feature — where in the input space a feature matters. In draw
+    value of that feature — where in the input space a feature matters (one
+    per feature and outcome for a vector outcome's attributions). In draw
     mode each point is its posterior mean with a line for its posterior
     interval.
 
@@ -120,14 +122,16 @@ def plot_local(
             feature=check_names_in("features", features, list(local["feature"].values))
         )
     sample_dims = [d for d in SAMPLE_DIMS if d in local.dims]
-    x = dataset["input_value"].sel(feature=local["feature"])
     estimate = local.mean(sample_dims)
+    x = dataset["input_value"].sel(feature=local["feature"]).broadcast_like(estimate)
     points = _stacked([x, estimate], ["x", "y"], var_name)
-    point_dim = next(d for d in estimate.dims if d != "feature")
+    point_dim = next(d for d in estimate.dims if d not in ("feature", "outcome"))
     groups = _groups(dataset, estimate, color_by)
-    figsize, cols = feature_grid_size(local.sizes["feature"])
+    # a vector outcome: one plot per feature and outcome
+    facets = ["feature", *(["outcome"] if "outcome" in local.dims else [])]
+    figsize, cols = feature_grid_size(int(np.prod([local.sizes[d] for d in facets])))
     pc = wrap_collection(
-        points.sel(plot_axis="y"), plot_collection, backend, ["feature"], pc_kwargs, figsize, cols
+        points.sel(plot_axis="y"), plot_collection, backend, facets, pc_kwargs, figsize, cols
     )
     kwargs = visual_kwargs(visuals, "interval")
     if sample_dims and kwargs is not False:

@@ -1,5 +1,6 @@
 """plot_partial_dependence: PDP with posterior band and ICE curves."""
 
+import numpy as np
 import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import line_xy, multiple_lines
@@ -60,6 +61,9 @@ def plot_partial_dependence(
 ):
     """Plot partial dependence curves, one plot per feature.
 
+    A vector outcome per point (MvNormal, Multinomial) has one plot of its
+    mean per feature and outcome.
+
     ``kind="mean"``: the PDP of the predictive mean (posterior mean) with its
     posterior band and, behind it, the ICE curves of every point.
     ``kind="entropy"``: the PDP of the total, aleatoric and epistemic entropy
@@ -100,20 +104,22 @@ def plot_partial_dependence(
     base = xr.Dataset({kind: pdp.mean([d for d in SAMPLE_DIMS if d in pdp.dims])})
     if "component" in base.dims:
         base = base.sel(component="total", drop=True)
-    figsize, cols = feature_grid_size(base.sizes["feature"])
-    pc = wrap_collection(base, plot_collection, backend, ["feature"], pc_kwargs, figsize, cols)
+    # a vector outcome's mean: one plot per feature and outcome
+    facets = ["feature", *(["outcome"] if "outcome" in base.dims else [])]
+    figsize, cols = feature_grid_size(int(np.prod([base.sizes[d] for d in facets])))
+    pc = wrap_collection(base, plot_collection, backend, facets, pc_kwargs, figsize, cols)
 
     kwargs = visual_kwargs(visuals, "ice")
     if ice and f"{kind}_ice" in dataset and kwargs is not False:
         curves = dataset[f"{kind}_ice"]
         if "component" in curves.dims:
             curves = curves.sel(component="total", drop=True)
-        point_dim = next(d for d in curves.dims if d not in ("feature", "grid"))
+        point_dim = next(d for d in curves.dims if d not in (*facets, "grid"))
         kwargs = {"color": "B2", "alpha": 0.3, "zorder": ICE_Z, **kwargs}
         pc.map(
             multiple_lines,
             "ice",
-            data=xr.Dataset({kind: curves.transpose("feature", "grid", point_dim)}),
+            data=xr.Dataset({kind: curves.transpose(*facets, "grid", point_dim)}),
             x_dim="grid",
             xvalues=grid_value,
             **kwargs,

@@ -272,10 +272,6 @@ def binomial_trials(rng):
 
 @zoo_model(
     "a multi-output regression: MvNormal(mu=X @ B, chol) with an LKJ covariance over 2 outcomes",
-    errors={
-        "partial_dependence": "outcome is a vector per point",
-        "integrated_gradients": "outcome is a vector per point",
-    },
 )
 def multi_output_regression(rng):
     x = rng.normal(size=(20, 2))
@@ -293,8 +289,7 @@ def multi_output_regression(rng):
     "a multinomial logistic regression: Multinomial(n, softmax(X @ W)) over 3 categories",
     errors={
         "permutation_importance": "entropy is a sum over every outcome",
-        "partial_dependence": "outcome is a vector per point",
-        "integrated_gradients": "outcome is a vector per point",
+        "partial_dependence": "entropy is a sum over every outcome",
     },
 )
 def multinomial_regression(rng):

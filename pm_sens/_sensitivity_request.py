@@ -1,0 +1,67 @@
+"""What a `sensitivity` request may ask for: its methods, and the family the
+predictive is matched to in each mode, checked against the likelihood."""
+
+from pm_sens import families
+from pm_sens._validate import as_name_list, check_choice
+from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, default_moment_family
+
+METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
+
+
+def matched_family(predictive, mode, family):
+    """The family of each draw's predictive (draw mode) or the mixture's match (moment).
+
+    ``family=`` overrides the moment-matched one and must fit the likelihood's support.
+    """
+    likelihood = predictive.likelihood
+    if mode == "draw":
+        if family is not None:
+            raise ValueError(
+                f"family={family!r} is not valid with mode='draw': the per-draw family is "
+                f"the likelihood's ({likelihood.name}); family= overrides the moment-matched one"
+            )
+        return likelihood.draw_family
+    if family is None:
+        return default_moment_family(likelihood)
+    matched = families.get_moment_family(family)
+    fits = {
+        n: f.support == likelihood.support
+        and (f.second_moment != "scale2" or likelihood.heavy_tails is not None)
+        for n, f in families.MOMENT_FAMILIES.items()
+    }
+    if not fits[family]:
+        raise ValueError(
+            f"family={family!r} does not fit the {likelihood.name} likelihood, whose values "
+            f"are {likelihood.support}; valid: {sorted(n for n, ok in fits.items() if ok)}"
+        )
+    return matched
+
+
+def check_methods(method, interactions):
+    """``method=`` as a list, with the second-order methods ``interactions=True`` implies."""
+    methods = as_name_list("method", method)
+    for m in methods:
+        check_choice("method", m, METHODS)
+    second = [m for m in methods if m in ("eah", "aeh")]
+    if second and not interactions:
+        raise ValueError(f"method={second} needs interactions=True (they are second-order)")
+    if interactions:
+        implied = {"rsens": "rsens2", "ead": "eah", "aed": "aeh"}
+        methods += [implied[m] for m in methods if m in implied]
+    return list(dict.fromkeys(methods))
+
+
+#: the methods that read the predictive's mean (one number per point)
+MEAN_METHODS = ("var", "ead", "aed", "eah", "aeh")
+
+
+def check_methods_fit(methods, likelihood):
+    """Refuse the mean's methods for a vector outcome, whose mean is a vector per point."""
+    of_mean = [m for m in methods if m in MEAN_METHODS]
+    if of_mean and likelihood.support in VECTOR_SUPPORTS:
+        raise ValueError(
+            f"method={of_mean} measure the predictive mean, but the {likelihood.name} "
+            "likelihood's outcome is a vector per point; use method='rsens' or 'kl' (the "
+            "whole predictive), or integrated_gradients / partial_dependence(kind='mean'), "
+            "which give each outcome's mean (an 'outcome' dim)"
+        )
