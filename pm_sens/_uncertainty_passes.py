@@ -13,6 +13,7 @@ from pm_sens._runner import (
 from pm_sens._validate import (
     check_finite_array,
 )
+from pm_sens.families._compositions import check_splits
 from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.measures.entropy import (
     DRAWS_TOGETHER,
@@ -58,11 +59,21 @@ def observed_values(idata, ctx, observed):
     return observed
 
 
-def check_entropy(ctx, kinds):
-    """Entropy measures need the predictive's entropy: refuse a family without one."""
+def check_entropy(idata, ctx, kinds):
+    """Entropy measures need the predictive's entropy: refuse a family without one.
+
+    A count vector's entropy sums over every split of its trials: too many of
+    them (on the observed data's trials) are refused before any evaluation.
+    """
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
-    if "entropy" not in kinds or family.discrete or family.entropy is not None:
+    if "entropy" not in kinds:
+        return
+    if family.discrete or family.entropy is not None:
+        stored = idata["observed_data"] if "observed_data" in idata.children else {}
+        if likelihood.support == "multinomial" and ctx.predictive.var_name in stored:
+            trials = np.sum(stored[ctx.predictive.var_name].values, -1)
+            check_splits(trials.max(initial=0), ctx.predictive.outcome_shape[0], family.name)
         return
     raise ValueError(
         f"the {likelihood.name} likelihood's entropy is a sum over every outcome of a point "

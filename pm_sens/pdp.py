@@ -163,7 +163,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
-    check_entropy(ctx, kinds)
+    check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
     labels = ctx.points.features
     selected, grids, custom = _grids(ctx, features, grid, grid_resolution, percentiles)

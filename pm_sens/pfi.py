@@ -125,7 +125,7 @@ def permutation_importance(
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
-    check_entropy(ctx, kinds)
+    check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "likelihood" in kinds else None
     groups = feature_groups(features, ctx.points.features)
     x = feature_matrix(ctx.points.values, ctx.inputs)

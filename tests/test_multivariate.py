@@ -251,7 +251,7 @@ def test_multinomial_rsens_in_both_modes(counts_regression):
     np.testing.assert_allclose(moment["rsens"].values, matched, rtol=1e-10)
 
 
-def test_multinomial_likelihood_pdp_and_the_entropy_refusal(counts_regression):
+def test_multinomial_likelihood_pdp(counts_regression):
     model, idata, x, n, W = counts_regression
     out = pm_sens.partial_dependence(
         idata, model, kind="log_likelihood", grid_resolution=2, **QUIET
@@ -267,5 +267,3 @@ def test_multinomial_likelihood_pdp_and_the_entropy_refusal(counts_regression):
         np.testing.assert_allclose(
             out["log_likelihood_ice"].values[0, g], np.log(pmf.mean(0)), rtol=1e-10
         )
-    with pytest.raises(ValueError, match="entropy is a sum over every outcome"):
-        pm_sens.permutation_importance(idata, model, **QUIET)

@@ -11,6 +11,8 @@ from pm_sens.families import (
     binomial,
     categorical,
     censored_normal,
+    dirichlet,
+    dirichlet_multinomial,
     exponential,
     gamma,
     laplace,
@@ -45,6 +47,8 @@ MOMENT_FAMILIES: dict[str, Family] = {
     "studentt": studentt.FAMILY_MATCHED,
     "mvnormal": mvnormal.FAMILY_MATCHED,
     "multinomial": multinomial.FAMILY,
+    "dirichlet": dirichlet.FAMILY_MATCHED,
+    "dirichlet_multinomial": dirichlet_multinomial.FAMILY_MATCHED,
 }
 
 #: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
@@ -58,6 +62,7 @@ DEFAULT_MOMENT_FAMILY = {
     "categorical": "categorical",
     "multivariate": "mvnormal",
     "multinomial": "multinomial",
+    "simplex": "dirichlet",
 }
 
 STUDENTT = studentt.FAMILY

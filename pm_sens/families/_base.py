@@ -15,6 +15,7 @@ SUPPORTS = (
     "categorical",
     "multivariate",
     "multinomial",
+    "simplex",
 )
 
 

@@ -2,14 +2,14 @@
 
 The Fisher information is n times the categorical's (``Jᵀ I J = n Σ_k (∂p_k)²/p_k``,
 derivatives along the simplex), and so is the KL divergence. Its entropy is a
-sum over every way to split n counts, which pm_sens does not take: entropy
-measures refuse it.
+sum over every way to split the n trials (`pm_sens.families._compositions`),
+taken while there are few enough of them.
 """
 
 import numpy as np
 from scipy.special import gammaln
 
-from pm_sens.families import categorical
+from pm_sens.families import _compositions, categorical
 from pm_sens.families._base import Family, clip_probability
 
 
@@ -36,6 +36,29 @@ def log_density(phi, y, n):
     return np.where(inside, value, -np.inf)
 
 
+def support_upper(phi, tail, n):
+    """No count exceeds the trials."""
+    return np.broadcast_to(n, phi.shape[:-1])
+
+
+def pmf_table(phi, n):
+    """The pmf of every count vector with sum <= max(n), and the entropy (`count_table`)."""
+    logp = _compositions.count_table(
+        lambda y: log_density(phi[..., None, :], y, np.asarray(n)[..., None]),
+        n,
+        phi.shape[-1],
+        "multinomial",
+    )
+    return _compositions.pmf_table(logp)
+
+
 FAMILY = Family(
-    "multinomial", "multinomial", ("p",), fisher_information, kl_divergence, log_density
+    "multinomial",
+    "multinomial",
+    ("p",),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    support_upper=support_upper,
+    pmf_table=pmf_table,
 )

@@ -21,7 +21,7 @@ from pm_sens.graph.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.derivatives import point_derivatives, whitened_norm
 from pm_sens.graph.functions import compiled_function, evaluate
 from pm_sens.graph.generic_statistics import GenericStatistics
-from pm_sens.graph.likelihoods import statistic_expression
+from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.model_queries import (
     data_containers,
     depends_on,
@@ -278,7 +278,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
     }
     params = graph_replace(params, {**symbols, **placeholders}, strict=False)
     n_classes = None
-    if predictive.likelihood.support in ("categorical", "multivariate", "multinomial"):
+    if predictive.likelihood.support in ("categorical", *VECTOR_SUPPORTS):
         n_classes = _class_count(
             params,
             [symbols[v] for v in data_variables] + list(placeholders.values()),

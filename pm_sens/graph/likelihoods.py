@@ -308,7 +308,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
 LIKELIHOODS_BY_NAME = {lik.name: lik for lik in LIKELIHOODS.values()}
 
 #: supports whose outcome is a vector per point (`pm_sens.graph.multivariate`)
-VECTOR_SUPPORTS = ("multivariate", "multinomial")
+VECTOR_SUPPORTS = ("multivariate", "multinomial", "simplex")
 
 _CLASS_PROBABILITY = re.compile(r"p\[(\d+)\]")
 

@@ -1,13 +1,15 @@
-"""A vector outcome per point: the multivariate Normal's parameters as one array per point.
+"""A vector outcome per point: a multivariate family's parameters as one array per point.
 
 The engine differentiates per-point scalar components; a multivariate Normal's
 are its K means and the covariance's lower triangle (`pm_sens.families.mvnormal`),
-stacked here into one (points, M) array that the engine splits like a
-categorical likelihood's class probabilities.
+a Dirichlet's (and a Dirichlet-multinomial's) its K means and variance scale
+(`pm_sens.families.dirichlet`), stacked here into one (points, M) array that
+the engine splits like a categorical likelihood's class probabilities.
 """
 
 import pytensor.tensor as pt
-from pytensor.tensor.random.basic import MultinomialRV, MvNormalRV
+from pymc.distributions.multivariate import DirichletMultinomialRV
+from pytensor.tensor.random.basic import DirichletRV, MultinomialRV, MvNormalRV
 
 from pm_sens import families
 from pm_sens.graph.likelihoods import Likelihood
@@ -75,6 +77,55 @@ MULTINOMIAL = Likelihood(
 )
 
 
+def simplex_components(alpha):
+    """Dirichlet concentrations as means and variance scale (points, K + 1).
+
+    ``m = α/α₀`` and ``v = 1/(1 + α₀)`` (`pm_sens.families.dirichlet`).
+    """
+    total = alpha.sum(-1, keepdims=True)
+    return pt.concatenate([alpha / total, 1 / (1 + total)], axis=-1)
+
+
+def _simplex_moments(phi, *held):
+    """Per draw, the raw moments the matched family averages: m and ``E Σ y_k²``."""
+    m, v = phi[..., :-1], phi[..., -1]
+    squares = (m**2).sum(-1)
+    second = v * (1 - squares) + squares
+    return pt.concatenate([m, second[..., None]], axis=-1), None
+
+
+#: a Dirichlet's proportions, its parameters stacked per point by `simplex_components`
+DIRICHLET = Likelihood(
+    "dirichlet",
+    "simplex",
+    ("phi",),
+    families.dirichlet.FAMILY,
+    lambda phi: [phi],
+    _simplex_moments,
+    mean=lambda phi: phi[..., :-1],
+)
+
+
+def dirichlet_multinomial_components(n, alpha):
+    """The latent Dirichlet's `simplex_components` and the trials as (points, 1)."""
+    phi = simplex_components(alpha + pt.zeros_like(pt.cast(n, "float64"))[..., None])
+    return [phi, pt.cast(n, "float64")[..., None] + pt.zeros_like(phi[..., :1])]
+
+
+#: a Dirichlet-multinomial: the latent proportions' means and scale, the trials held
+DIRICHLET_MULTINOMIAL = Likelihood(
+    "dirichlet_multinomial",
+    "multinomial",
+    ("phi", "n"),
+    families.dirichlet_multinomial.FAMILY,
+    lambda phi, n: [phi],
+    _simplex_moments,
+    fixed=lambda phi, n: {"n": n[..., 0]},
+    mean=lambda phi, n: n[..., :1] * phi[..., :-1],
+    moment_family="dirichlet_multinomial",
+)
+
+
 def vector_outcome(op, rv):
     """``(likelihood, components)`` of an observed vector per point, or None."""
     if rv.type.ndim != 2:
@@ -83,6 +134,10 @@ def vector_outcome(op, rv):
         return MVNORMAL, lambda params: [mvnormal_components(*params)]
     if isinstance(op, MultinomialRV):
         return MULTINOMIAL, lambda params: multinomial_components(*params)
+    if isinstance(op, DirichletMultinomialRV):
+        return DIRICHLET_MULTINOMIAL, lambda params: dirichlet_multinomial_components(*params)
+    if isinstance(op, DirichletRV):
+        return DIRICHLET, lambda params: [simplex_components(*params)]
     return None
 
 

@@ -287,10 +287,6 @@ def multi_output_regression(rng):
 
 @zoo_model(
     "a multinomial logistic regression: Multinomial(n, softmax(X @ W)) over 3 categories",
-    errors={
-        "permutation_importance": "entropy is a sum over every outcome",
-        "partial_dependence": "entropy is a sum over every outcome",
-    },
 )
 def multinomial_regression(rng):
     x, n = rng.normal(size=(20, 2)), rng.integers(3, 9, 20)
@@ -299,4 +295,36 @@ def multinomial_regression(rng):
         W = pm.Normal("W", 0, 1, shape=(2, 3))
         y = np.array([rng.multinomial(trials, [0.2, 0.3, 0.5]) for trials in n])
         pm.Multinomial("y", n=n, p=pm.math.softmax(X @ W, axis=-1), observed=y)
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "a Dirichlet regression of compositions: Dirichlet(conc * softmax(X @ W)), NumPy X, "
+    "shares per row named by dims"
+)
+def dirichlet_regression(rng):
+    x = rng.normal(size=(20, 2))
+    shares = rng.dirichlet([2.0, 3.0, 4.0], size=20)
+    coords = {"part": ["sand", "silt", "clay"], "row": range(20)}
+    with pm.Model(coords=coords) as model:
+        W = pm.Normal("W", 0, 0.5, shape=(2, 3))
+        conc = pm.Exponential("conc", 0.2)
+        pm.Dirichlet(
+            "y", a=conc * pm.math.softmax(x @ W, axis=-1), observed=shares, dims=("row", "part")
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    "an overdispersed multinomial: DirichletMultinomial(n, conc * softmax(X @ W)) over 3 "
+    "categories, trials per row"
+)
+def dirichlet_multinomial_regression(rng):
+    x, n = rng.normal(size=(20, 2)), rng.integers(2, 7, 20)
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        W = pm.Normal("W", 0, 0.5, shape=(2, 3))
+        conc = pm.Exponential("conc", 0.2)
+        y = np.array([rng.multinomial(trials, [0.2, 0.3, 0.5]) for trials in n])
+        pm.DirichletMultinomial("y", n=n, a=conc * pm.math.softmax(X @ W, axis=-1), observed=y)
     return model, known_posterior(model)
