@@ -18,8 +18,8 @@ KINDS = ("global", "local")
 SCALES = ("input", "sd")
 #: Local measures per unit of the input (first order), and per unit² (pairs):
 #: ``scale="sd"`` multiplies them by the inputs' standard deviations.
-PER_UNIT = ("rsens", "kl", "ead", "aed")
-PER_UNIT_PAIR = ("rsens2", "eah", "aeh")
+PER_UNIT = ("rsens", "kl", "ead", "aed", "rsens_row", "kl_row")
+PER_UNIT_PAIR = ("rsens2", "eah", "aeh", "rsens2_row")
 
 
 def pair_labels(da):

@@ -6,6 +6,7 @@ import xarray as xr
 
 from pm_sens._levels import LEVEL_METHODS, contrast_name, rate_pairs_name, shown_columns
 from pm_sens._points import constant_columns, feature_matrix
+from pm_sens._table_rows import with_row_joints
 from pm_sens._version import __version__
 
 
@@ -203,7 +204,8 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
         )
     if any("feature_bis" in dims for dims, *_ in data.values()):
         coords["feature_bis"] = features
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    dataset = xr.Dataset(data, coords=coords, attrs=attrs)
+    return dataset if ctx.predictive.table_row is None else with_row_joints(dataset, ctx)
 
 
 def attach(idata, group, dataset, extend_inferencedata):

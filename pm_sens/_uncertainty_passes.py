@@ -10,6 +10,7 @@ from pm_sens._runner import (
     make_context,
     moment_pass,
 )
+from pm_sens._table_rows import sum_over_rows
 from pm_sens._validate import (
     check_finite_array,
 )
@@ -151,12 +152,14 @@ def mean_rows(ctx, values, n_rows, add):
     draw_pass(ctx, compiled, values, "mean", consume)
 
 
-def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None):
+def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 
     ``add_mean(draws, mean)``, given for a closed-form likelihood, is also
     called with each chunk's per-draw predictive mean (S, R), from the same
-    evaluation of the predictive.
+    evaluation of the predictive. ``by_row``: a wide table's `row_indicator`,
+    for ``log_likelihood_row``, the mixture log density of each table row's
+    cells together.
     """
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
@@ -182,6 +185,9 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None)
     )
     accumulator = entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
+    row_density = None
+    if log_density is not None and by_row is not None:
+        row_density = MixtureLogDensity(by_row.shape[1])
 
     def consume(draws, chunk):
         if entropy_in_graph:
@@ -191,7 +197,10 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None)
             if accumulator is not None:
                 accumulator.add(phi, **fixed)
             if log_density is not None:
-                log_density.add(family.log_density(phi, observed_rows, **fixed))
+                cells = family.log_density(phi, observed_rows, **fixed)
+                log_density.add(cells)
+                if row_density is not None:
+                    row_density.add(sum_over_rows(cells, by_row))
         if add_mean is not None:
             add_mean(draws, chunk.statistics["mean"])
         if mixture is not None:
@@ -212,6 +221,8 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None)
     out = {}
     if log_density is not None:
         out["log_likelihood"] = log_density.value()
+    if row_density is not None:
+        out["log_likelihood_row"] = row_density.value()
     if accumulator is not None:
         if family.discrete:
             total = accumulator.mixture_entropy()

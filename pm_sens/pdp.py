@@ -14,6 +14,7 @@ from pm_sens._results import (
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
 )
+from pm_sens._table_rows import ROW_DIM, row_indicator, table_rows
 from pm_sens._uncertainty_passes import (
     check_entropy,
     feature_groups,
@@ -142,9 +143,12 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         ``mean_ice`` ``("feature", "grid", point_dim)``; ``entropy_pdp``
         ``("feature", "grid", "component")``, ``entropy_ice`` ``("feature",
         "grid", point_dim, "component")``; ``log_likelihood_pdp`` ``("feature",
-        "grid")``, ``log_likelihood_ice`` ``("feature", "grid", point_dim)``.
-        Coordinate ``grid_value`` ``("feature", "grid")`` holds the grid (NaN
-        past a feature's last grid value, where the curves are NaN too).
+        "grid")``, ``log_likelihood_ice`` ``("feature", "grid", point_dim)``. A
+        vector outcome adds an ``outcome`` dim to the mean's; a wide table adds
+        ``log_likelihood_row_pdp`` / ``_ice`` (``table_row`` for the point dim),
+        the log density of each table row's cells together. Coordinate
+        ``grid_value`` ``("feature", "grid")`` holds the grid (NaN past a
+        feature's last grid value, where the curves are NaN too).
     """
     kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
@@ -186,6 +190,8 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         coords["component"] = list(COMPONENTS)
     if ice:
         coords[ctx.points.point_dim] = ctx.points.point_coords
+    if ice and "log_likelihood_row_ice" in data:
+        coords[ROW_DIM] = table_rows(ctx)[1]
     if "mean" in kinds:
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw, **outcome_coordinates(ctx))
     dataset = xr.Dataset(
@@ -224,8 +230,9 @@ def _curves(ctx, kinds, values, n_rows, y):
     """The quantities at the R rows (every point at every grid value of every feature).
 
     ``mean_pdp_rows`` (S, R/N): each draw's mean over the points per grid value;
-    ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3) and
-    ``log_likelihood`` (R,) as `uncertainty_rows` gives them.
+    ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3),
+    ``log_likelihood`` (R,) and, for a wide table, ``log_likelihood_row`` as
+    `uncertainty_rows` gives them.
     """
     n = ctx.points.n_points
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
@@ -239,7 +246,11 @@ def _curves(ctx, kinds, values, n_rows, y):
     if uncertainty:
         observed = None if y is None else stacked_copies(y, n_rows // n)
         add = curves.add if curves is not None and shared else None
-        out.update(uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add))
+        table = table_rows(ctx) if y is not None else None  # a wide table: each row's cells
+        by_row = None if table is None else row_indicator(table[0], len(table[1]), n_rows // n)
+        out.update(
+            uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add, by_row)
+        )
     if curves is not None:
         out.update(mean_pdp_rows=curves.pdp, mean_ice_rows=curves.ice)
     return out
@@ -277,4 +288,9 @@ def _curve_variables(ctx, kinds, curves, shape, grids, ice):
         data["log_likelihood_pdp"] = (("feature", "grid"), values.mean(2))
         if ice:
             data["log_likelihood_ice"] = (("feature", "grid", point_dim), values)
+    if "log_likelihood_row" in curves:  # a wide table: each row's cells together
+        values = curves["log_likelihood_row"].reshape(n_features, width, -1) * mask[..., None]
+        data["log_likelihood_row_pdp"] = (("feature", "grid"), values.mean(2))
+        if ice:
+            data["log_likelihood_row_ice"] = (("feature", "grid", ROW_DIM), values)
     return data

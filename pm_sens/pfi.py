@@ -8,6 +8,7 @@ from pm_sens._results import attach, result_attrs
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
 )
+from pm_sens._table_rows import row_indicator, table_rows
 from pm_sens._uncertainty_passes import (
     check_entropy,
     feature_groups,
@@ -108,7 +109,9 @@ def permutation_importance(
     xarray.DataTree
         Group ``permutation_importance`` with ``entropy_pfi`` (dims ``("repeat",
         "feature", "component")``, component ∈ total / aleatoric / epistemic)
-        and ``likelihood_pfi`` (``("repeat", "feature")``), as requested.
+        and ``likelihood_pfi`` (``("repeat", "feature")``), as requested. A
+        wide table adds ``likelihood_pfi_row`` (``("repeat", "feature")``): the
+        same for the log density of each table row's cells together.
     """
     kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
     n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5
@@ -134,12 +137,14 @@ def permutation_importance(
     permuted = permuted_features(x, [cols for _, cols in groups], order)
     rows = np.concatenate([x, permuted.reshape(-1, x.shape[1])])
     copies = len(rows) // n
+    table = table_rows(ctx) if y is not None else None  # a wide table: each row's cells
     out = uncertainty_rows(
         ctx,
         values_at(ctx.points, ctx.inputs, rows),
         len(rows),
         "entropy" in kinds,
         None if y is None else stacked_copies(y, copies),
+        by_row=None if table is None else row_indicator(table[0], len(table[1]), copies),
     )
     shape = (n_repeats, len(groups), n)
     data = {}
@@ -157,6 +162,10 @@ def permutation_importance(
             ("repeat", "feature"),
             -importance(log_q[:n], log_q[n:].reshape(shape)),
         )
+    if "log_likelihood_row" in out:
+        log_q, n_table = out["log_likelihood_row"], len(table[1])
+        moved = log_q[n_table:].reshape(n_repeats, len(groups), n_table)
+        data["likelihood_pfi_row"] = (("repeat", "feature"), -importance(log_q[:n_table], moved))
     dataset = xr.Dataset(
         data,
         coords={

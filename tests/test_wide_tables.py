@@ -11,8 +11,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+from scipy import special, stats
 
 import pm_sens
+from pm_sens.measures.permutation import permutations
 from tests.written_two_ways import assert_same_values, other_functions
 from tests.zoo._registry import known_posterior
 
@@ -46,20 +48,85 @@ def survival():
     return wide, long, known_posterior(long)
 
 
+def _cells(result):
+    """A wide table's result without its per-row variables (``*_row``)."""
+    dataset = result.to_dataset()
+    return dataset.drop_vars([n for n in dataset.data_vars if "_row" in n])
+
+
+def _rows_of_long(values):
+    """A long-format result's per-cell values (..., ROWS·COLUMNS, …) grouped by patient."""
+    return values.reshape(*values.shape[:-2], ROWS, COLUMNS, values.shape[-1])
+
+
 @pytest.mark.parametrize("mode", ["moment", "draw"])
-def test_sensitivity_of_the_cells_equals_the_long_model(survival, mode):
+def test_sensitivity_of_the_cells_and_rows_equals_the_long_model(survival, mode):
+    """Cells: equal to the long model's. Rows: the long model's cells of each patient,
+    their squares summed (the joint predictive of a row's independent cells)."""
     wide, long, idata = survival
     kw = dict(mode=mode, interactions=True, method=["rsens", "kl", "ead", "var"], **QUIET)
     got = pm_sens.sensitivity(idata, wide, **kw)["sensitivity"]
     expected = pm_sens.sensitivity(idata, long, **kw)["sensitivity"]
     assert list(got["feature"].values) == ["x_beta", "numpy_input_1", "intervals"]
-    assert_same_values(got, expected)
+    assert_same_values(_cells(got), expected)
+    for name in ("rsens", "kl"):
+        cells = expected[name].values
+        rows = np.sqrt((cells.reshape(*cells.shape[:-2], ROWS, COLUMNS, 3) ** 2).sum(-2))
+        rows[..., 2] = np.nan  # the interval: a cell's column, not a row's
+        np.testing.assert_allclose(got[f"{name}_row"].values, rows, rtol=1e-10)
+        assert got[f"{name}_row"].dims[-2:] == ("table_row", "feature")
+    cells = expected["rsens2"].values
+    rows = np.sqrt((cells.reshape(*cells.shape[:-3], ROWS, COLUMNS, 3, 3) ** 2).sum(-3))
+    rows[..., 2, :] = rows[..., :, 2] = np.nan
+    np.testing.assert_allclose(got["rsens2_row"].values, rows, rtol=1e-10)
 
 
 def test_every_other_function_equals_the_long_model(survival):
     wide, long, idata = survival
     for group, call in other_functions(idata).items():
-        assert_same_values(call(wide)[group], call(long)[group])
+        assert_same_values(_cells(call(wide)[group]), call(long)[group])
+
+
+def _row_log_density(idata, x, exposure, death):
+    """Each patient's mixture log density of their cells together, by SciPy (ROWS,).
+
+    ``x``: the covariate per cell (ROWS, COLUMNS), or per row (ROWS, 1).
+    """
+    draws = idata["posterior"].to_dataset()
+    beta = draws["beta"].values.reshape(-1)
+    lambda0 = draws["lambda0"].values.reshape(-1, COLUMNS)
+    mu = exposure * np.exp(beta[:, None, None] * x) * lambda0[:, None, :]
+    per_draw = stats.poisson.logpmf(death, mu).sum(-1)  # (S, ROWS)
+    return special.logsumexp(per_draw, axis=0) - np.log(len(beta))
+
+
+def test_log_likelihood_of_each_row(survival):
+    """The PDP's per-row curves and the likelihood PFI per row, by SciPy from the draws."""
+    wide, _, idata = survival
+    rng = np.random.default_rng(0)  # the fixture's arrays, drawn again
+    x, exposure = rng.normal(size=ROWS), rng.uniform(0.2, 1.0, (ROWS, COLUMNS))
+    death = rng.poisson(0.3, (ROWS, COLUMNS))
+    out = pm_sens.partial_dependence(
+        idata, wide, kind="log_likelihood", grid_resolution=3, features="x_beta", **QUIET
+    )["partial_dependence"]
+    for g, value in enumerate(out["grid_value"].values[0]):
+        expected = _row_log_density(idata, np.full((ROWS, 1), value), exposure, death)
+        np.testing.assert_allclose(
+            out["log_likelihood_row_ice"].values[0, g], expected, rtol=1e-10
+        )
+        np.testing.assert_allclose(out["log_likelihood_row_pdp"].values[0, g], expected.mean())
+    pfi = pm_sens.permutation_importance(
+        idata, wide, kind="likelihood", n_repeats=2, random_seed=3, features="x_beta", **QUIET
+    )["permutation_importance"]
+    order = permutations(ROWS * COLUMNS, 2, 1, np.random.default_rng(3))  # as pm_sens draws them
+    base = _row_log_density(idata, x[:, None], exposure, death)
+    for repeat in range(2):
+        moved = np.repeat(x, COLUMNS)[order[repeat, 0]].reshape(ROWS, COLUMNS)
+        shifted = _row_log_density(idata, moved, exposure, death)
+        expected = np.mean(base - shifted)
+        np.testing.assert_allclose(
+            pfi["likelihood_pfi_row"].values[repeat, 0], expected, rtol=1e-10
+        )
 
 
 def test_a_rows_joint_predictive_from_its_cells(survival):
@@ -67,8 +134,7 @@ def test_a_rows_joint_predictive_from_its_cells(survival):
     over its cells. For the Poisson hazard, ``|β| sqrt(Σ_t μ_it)`` per draw (∂μ/∂x = βμ)."""
     wide, _, idata = survival
     out = pm_sens.sensitivity(idata, wide, mode="draw", **QUIET)["sensitivity"]
-    rsens = out["rsens"].sel(feature="x_beta")
-    joint = np.sqrt((rsens**2).groupby("patients").sum("cell"))
+    joint = out["rsens_row"].sel(feature="x_beta")
     draws = idata["posterior"].to_dataset()
     beta = draws["beta"].values.reshape(-1)
     rng = np.random.default_rng(0)  # the fixture's arrays, drawn again

@@ -31,7 +31,7 @@ from pm_sens.graph.per_row import (
     per_row_variables,
 )
 from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
-from pm_sens.graph.wide_table import cells_of_wide_table
+from pm_sens.graph.wide_table import cells_of_wide_table, row_coordinate
 
 
 def _generic_likelihood(rv, model):
@@ -219,6 +219,7 @@ class Predictive:
         #: a wide table's cells as points (`pm_sens.graph.wide_table`): their
         #: count, and the per-cell symbols taken as inputs
         self.observation_count = None
+        self.table_row = None  # the name of the cells' row index
         self.cell_inputs = []
         #: the shape of one point's outcome: () for a scalar, (K,) for a vector,
         #: and a vector's K labels (the coords of the observed variable's last dim)
@@ -336,6 +337,7 @@ class Predictive:
             defaults={**row_constants, **numpy_inputs, **raw, **cell_inputs},
         )
         self.observation_count = n_rows if cell_inputs else None
+        self.table_row = row_coordinate(model, rv) if cell_inputs else None
         self.outcome_shape = np.shape(observed)[1:] if vector is not None else ()
         self.outcome_labels = outcome_labels(model, rv, self.outcome_shape)
         self.cell_inputs = list(cell_inputs)

@@ -25,6 +25,12 @@ from pm_sens.graph.model_queries import (
 from pm_sens.graph.per_row import numpy_input_names
 
 
+def row_coordinate(model, rv):
+    """The name of the cells' row index: the table's first dim, else ``<name>_row``."""
+    dims = model.named_vars_to_dims.get(rv.name) or (None, None)
+    return dims[0] or f"{rv.name}_row"
+
+
 def cells_of_wide_table(model, params, rv):
     """The parameters per cell of a 2-D observed table, with the per-cell data.
 
@@ -55,7 +61,7 @@ def cells_of_wide_table(model, params, rv):
     column = symbolic_tensor(dims[1] or f"{rv.name}_column", "int64", (None,))
     own_column = pt.eq(column[:, None], np.arange(n_columns))
     # each cell's row, held: a coordinate of the cells (summary(by=) per row)
-    row = symbolic_tensor(dims[0] or f"{rv.name}_row", "int64", (None,))
+    row = symbolic_tensor(row_coordinate(model, rv), "int64", (None,))
     inputs, held, replacements = {}, {row: np.repeat(np.arange(n_rows), n_columns)}, {}
     arrays = _per_row_arrays(model, params, n_rows)
     names = numpy_input_names(model, params, [a for a in arrays if isinstance(a, Constant)])

@@ -72,7 +72,8 @@ def _title(var_name, scale, with_levels):
     unit = axis_label(var_name, scale).removeprefix(measure_name(var_name)).strip(" ()")
     if with_levels:  # a level change has no unit
         unit = unit.replace("each input", "each continuous input")
-    return f"{measure_name(var_name)} of each pair\n{unit},\nmean over points"
+    over = "rows" if var_name.endswith("_row") else "points"  # a wide table's rows
+    return f"{measure_name(var_name)} of each pair\n{unit},\nmean over {over}"
 
 
 def _ticks(da, target, labels, **kwargs):
