@@ -155,6 +155,8 @@ PREDICT_CASES = {
     "ordinal": ("rank ~ x + cat", "cumulative", ["p"]),
     # HSGP, spline and polynomial terms rebuilt on the raw column x
     "hsgp": ("y ~ hsgp(x, m=8, c=2) + z", "gaussian", ["mu"]),
+    # one GP per level of cat, each on its own box
+    "hsgp_by": ("y ~ hsgp(x, by=cat, m=6, c=2) + z", "gaussian", ["mu"]),
     "bases": ("y ~ bs(x, df=5) + poly(z, 2)", "gaussian", ["mu"]),
 }
 

@@ -100,6 +100,8 @@ def _categorical_columns(bmb_model):
             names |= {
                 next(iter(c.var_names)) for c in term.term.components if c.kind == "categoric"
             }
+        for term in getattr(component, "hsgp_terms", {}).values():
+            names |= {by.name} if (by := _hsgp_by(term)) is not None else set()
         for term in component.group_specific_terms.values():
             names |= set(term.term.factor.var_names)
             names |= {
@@ -247,32 +249,47 @@ def _posterior_variable(bmb_model, name, shadow, renamed):
     return pm.Flat(label, shape=backend[name].type.shape or ())
 
 
-def _hsgp_contribution(bmb_model, term, shadow, columns, renamed):
+def _hsgp_by(term):
+    """The ``by=`` column of an ``hsgp(...)`` term (a formulae variable), or None."""
+    return term.term.components[0].call.kwargs.get("by")
+
+
+def _hsgp_contribution(bmb_model, term, shadow, columns, categories, renamed):
     """An ``hsgp(...)`` term on the raw columns: its basis functions times its weights.
 
     The columns are centred and scaled as bambi did, then centred at the
     midpoint PyMC's HSGP fixed on the data; the eigenfunctions of the box
     ``[-L, L]`` PyMC built (``calc_eigenvectors``) are then functions of the raw
-    columns, and the weights are the posterior's ``<term>_weights``.
+    columns, and the weights are the posterior's ``<term>_weights``. With
+    ``by=``, one GP per level of the ``by`` column (each with its own mean,
+    box and midpoint, and its column of the weights), read at each row's level.
     """
-    if term.by_levels is not None:
-        raise ValueError(
-            f"the bambi term {term.name!r} is an HSGP with by=; pm_sens rebuilds HSGP terms "
-            "without by= only (one GP for all rows); pass a pm_sens.Predictive"
-        )
     names = [argument.name for argument in term.term.components[0].call.args]
     x = pt.stack([columns[name] for name in names], axis=-1)
     _check_design(f"{term.name} (columns)", x, term.data)
-    scaled = (x - term.mean) / (term.maximum_distance if term.scale_predictors else 1.0)
-    hsgp = term.hsgp
+    scale = term.maximum_distance if term.scale_predictors else 1.0
+    label = term.alias or term.name
+    weights = _posterior_variable(bmb_model, f"{label}_weights", shadow, renamed)
+    if term.by_levels is None:
+        return _hsgp_basis(term.hsgp, (x - term.mean) / scale) @ weights
+    by = _hsgp_by(term).name
+    # the by column's codes (pm_sens's levels) as bambi's levels
+    lookup = [list(map(str, categories[by])).index(str(level)) for level in term.by_levels]
+    contribution = 0
+    for i, level in enumerate(term.by_levels):
+        # each level's GP: x centred at that level's mean
+        basis = _hsgp_basis(term.hsgp[level], (x - term.mean[i]) / scale)
+        contribution += pt.eq(columns[by], lookup[i]) * (basis @ weights[:, i])
+    return contribution
+
+
+def _hsgp_basis(hsgp, scaled):
+    """PyMC's HSGP eigenfunctions (rows, m) at the scaled columns."""
     eigenvalues = pm.gp.hsgp_approx.calc_eigenvalues(hsgp.L, hsgp._m, boundary=hsgp._boundary)
     phi = pm.gp.hsgp_approx.calc_eigenvectors(
         scaled - hsgp._X_center, hsgp.L, eigenvalues, hsgp._m, boundary=hsgp._boundary
     )
-    phi = phi[:, int(hsgp._drop_first is True) :]
-    label = term.alias or term.name
-    weights = _posterior_variable(bmb_model, f"{label}_weights", shadow, renamed)
-    return phi @ weights
+    return phi[:, int(hsgp._drop_first is True) :]
 
 
 def _has_response_dims(bmb_model):
@@ -299,7 +316,7 @@ def _linear_predictor(bmb_model, component, shadow, columns, categories, renamed
         coef = _posterior_variable(bmb_model, term.alias or term.name, shadow, renamed)
         eta = eta + (design @ coef if coef.ndim else design[:, 0] * coef)
     for term in getattr(component, "hsgp_terms", {}).values():
-        eta = eta + _hsgp_contribution(bmb_model, term, shadow, columns, renamed)
+        eta = eta + _hsgp_contribution(bmb_model, term, shadow, columns, categories, renamed)
     for term in component.group_specific_terms.values():
         factor = term.term.factor
         if len(factor.components) != 1:

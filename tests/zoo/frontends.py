@@ -175,3 +175,11 @@ def bambi_polynomial_term(rng):
 @zoo_model("bambi's HSGP examples: a Hilbert-space GP term, y ~ hsgp(x, m=8, c=2) + z (per x)")
 def bambi_hsgp_term(rng):
     return _bambi("y ~ hsgp(x, m=8, c=2) + z", _frame(rng))
+
+
+@zoo_model(
+    "bambi's HSGP examples: one GP per group, y ~ hsgp(x, by=g, m=6, c=2) + z (x per point, "
+    "g compared level by level)"
+)
+def bambi_hsgp_by_group(rng):
+    return _bambi("y ~ hsgp(x, by=g, m=6, c=2) + z", _frame(rng))
