@@ -130,6 +130,12 @@ def _matched(x, W, conc):
     return np.concatenate([m, ((r - squares) / (1 - squares))[:, None]], -1)
 
 
+def _matched_alpha(x, W, conc):
+    """The moment-matched law's concentrations (N, K)."""
+    phi = _matched(x, W, conc)
+    return phi[:, :K] * (1 / phi[:, K:] - 1)
+
+
 def _complex_step(f, x, d, h=1e-30):
     """∂f/∂x_d at every point (x shifted along column d), exact to rounding."""
     shifted = x.astype(complex)
@@ -147,21 +153,21 @@ def _alpha_information(alpha):
 def test_dirichlet_rsens_in_both_modes(proportions):
     model, idata, x, W, conc = proportions
     alpha = _alpha(x, W, conc)
-    slopes = np.stack([_complex_step(lambda z: _alpha(z, W, conc), x, d) for d in range(D)], 2)
+    slopes = _slopes(lambda z: _alpha(z, W, conc), x)
     info = _alpha_information(alpha)  # (S, N, K, K)
     per_draw = np.sqrt(np.einsum("sndk,snkl,sndl->snd", slopes, info, slopes))
     draw = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]
     np.testing.assert_allclose(draw["rsens"].values.reshape(per_draw.shape), per_draw, rtol=1e-10)
-
-    def matched_alpha(z):
-        phi = _matched(z, W, conc)
-        return phi[:, :K] * (1 / phi[:, K:] - 1)
-
-    slopes = np.stack([_complex_step(matched_alpha, x, d) for d in range(D)], 1)
-    info = _alpha_information(matched_alpha(x).real)
+    slopes = _slopes(lambda z: _matched_alpha(z, W, conc), x)
+    info = _alpha_information(_matched_alpha(x, W, conc))
     expected = np.sqrt(np.einsum("ndk,nkl,ndl->nd", slopes, info, slopes))
     moment = pm_sens.sensitivity(idata, model, **QUIET)["sensitivity"]
     np.testing.assert_allclose(moment["rsens"].values, expected, rtol=1e-9)
+
+
+def _slopes(f, x):
+    """∂f/∂x_d for every d, stacked before f's last axis (…, N, D, K)."""
+    return np.stack([_complex_step(f, x, d) for d in range(D)], -2)
 
 
 def _curvature(f, x, d, e, h=1e-30, delta=1e-4):
@@ -206,8 +212,7 @@ def test_dirichlet_entropy_and_log_likelihood_pdp(proportions):
         moved = x.copy()
         moved[:, 0] = value
         alpha = _alpha(moved, W, conc)
-        phi = _matched(moved, W, conc)
-        matched = phi[:, :K] * (1 / phi[:, K:] - 1)
+        matched = _matched_alpha(moved, W, conc)
         entropy = out["entropy_ice"].values[0, g]
         aleatoric = np.array([[stats.dirichlet(a).entropy() for a in row] for row in alpha])
         np.testing.assert_allclose(entropy[:, 1], aleatoric.mean(0), rtol=1e-10)
@@ -263,18 +268,14 @@ def _dm_alpha_information(alpha, n):
 def test_dirichlet_multinomial_rsens_in_both_modes(counts):
     model, idata, x, n, W, conc = counts
     alpha = _alpha(x, W, conc)
-    slopes = np.stack([_complex_step(lambda z: _alpha(z, W, conc), x, d) for d in range(D)], 2)
+    slopes = _slopes(lambda z: _alpha(z, W, conc), x)
     info = np.array([[_dm_alpha_information(a, n[i]) for i, a in enumerate(row)] for row in alpha])
     per_draw = np.sqrt(np.einsum("sndk,snkl,sndl->snd", slopes, info, slopes))
     draw = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]
     np.testing.assert_allclose(draw["rsens"].values.reshape(per_draw.shape), per_draw, rtol=1e-10)
 
-    def matched_alpha(z):
-        phi = _matched(z, W, conc)
-        return phi[:, :K] * (1 / phi[:, K:] - 1)
-
-    slopes = np.stack([_complex_step(matched_alpha, x, d) for d in range(D)], 1)
-    matched = matched_alpha(x).real
+    slopes = _slopes(lambda z: _matched_alpha(z, W, conc), x)
+    matched = _matched_alpha(x, W, conc)
     info = np.array([_dm_alpha_information(a, n[i]) for i, a in enumerate(matched)])
     expected = np.sqrt(np.einsum("ndk,nkl,ndl->nd", slopes, info, slopes))
     moment = pm_sens.sensitivity(idata, model, **QUIET)["sensitivity"]

@@ -193,6 +193,38 @@ class Family:
         return self.whitened_hessian(phi, jac, hess, **fixed)
 
 
+def raw_moment_family(family, parameters, matched, whitened_hessian):
+    """The moment-matched `Family` of ``family``, held in the mixture's raw moments.
+
+    Raw moments average over draws chunk by chunk; every function maps them to
+    ``family``'s parameters first (``matched(phi)[0]``), and ``mean_variance``
+    maps them with their derivatives. Families held this way: the multivariate
+    Normal's, the Dirichlet's and the Dirichlet-multinomial's.
+    """
+
+    def on_matched(function):
+        if function is None:
+            return None
+        return lambda phi, *rest, **fixed: function(matched(phi)[0], *rest, **fixed)
+
+    def kl_divergence(phi_p, phi_q, **fixed):
+        return family.kl_divergence(matched(phi_p)[0], matched(phi_q)[0], **fixed)
+
+    return Family(
+        family.name,
+        family.support,
+        parameters,
+        on_matched(family.fisher_information),
+        kl_divergence,
+        on_matched(family.log_density),
+        on_matched(family.entropy),
+        support_upper=on_matched(family.support_upper),
+        pmf_table=on_matched(family.pmf_table),
+        whitened_hessian=whitened_hessian,
+        mean_variance=(matched, family),
+    )
+
+
 _TINY = np.finfo(float).tiny
 
 

@@ -15,7 +15,7 @@ Dirichlet-multinomial's match is the same on its latent proportions.
 import numpy as np
 from scipy.special import gammaln, polygamma, psi
 
-from pm_sens.families._base import Family, reparametrize, stack_matrix
+from pm_sens.families._base import Family, raw_moment_family, reparametrize, stack_matrix
 
 
 def concentrations(phi):
@@ -159,19 +159,4 @@ def whitened_hessian_matched(phi, jac, hess):
     return FAMILY.whitened(*matched_second_derivatives(phi, jac, hess), 2)
 
 
-def _on_matched(function):
-    """``function`` of `FAMILY` applied to the raw moments' ``(m̄, v̄)``."""
-    return lambda phi, *rest, **fixed: function(matched(phi)[0], *rest, **fixed)
-
-
-FAMILY_MATCHED = Family(
-    "dirichlet",
-    "simplex",
-    ("mean", "r"),
-    _on_matched(fisher_information),
-    lambda phi_p, phi_q: kl_divergence(matched(phi_p)[0], matched(phi_q)[0]),
-    _on_matched(log_density),
-    _on_matched(entropy),
-    whitened_hessian=whitened_hessian_matched,
-    mean_variance=(matched, FAMILY),
-)
+FAMILY_MATCHED = raw_moment_family(FAMILY, ("mean", "r"), matched, whitened_hessian_matched)

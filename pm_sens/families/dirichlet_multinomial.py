@@ -14,7 +14,7 @@ from scipy import stats
 from scipy.special import gammaln, polygamma
 
 from pm_sens.families import _compositions, dirichlet
-from pm_sens.families._base import Family
+from pm_sens.families._base import Family, raw_moment_family
 
 
 def fisher_information(phi, n):
@@ -88,27 +88,11 @@ FAMILY = Family(
 # The moment-matched family: the latent proportions' raw moments, as the Dirichlet's.
 
 
-def _on_matched(function):
-    """``function`` of `FAMILY` applied to the raw moments' ``(m̄, v̄)``."""
-    return lambda phi, *rest, **fixed: function(dirichlet.matched(phi)[0], *rest, **fixed)
-
-
 def whitened_hessian_matched(phi, jac, hess, n):
     """`dirichlet.matched_second_derivatives`, whitened by `FAMILY`."""
     return FAMILY.whitened(*dirichlet.matched_second_derivatives(phi, jac, hess), 2, n=n)
 
 
-FAMILY_MATCHED = Family(
-    "dirichlet_multinomial",
-    "multinomial",
-    ("mean", "r"),
-    _on_matched(fisher_information),
-    lambda phi_p, phi_q, n: kl_divergence(
-        dirichlet.matched(phi_p)[0], dirichlet.matched(phi_q)[0], n
-    ),
-    _on_matched(log_density),
-    support_upper=_on_matched(support_upper),
-    pmf_table=_on_matched(pmf_table),
-    whitened_hessian=whitened_hessian_matched,
-    mean_variance=(dirichlet.matched, FAMILY),
+FAMILY_MATCHED = raw_moment_family(
+    FAMILY, ("mean", "r"), dirichlet.matched, whitened_hessian_matched
 )

@@ -10,7 +10,7 @@ mean and covariance (law of total covariance) in each function.
 
 import numpy as np
 
-from pm_sens.families._base import Family, log1p_gap, stack_matrix
+from pm_sens.families._base import Family, log1p_gap, raw_moment_family, stack_matrix
 
 
 def outcome_count(n_components, raw=False):
@@ -150,19 +150,4 @@ def whitened_hessian_matched(phi, jac, hess):
     return FAMILY.whitened(mapped, second, 2)
 
 
-def _on_matched(function):
-    """``function`` of `FAMILY` applied to the raw moments' mean and covariance."""
-    return lambda phi, *rest: function(matched(phi)[0], *rest)
-
-
-FAMILY_MATCHED = Family(
-    "mvnormal",
-    "multivariate",
-    ("mu", "cov"),
-    _on_matched(fisher_information),
-    lambda phi_p, phi_q: kl_divergence(matched(phi_p)[0], matched(phi_q)[0]),
-    _on_matched(log_density),
-    _on_matched(entropy),
-    whitened_hessian=whitened_hessian_matched,
-    mean_variance=(matched, FAMILY),
-)
+FAMILY_MATCHED = raw_moment_family(FAMILY, ("mu", "cov"), matched, whitened_hessian_matched)

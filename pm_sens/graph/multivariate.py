@@ -58,13 +58,13 @@ MVNORMAL = Likelihood(
 )
 
 
-def multinomial_components(n, p):
-    """A multinomial's probabilities per point (points, K) and its trials as (points, 1)."""
-    p = p + pt.zeros_like(pt.cast(n, "float64"))[..., None]
-    return [p, pt.cast(n, "float64")[..., None] + pt.zeros_like(p[..., :1])]
+def with_trials(n, phi):
+    """``[phi, n]``: a count vector's parameters (points, M) and its trials as (points, 1)."""
+    phi = phi + pt.zeros_like(pt.cast(n, "float64"))[..., None]
+    return [phi, pt.cast(n, "float64")[..., None] + pt.zeros_like(phi[..., :1])]
 
 
-#: a multinomial: the K probabilities per point, the trials held (`multinomial_components`)
+#: a multinomial: the K probabilities per point, the trials held (`with_trials`)
 MULTINOMIAL = Likelihood(
     "multinomial",
     "multinomial",
@@ -106,12 +106,6 @@ DIRICHLET = Likelihood(
 )
 
 
-def dirichlet_multinomial_components(n, alpha):
-    """The latent Dirichlet's `simplex_components` and the trials as (points, 1)."""
-    phi = simplex_components(alpha + pt.zeros_like(pt.cast(n, "float64"))[..., None])
-    return [phi, pt.cast(n, "float64")[..., None] + pt.zeros_like(phi[..., :1])]
-
-
 #: a Dirichlet-multinomial: the latent proportions' means and scale, the trials held
 DIRICHLET_MULTINOMIAL = Likelihood(
     "dirichlet_multinomial",
@@ -133,9 +127,11 @@ def vector_outcome(op, rv):
     if isinstance(op, MvNormalRV):
         return MVNORMAL, lambda params: [mvnormal_components(*params)]
     if isinstance(op, MultinomialRV):
-        return MULTINOMIAL, lambda params: multinomial_components(*params)
+        return MULTINOMIAL, lambda params: with_trials(*params)
     if isinstance(op, DirichletMultinomialRV):
-        return DIRICHLET_MULTINOMIAL, lambda params: dirichlet_multinomial_components(*params)
+        return DIRICHLET_MULTINOMIAL, lambda params: with_trials(
+            params[0], simplex_components(params[1])
+        )
     if isinstance(op, DirichletRV):
         return DIRICHLET, lambda params: [simplex_components(*params)]
     return None
