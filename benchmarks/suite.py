@@ -17,9 +17,12 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 7. Local values larger than memory: draw-mode R-sens on dask-backed points at
    S=4000, N=100000, D=20 (64 GB of local values) reduced block by block to each
    draw's mean over points; time ÷ the moment-mode call and peak memory.
-8. Draw-mode R-sens ÷ bambi's interpret.slopes for 10 predictors on the same
+8. Draw-mode R-sens without the local array (local=False) ÷ a forward
+   evaluation (target <= 2), and at S=4000, N=10⁶, D=20 in memory
+   (bench_point_means.py, targets under 60 s and 2 GB).
+9. Draw-mode R-sens ÷ bambi's interpret.slopes for 10 predictors on the same
    posterior (bench_bambi.py, logistic, S=4000, N=1000, target <= 0.1).
-9. A whole analysis on the quickstart's model against `pm.sample`, in fresh
+10. A whole analysis on the quickstart's model against `pm.sample`, in fresh
    processes with an empty and then a warm compile cache (bench_first_call.py,
    target: ratio <= 1.0 cold, each call <= 1 s warm).
 """
@@ -34,6 +37,7 @@ sys.path.insert(0, "benchmarks")
 import bench_bambi  # noqa: E402
 import bench_count_entropy  # noqa: E402
 import bench_first_call  # noqa: E402
+import bench_point_means  # noqa: E402
 import bench_rsens  # noqa: E402
 import bench_summary  # noqa: E402
 import bench_uncertainty  # noqa: E402
@@ -144,6 +148,7 @@ def main():
         ]
     scaling(configs)
     lazy_local(*((400, 20000, 10) if quick else (4000, 100000, 20)))
+    bench_point_means.main()
     bench_bambi.main()
     bench_first_call.main()
     print(f"\nsuite finished in {time.perf_counter() - start:.0f} s")

@@ -36,12 +36,20 @@ class BlockJob:
 
     def run(self, rows, point_values, draw_values, chain, draw, per_point):
         """The measure on one block, every output as float64."""
-        points = self.ctx.points.block(*rows, point_values)
-        draws = Draws(draw_values, chain, draw)
-        # each categorical input's own levels at the block's rows
-        levels = [replace(lv, own=lv.own[slice(*rows)]) for lv in self.ctx.levels]
-        ctx = replace(self.ctx, points=points, draws=draws, levels=levels, progressbar=False)
+        ctx = block_context(self.ctx, *rows, point_values, Draws(draw_values, chain, draw))
         return {k: np.asarray(v, dtype=float) for k, v in self.measure(ctx, **per_point).items()}
+
+
+def block_context(ctx, start, stop, point_values, draws=None):
+    """The request on points ``start:stop`` (their per-point values given), quietly.
+
+    ``draws``: the block's draws (default all). Each categorical input's own
+    levels are those of the block's rows.
+    """
+    points = ctx.points.block(start, stop, point_values)
+    levels = [replace(level, own=level.own[start:stop]) for level in ctx.levels]
+    draws = ctx.draws if draws is None else draws
+    return replace(ctx, points=points, draws=draws, levels=levels, progressbar=False)
 
 
 def _run_block(job, *args):
@@ -159,7 +167,7 @@ def _probe(ctx, measure, per_point):
     rows = min(ctx.points.n_points, PROBE_ROWS)
     values = [np.asarray(ctx.points.values[v][:rows]) for v in ctx.points.per_point]
     first = Draws(ctx.draws.chunk(0, 1), ctx.draws.chain[:1], ctx.draws.draw[:1])
-    probe = replace(ctx, points=ctx.points.block(0, rows, values), draws=first, progressbar=False)
+    probe = block_context(ctx, 0, rows, values, first)
     measure(probe, **{k: np.asarray(v[:rows]) for k, v in per_point.items()})
     ctx.locality_checked = True
 

@@ -35,7 +35,7 @@ def pair_labels(da):
         feature=xr.DataArray(first, dims="pair"), feature_bis=xr.DataArray(second, dims="pair")
     )
     picked = picked.drop_vars(
-        ["feature", "feature_bis", "feature_kind", "input_value"], errors="ignore"
+        ["feature", "feature_bis", "feature_kind", "input_value", "input_sd"], errors="ignore"
     )
     picked = picked.rename(pair="feature").assign_coords(feature=labels)
     if "feature_kind" not in da.coords:
@@ -121,14 +121,14 @@ def global_samples(name, da, n_bootstrap, rng, skipna):
 def per_sd(name, da):
     """A per-unit measure times the sd of each continuous input over the points.
 
-    Categorical inputs (a level change) and constant columns keep their values.
+    The sds are the result's ``input_sd`` coordinate. Categorical inputs (a
+    level change) and constant columns keep their values.
     """
     if name not in PER_UNIT + PER_UNIT_PAIR:
         return da
-    if "input_value" not in da.coords:
-        raise ValueError(f"scale='sd' needs the inputs' values, which {name!r} does not carry")
-    inputs = da.coords["input_value"]
-    sd = inputs.std([d for d in inputs.dims if d != "feature"])
+    if "input_sd" not in da.coords:
+        raise ValueError(f"scale='sd' needs the inputs' sds, which {name!r} does not carry")
+    sd = da.coords["input_sd"]
     if "feature_kind" in da.coords:
         sd = sd.where(da.coords["feature_kind"] == "rate", 1.0)
     sd = sd.drop_vars([c for c in sd.coords if c != "feature"])

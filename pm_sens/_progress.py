@@ -11,15 +11,15 @@ from rich.progress import (
 )
 
 
-def progress_columns():
-    """What a bar shows: the task, the bar, draws done, time taken and time left.
+def progress_columns(unit="draws"):
+    """What a bar shows: the task, the bar, ``unit`` done, time taken and time left.
 
     The time taken stays on the finished bar, so a log says how long each step took.
     """
     return (
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} draws"),
+        TextColumn(f"{{task.completed}}/{{task.total}} {unit}"),
         TextColumn("elapsed"),
         TimeElapsedColumn(),
         TextColumn("left"),
@@ -28,11 +28,11 @@ def progress_columns():
 
 
 @contextmanager
-def progress_bar(description, total, enabled):
+def progress_bar(description, total, enabled, unit="draws"):
     """Yield an ``advance(n)`` callable; draws a rich bar only when ``enabled``."""
     if not enabled:
         yield lambda n=1: None
         return
-    with Progress(*progress_columns(), transient=False) as progress:
+    with Progress(*progress_columns(unit), transient=False) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)

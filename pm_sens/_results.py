@@ -11,8 +11,9 @@ from pm_sens._version import __version__
 
 
 def result_dims(name, mode, point_dim):
+    """A result variable's dims; ``point_dim`` None: the draws' means over the points."""
     sample = [] if mode == "moment" else ["chain", "draw"]
-    points = [] if name in ("aed", "aeh") else [point_dim]
+    points = [] if name in ("aed", "aeh") or point_dim is None else [point_dim]
     pairs = ["feature_bis"] if name in ("rsens2", "eah", "aeh", "mean_hess") else []
     return [*sample, *points, "feature", *pairs]
 
@@ -166,9 +167,14 @@ def _nan_reasons(name, kinds):
     return {"nan": "; ".join(reasons)} if reasons else {}
 
 
-def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
-    """Local measures as an xarray Dataset with the documented dims and coords."""
+def result_dataset(results, ctx, mode, attrs, kinds, levels=None, local=True):
+    """Local measures as an xarray Dataset with the documented dims and coords.
+
+    ``local`` False: ``results`` and ``levels`` are each draw's means over the
+    points (`pm_sens._sensitivity_passes.point_means`), with no point dim.
+    """
     points = ctx.points
+    point_dim = points.point_dim if local else None
     n = points.n_points
     shown = shown_columns(ctx)
     features = [
@@ -184,28 +190,30 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None):
         # the inputs at the points, for plotting local values against them
         "input_value": ((points.point_dim, "feature"), np.concatenate([inputs, *own_levels], 1)),
     }
+    # their sd over the points, for summary(scale="sd"), on every variable
+    coords["input_sd"] = ("feature", coords["input_value"][1].std(0))
     if mode == "draw":
         coords.update(chain=ctx.draws.chain, draw=ctx.draws.draw)
     data = {
         name: (
-            result_dims(name, mode, points.point_dim),
+            result_dims(name, mode, point_dim),
             v,
             {**_nan_reasons(name, kinds), **_pairs_source(name, mode)},
         )
         for name, v in results.items()
     }
     sample = [] if mode == "moment" else ["chain", "draw"]
+    along = [point_dim] if local else []
     for level in ctx.levels:
         dim = f"{level.label}_level"
         coords[dim] = level.levels[np.flatnonzero(level.weights)]
-        data[f"levels_{level.label}"] = (
-            [*sample, points.point_dim, dim],
-            levels[f"levels_{level.label}"],
-        )
+        data[f"levels_{level.label}"] = ([*sample, *along, dim], levels[f"levels_{level.label}"])
     if any("feature_bis" in dims for dims, *_ in data.values()):
         coords["feature_bis"] = features
     dataset = xr.Dataset(data, coords=coords, attrs=attrs)
-    return dataset if ctx.predictive.table_row is None else with_row_joints(dataset, ctx)
+    if ctx.predictive.table_row is None or not local:
+        return dataset
+    return with_row_joints(dataset, ctx)
 
 
 def attach(idata, group, dataset, extend_inferencedata):

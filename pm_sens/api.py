@@ -1,34 +1,16 @@
 """`sensitivity`: local sensitivity measures of a fitted PyMC model, into its DataTree."""
 
-from functools import partial
-
-from pm_sens._blocks import run_local
-from pm_sens._level_pairs import level_pair_measures, pair_outputs
 from pm_sens._levels import levels_for_alpha
-from pm_sens._measure_passes import (
-    feature_steps,
-    kl_measures,
-    level_measures,
-    mean_gradient,
-    mean_measures,
-    rsens_measures,
-    var_measures,
-)
-from pm_sens._points import (
-    feature_matrix,
-)
-from pm_sens._results import (
-    attach,
-    empty_local,
-    feature_kinds,
-    result_attrs,
-    result_dataset,
-    result_dims,
-    with_level_columns,
-)
+from pm_sens._results import attach, feature_kinds, result_attrs, result_dataset
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
     make_context,
+)
+from pm_sens._sensitivity_passes import (
+    AVERAGED_FIRST,
+    local_bytes,
+    local_results,
+    point_means,
 )
 from pm_sens._sensitivity_request import check_methods, check_methods_fit, matched_family
 from pm_sens._validate import (
@@ -36,10 +18,10 @@ from pm_sens._validate import (
     check_choice,
     check_optional_positive_int,
     check_positive,
+    inform,
     warn,
 )
 from pm_sens.measures.kl import SCHEMES
-from pm_sens.measures.var import input_gaussian
 
 MODES = ("moment", "draw")
 
@@ -63,6 +45,7 @@ def sensitivity(
     var_nodes=11,
     num_draws=None,
     random_seed=None,
+    local=None,
     progressbar=True,
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
@@ -149,6 +132,15 @@ def sensitivity(
         the same draw positions in every chain), chosen with ``random_seed``.
     random_seed : int or numpy.random.Generator, optional
         Seed for thinning.
+    local : bool, optional
+        Draw mode: keep the local values (True), or only each draw's mean
+        over the points (False), computed block of points by block of points
+        so that memory does not grow with N: ``(chain, draw, "feature"[,
+        "feature_bis"])`` per method and ``(chain, draw, "g_level")`` per
+        ``levels_g``, which :func:`summary`, :func:`importance` and
+        :func:`plot_importance` read. None (default): True unless the local
+        values would take more than ``memory_limit`` (an info message says
+        so). ``"aed"``/``"aeh"`` need True.
     progressbar : bool
         Show progress bars over the draws; nothing is printed when False.
     extend_inferencedata : bool
@@ -233,13 +225,19 @@ def sensitivity(
         generic.mass_error = 0.0  # reported in attrs: how well its rules integrate
 
     settings = dict(
-        mode=mode, family=matched, alpha=alpha, order=order, delta=delta, kl_scheme=kl_scheme
+        mode=mode,
+        family=matched,
+        alpha=alpha,
+        order=order,
+        delta=delta,
+        kl_scheme=kl_scheme,
+        var_nodes=var_nodes,
     )
-    results = _local_measures(ctx, methods, var_nodes=var_nodes, **settings)
-    levels = _level_measures(ctx, mode, matched, alpha, pairs="rsens2" in methods)
+    local = _keep_local(local, ctx, methods, mode, order)
     # one look at the points (a pass over them when they are dask-backed)
     kinds = feature_kinds(ctx)
-    results = with_level_columns(results, levels, ctx, mode, kinds)
+    compute = local_results if local else point_means
+    results, levels = compute(ctx, methods, kinds, **settings)
     attrs = {
         "method": methods,
         "mode": mode,
@@ -251,13 +249,14 @@ def sensitivity(
         "delta": delta,
         "kl_scheme": kl_scheme,
         "var_nodes": var_nodes,
+        "local_values": "kept" if local else "mean over points",
         **result_attrs(ctx),
         **_rule_attrs(generic),
     }
     return attach(
         idata,
         "sensitivity",
-        result_dataset(results, ctx, mode, attrs, kinds, levels),
+        result_dataset(results, ctx, mode, attrs, kinds, levels, local),
         extend_inferencedata,
     )
 
@@ -272,56 +271,38 @@ def _check_delta(delta):
     return delta
 
 
-def _run_measure(ctx, mode, measure, names, **settings):
-    """``measure``'s local arrays: in memory, or dask arrays built block by block."""
-    dims = {name: result_dims(name, mode, "point") for name in names}
-    return run_local(ctx, partial(measure, mode=mode, **settings), dims, mode == "draw")
+def _keep_local(local, ctx, methods, mode, order):
+    """Whether to keep the local values (``local=``), or only each draw's mean over points.
 
-
-def _local_measures(ctx, methods, *, mode, family, alpha, order, delta, kl_scheme, var_nodes):
-    """``{method: local values}`` of the continuous inputs, in ``methods``' order."""
-    if not ctx.inputs:
-        return {m: empty_local(m, mode, ctx) for m in methods}
-    run = partial(_run_measure, ctx, mode)
-    x = feature_matrix(ctx.points.values, ctx.inputs, ctx.points.n_points)  # lazy for lazy points
-    results = {}
-    if "rsens" in methods:
-        names = ["rsens", "rsens2"][:order]
-        results.update(run(rsens_measures, names, family=family, alpha=alpha, order=order))
-    if "kl" in methods:
-        steps = feature_steps(x, delta)
-        results.update(run(kl_measures, ["kl"], family=family, steps=steps, scheme=kl_scheme))
-    if {"ead", "aed", "eah", "aeh"} & set(methods):
-        names = ["mean_jac", "mean_hess"][:order]
-        gradient = run(mean_gradient, names, order=order)
-        results.update(mean_measures(gradient, methods, 0 if mode == "moment" else 2))
-    if "var" in methods:
-        gaussian = input_gaussian(x)
-        results.update(run(var_measures, ["var"], n_nodes=var_nodes, gaussian=gaussian))
-    return {m: results[m] for m in methods}
-
-
-def _level_measures(ctx, mode, family, alpha, pairs):
-    """The categorical inputs' ``level_<g>`` and ``levels_<g>`` (`level_measures`).
-
-    With ``pairs``, also their R-sens2 pairs (`level_pair_measures`).
+    None: keep them unless, in draw mode, they would take more than the memory
+    limit (then say so).
     """
-    if not ctx.levels:
-        return {}
-    dims = {f"level_{level.label}": ["point"] for level in ctx.levels}
-    dims.update(
-        {f"levels_{level.label}": ["point", f"{level.label}_level"] for level in ctx.levels}
+    if local is not None:
+        local = check_bool("local", local)
+    if local is False and mode != "draw":
+        raise ValueError(
+            "local=False needs mode='draw': moment mode's interval is a Bayesian bootstrap "
+            "over the points' local values, so it keeps them (they are N × D numbers)"
+        )
+    averaged = [m for m in methods if m in AVERAGED_FIRST]
+    if local is False and averaged:
+        raise ValueError(
+            f"local=False cannot give method={averaged}: they average the derivative over "
+            "all the points before its absolute value, so they are not means of local "
+            "values; ask for them with local=True (or None)"
+        )
+    if local is not None or mode != "draw" or averaged:
+        return True if local is None else local
+    size = local_bytes(ctx, methods, order)
+    if size <= ctx.memory_limit:
+        return True
+    inform(
+        f"the local values would take {size / 1e9:.3g} GB, more than memory_limit="
+        f"{ctx.memory_limit:.3g} bytes: keeping each draw's mean over the points only "
+        "(local=False; what summary, importance and plot_importance read). Pass local=True "
+        "to keep them, or dask-backed points to stream them"
     )
-    measures = [(level_measures, dims)]
-    if pairs:
-        measures.append((level_pair_measures, pair_outputs(ctx)))
-    out = {}
-    for measure, outputs in measures:
-        if mode == "draw":
-            outputs = {name: ["chain", "draw", *d] for name, d in outputs.items()}
-        measure = partial(measure, mode=mode, family=family, alpha=alpha)
-        out.update(run_local(ctx, measure, outputs, mode == "draw"))
-    return out
+    return False
 
 
 def _rule_attrs(generic):

@@ -108,6 +108,24 @@ def _sensitivity(case, idata, mode):
     return out
 
 
+def _check_point_means(case, local):
+    """local=False, by blocks of about a third of the points: each draw's mean over them."""
+    n_points = local["rsens"].shape[2]
+    per_point = 8 * local["rsens"].shape[0] * local["rsens"].shape[1] * 40
+    out = _sensitivity_call(
+        case,
+        case.idata,
+        "draw",
+        local=False,
+        memory_limit=per_point * max(1, n_points // 3),
+        extend_inferencedata=False,
+    )["sensitivity"]
+    for name, means in out.data_vars.items():
+        point_dim = local[name].dims[2]
+        expected = local[name].mean(point_dim).transpose(*means.dims)
+        np.testing.assert_allclose(means.values, expected.values, rtol=1e-10, atol=1e-14)
+
+
 def _plots(idata):
     for plot in (
         pm_sens.plot_importance,
@@ -130,6 +148,7 @@ def _steps(case, state):
 
     def sensitivity_draw():
         state["draw"] = _sensitivity(case, case.idata.copy(), "draw")
+        _check_point_means(case, state["draw"]["sensitivity"])
 
     def dask_and_lazy():
         """The same calls with a lazy posterior and dask-backed points: the same
