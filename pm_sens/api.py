@@ -274,8 +274,8 @@ def _check_delta(delta):
 def _keep_local(local, ctx, methods, mode, order):
     """Whether to keep the local values (``local=``), or only each draw's mean over points.
 
-    None: keep them unless, in draw mode, they would take more than the memory
-    limit (then say so).
+    None: keep them unless, in draw mode with in-memory points and draws, they
+    would take more than the memory limit (then say so).
     """
     if local is not None:
         local = check_bool("local", local)
@@ -291,7 +291,9 @@ def _keep_local(local, ctx, methods, mode, order):
             "all the points before its absolute value, so they are not means of local "
             "values; ask for them with local=True (or None)"
         )
-    if local is not None or mode != "draw" or averaged:
+    # dask-backed points or draws stream their local values already
+    streamed = ctx.points.lazy or ctx.draws.lazy
+    if local is not None or mode != "draw" or averaged or streamed:
         return True if local is None else local
     size = local_bytes(ctx, methods, order)
     if size <= ctx.memory_limit:

@@ -40,7 +40,8 @@ def test_results_on_a_cluster_equal_in_process(client, tmp_path):
 
     # draw-mode R-sens alone runs its own graph (`WhitenedNorm`), rebuilt on the workers
     for mode, interactions in (("moment", False), ("draw", False), ("draw", True)):
-        local, remote = both(pm_sens.sensitivity, mode=mode, interactions=interactions)
+        # local=True: the small memory limit would otherwise keep only the in-process means
+        local, remote = both(pm_sens.sensitivity, mode=mode, interactions=interactions, local=True)
         for name in ("rsens", "rsens2")[: 1 + interactions]:
             np.testing.assert_allclose(
                 remote["sensitivity"][name].values, local["sensitivity"][name].values, rtol=1e-10
@@ -60,7 +61,7 @@ def test_results_on_a_cluster_equal_in_process(client, tmp_path):
     # dask-backed points: one task per block of points, run on the workers
     points = xr.Dataset({"X": (("obs", "col"), rng.normal(size=(60, 2)))})
     for mode, interactions in (("moment", True), ("draw", False)):
-        kw = dict(mode=mode, interactions=interactions, **small)
+        kw = dict(mode=mode, interactions=interactions, local=True, **small)
         local = pm_sens.sensitivity(idata, model, points=points, **kw)["sensitivity"]
         remote = pm_sens.sensitivity(idata, model, points=points.chunk(obs=25), **kw)
         for name in ("rsens", "rsens2")[: 1 + interactions]:
