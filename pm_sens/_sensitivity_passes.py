@@ -142,16 +142,15 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
 
     Every measure runs on a block of points at a time (as many as keep the
     block's local values within a quarter of ``ctx.memory_limit``, its passes'
-    working memory within half), and each draw's sum over the block's points is
-    kept. Returns ``(results, levels)`` as
-    `local_results` does, without the point axis: ``(chain, draw, feature[,
-    feature_bis])`` per method and ``(chain, draw, g_level)`` per ``levels_<g>``.
+    working memory within half), and each draw's sum over the block's points
+    is kept. Returns ``(results, levels)`` as `local_results` does, without
+    the point axis: ``(chain, draw, feature[, feature_bis])`` per method and
+    ``(chain, draw, g_level)`` per ``levels_<g>``.
     """
     if ctx.points.lazy or ctx.draws.lazy:  # dask arrays: their mean is a dask reduction
         results, levels = local_results(ctx, methods, kinds, delta=delta, **settings)
-        levels = {k: v.mean(axis=2) for k, v in levels.items() if k.startswith("levels_")}
-        return {k: v.mean(axis=2) for k, v in results.items()}, levels
-    # a block's local values take a quarter of the memory limit, its passes half
+        means = {k: v.mean(axis=2) for k, v in {**results, **_shown_levels(levels)}.items()}
+        return _split(means, methods)
     per_point = 8 * ctx.draws.count * _values_per_point(ctx, methods, settings["order"])
     size = int(max(1, min(ctx.points.n_points, ctx.memory_limit // (4 * per_point))))
     working = replace(ctx, memory_limit=ctx.memory_limit / 2)
@@ -162,10 +161,18 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
             rows = [np.asarray(ctx.points.values[var][start:stop]) for var in ctx.points.per_point]
             block = block_context(working, start, stop, rows)
             results, levels = local_results(block, methods, kinds, points, delta=delta, **settings)
-            level_arrays = {k: v for k, v in levels.items() if k.startswith("levels_")}
-            for name, value in {**results, **level_arrays}.items():
+            for name, value in {**results, **_shown_levels(levels)}.items():
                 total = np.sum(value, axis=2)  # (chain, draw, point, …)
                 sums[name] = total if name not in sums else sums[name] + total
-            done(block.points.n_points)
-    means = {name: total / ctx.points.n_points for name, total in sums.items()}
+            done(stop - start)
+    return _split({name: total / ctx.points.n_points for name, total in sums.items()}, methods)
+
+
+def _shown_levels(levels):
+    """The level arrays the result shows (``levels_<g>``); the others are in the columns."""
+    return {name: value for name, value in levels.items() if name.startswith("levels_")}
+
+
+def _split(means, methods):
+    """``(results, levels)`` from one dict of means."""
     return {m: means[m] for m in methods}, {k: v for k, v in means.items() if k not in methods}
