@@ -122,25 +122,17 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     if order == 2:
         out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
 
-    def derivatives(draws):
-        """The chunk's derivatives, for the quadratic forms in NumPy."""
-        exact = compiled_for(ctx, "draw", 1)
-        chunk_draws = ctx.draws.chunk(draws.start, draws.stop)
-        chunk = exact(data_for_chunk(exact, ctx.points.values), chunk_draws)
-        check_outputs(ctx, exact, draws, chunk)
-        return chunk
-
     def consume(draws, chunk):
         if whitened:
             norm = chunk.norm
-            if norm is not None and compiled.norm_is_exact(norm):
+            if norm is not None and compiled.norm_is_exact(chunk.norm_range):
                 if not np.may_share_memory(norm, out["rsens"][draws]):  # not computed in place
                     out["rsens"][draws] = norm
                 if alpha != 1:
                     out["rsens"][draws] *= np.sqrt(alpha)
                 return
             # squares that over- or underflowed, or a non-diagonal information
-            chunk = derivatives(draws)
+            chunk = _chunk_derivatives(ctx, draws)
         phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
         jac = all_components(compiled, chunk.jac, phi.shape[-1])
         whiten = partial(draw_family.whitened, phi, **fixed)
@@ -153,6 +145,41 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     target = out["rsens"] if whitened else None
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def _chunk_derivatives(ctx, draws):
+    """The derivatives of the draws ``draws`` (a slice), for the quadratic forms in NumPy."""
+    exact = compiled_for(ctx, "draw", 1)
+    chunk = exact(
+        data_for_chunk(exact, ctx.points.values), ctx.draws.chunk(draws.start, draws.stop)
+    )
+    check_outputs(ctx, exact, draws, chunk)
+    return chunk
+
+
+def rsens_point_means(ctx, *, alpha):
+    """Draw-mode R-sens, each draw's mean over the points (chain, draw, D).
+
+    The points are summed inside the graph (`WhitenedNorm` with point sums),
+    so the local values never leave it; a chunk whose squares over- or
+    underflowed, or whose information is not diagonal, is computed from its
+    derivatives in NumPy, then summed.
+    """
+    compiled = compiled_for(ctx, "draw", 1, whitened="sums")
+    family = ctx.predictive.likelihood.draw_family
+    sums = np.empty((ctx.draws.count, len(ctx.points.features)))
+
+    def consume(draws, chunk):
+        if chunk.norm is not None and compiled.norm_is_exact(chunk.norm_range):
+            sums[draws] = chunk.norm
+            return
+        chunk = _chunk_derivatives(ctx, draws)
+        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+        jac = all_components(compiled, chunk.jac, phi.shape[-1])
+        sums[draws] = rsens_local(jac, partial(family.whitened, phi, **fixed), 1.0).sum(1)
+
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens, mean over points", consume)
+    return per_draw_shape(ctx, sums * (np.sqrt(alpha) / ctx.points.n_points))
 
 
 def all_components(compiled, derivatives, n_parameters):

@@ -23,6 +23,7 @@ from pm_sens._measure_passes import (
     mean_gradient,
     mean_measures,
     rsens_measures,
+    rsens_point_means,
     var_measures,
 )
 from pm_sens._points import feature_matrix
@@ -151,6 +152,10 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
         results, levels = local_results(ctx, methods, kinds, delta=delta, **settings)
         means = {k: v.mean(axis=2) for k, v in {**results, **_shown_levels(levels)}.items()}
         return _split(means, methods)
+    if methods == ["rsens"] and ctx.inputs and not ctx.levels:  # summed in the graph
+        means = rsens_point_means(ctx, alpha=settings["alpha"])[:, :, None]  # a point axis
+        shown = with_level_columns({"rsens": means}, {}, ctx, settings["mode"], kinds)
+        return {"rsens": shown["rsens"][:, :, 0]}, {}
     per_point = 8 * ctx.draws.count * _values_per_point(ctx, methods, settings["order"])
     size = int(max(1, min(ctx.points.n_points, ctx.memory_limit // (4 * per_point))))
     working = replace(ctx, memory_limit=ctx.memory_limit / 2)

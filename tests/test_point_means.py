@@ -118,3 +118,33 @@ def test_bad_requests_are_refused_in_our_words(logistic):
         pm_sens.sensitivity(idata, model, mode="draw", method="aed", local=False, **QUIET)
     with pytest.raises((TypeError, ValueError), match="local"):
         pm_sens.sensitivity(idata, model, mode="draw", local="yes", **QUIET)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+@pytest.mark.parametrize("likelihood", ["bernoulli", "normal", "beta"])
+def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
+    """R-sens alone, no categorical input: the points are summed inside the graph, run in
+    NumPy or compiled (the Beta's information is not diagonal: its chunks are summed from
+    their derivatives); a constant column stays NaN."""
+    from pm_sens import _runner
+
+    monkeypatch.setattr(_runner, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
+    rng = np.random.default_rng(1)
+    x = np.column_stack([rng.normal(size=(400, 2)), np.ones(400)])
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        b, c = pm.Normal("b", 0, 0.3, shape=3), pm.Normal("c", 0, 0.3, shape=3)
+        if likelihood == "bernoulli":  # one varying parameter: no squares
+            pm.Bernoulli("y", logit_p=X @ (b + c), observed=rng.integers(0, 2, 400))
+        elif likelihood == "normal":  # two varying parameters
+            pm.Normal("y", mu=X @ b, sigma=pm.math.exp(X @ c), observed=x[:, 0])
+        else:
+            mean = pm.math.sigmoid(X @ b)
+            pm.Beta("y", mu=mean, nu=5.0 + pm.math.exp(X @ c), observed=rng.uniform(0.1, 0.9, 400))
+    idata = known_posterior(model, chains=2, draws=40)
+    kw = dict(mode="draw", method="rsens", **QUIET)
+    local = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"]
+    means = pm_sens.sensitivity(idata, model, local=False, **kw)["sensitivity"]["rsens"]
+    assert means.dims == ("chain", "draw", "feature")
+    assert np.isnan(means.values[..., 2]).all()
+    np.testing.assert_allclose(means.values, local.mean("point").values, rtol=1e-12)

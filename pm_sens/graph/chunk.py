@@ -27,8 +27,11 @@ class ChunkOutputs:
     fixed : dict of str to ndarray
         Parameters held fixed by the family (Binomial ``n``), (S, N) or (N,).
     norm : ndarray or None
-        Draw-mode R-sens computed in the graph (S, N, D)
-        (`pm_sens.graph.compiled.WhitenedNorm`); None where not computed.
+        Draw-mode R-sens computed in the graph (S, N, D), or each draw's sum of
+        it over the points (S, D) (`pm_sens.graph.compiled.WhitenedNorm`); None
+        where not computed.
+    norm_range : tuple or None
+        The smallest and largest of the (S, N, D) values behind ``norm``.
     """
 
     phi: np.ndarray | None = None
@@ -37,6 +40,7 @@ class ChunkOutputs:
     statistics: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)
     norm: np.ndarray | None = None
+    norm_range: tuple | None = None
 
     def per_draw_parameters(self, n_draws):
         """Draw mode: ``phi`` (S, R, M) and the fixed parameters (S, R).

@@ -80,7 +80,8 @@ class WhitenedNorm(CompiledPredictive):
     """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
 
     Calling it returns what the forward function (``forward``, order 0) returns
-    plus ``norm`` (S, N, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
+    plus ``norm`` (S, N, D), or with ``point_sums`` its sum over the points
+    (S, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
     (`pm_sens.families.Family.whitening` of the forward's parameters, in NumPy),
     the derivatives never leaving the graph. ``norm`` is None where the family's
     information is not diagonal on the varying parameters. With more than one
@@ -94,6 +95,9 @@ class WhitenedNorm(CompiledPredictive):
     #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
     #: returned where one loop computes the norm, a new array where columns are joined)
     writes_in_place: bool = False
+    #: whether ``norm`` is each draw's sum over the points (S, D), the graph
+    #: returning the values' range beside it
+    point_sums: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
         """The forward function's outputs and ``norm``, on data and draw arrays.
@@ -111,14 +115,24 @@ class WhitenedNorm(CompiledPredictive):
             if out is None:
                 out = np.empty((*phi.shape[:-1], self.n_features))
             arguments += [out, False]
-        (result.norm,) = self.run(*arguments)
+        if self.point_sums:
+            result.norm, *norm_range = self.run(*arguments)
+            # one parameter: sums of |s ∂φ| are finite where every value is
+            norm_range = norm_range or (0.0, result.norm.max(initial=0.0))
+        else:
+            (result.norm,) = self.run(*arguments)
+            norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)
+        result.norm_range = tuple(float(x) for x in norm_range)
         return result
 
-    def norm_is_exact(self, norm):
-        """Whether no square in ``norm`` over- or underflowed (nor any value is nan)."""
+    def norm_is_exact(self, norm_range):
+        """Whether no square behind the norm over- or underflowed (nor any value is nan).
+
+        ``norm_range``: the chunk's smallest and largest value (`ChunkOutputs.norm_range`).
+        """
+        smallest, largest = norm_range
         if len(self.varying) == 1:  # |s ∂φ|: no squares
-            return bool(norm.max(initial=0.0) < np.inf)
-        smallest, largest = norm.min(initial=np.inf), norm.max(initial=0.0)
+            return bool(largest < np.inf)
         return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
 
 

@@ -151,7 +151,8 @@ def compile_predictive(
     ``phi`` out (no stacked copy of the parameters when the caller needs only
     the statistics). ``backend``: one of `pm_sens.graph.rewrites.BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
-    with ``forward`` the same predictive compiled with order 0 (built if None).
+    with ``forward`` the same predictive compiled with order 0 (built if None);
+    ``"sums"``: each draw's sum of it over the points.
     """
     # the per-draw graph of the same predictive, which some settings are built on
     per_draw_graph = partial(
@@ -184,7 +185,7 @@ def compile_predictive(
     extra_arguments, writes_in_place = [], False
     if whitened:
         outputs, extra_arguments, writes_in_place = _whitened_outputs(
-            graph, components, len(varying), backend
+            graph, components, len(varying), backend, whitened == "sums"
         )
     else:
         outputs = [phi] if parameters else []
@@ -218,7 +219,7 @@ def compile_predictive(
     )
     if not whitened:
         return CompiledPredictive(**compiled)
-    compiled["settings"]["whitened"] = True
+    compiled["settings"]["whitened"] = whitened
     return WhitenedNorm(
         **compiled,
         # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
@@ -226,6 +227,7 @@ def compile_predictive(
         family=likelihood.draw_family,
         n_features=graph.n_features,
         writes_in_place=writes_in_place,
+        point_sums=whitened == "sums",
     )
 
 
@@ -353,11 +355,17 @@ def _derivative_outputs(graph, components, mode, order, backend):
     return outputs
 
 
-def _whitened_outputs(graph, components, n_varying, backend):
-    """Draw-mode R-sens in the graph: outputs, extra arguments, and whether in place."""
+def _whitened_outputs(graph, components, n_varying, backend, point_sums):
+    """Draw-mode R-sens in the graph: outputs, extra arguments, and whether in place.
+
+    ``point_sums``: each draw's sum over the points, and the values' range.
+    """
     scales = pt.tensor("scales", dtype="float64", shape=(None, None, n_varying))
     grads = [pytensor.grad(c.sum(), graph.wrts, disconnected_inputs="ignore") for c in components]
     norm = whitened_norm(grads, scales, graph.one_dimensional)
+    if point_sums:  # the range only where squares may over- or underflow
+        ranges = [norm.min(), norm.max()] if n_varying > 1 else []
+        return [norm.sum(axis=1), *ranges], [scales], False
     if backend != "numba":
         return [norm], [scales], False
     # one compiled elementwise loop computes the norm (several 1-D inputs' like
