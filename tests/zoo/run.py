@@ -109,7 +109,8 @@ def _sensitivity(case, idata, mode):
 
 
 def _check_point_means(case, local):
-    """local=False, by blocks of about a third of the points: each draw's mean over them."""
+    """local=False, by blocks of about a third of the points, and for R-sens alone: each
+    draw's mean over the points."""
     n_points = local["rsens"].shape[2]
     per_point = 8 * local["rsens"].shape[0] * local["rsens"].shape[1] * 40
     out = _sensitivity_call(
@@ -120,7 +121,11 @@ def _check_point_means(case, local):
         memory_limit=per_point * max(1, n_points // 3),
         extend_inferencedata=False,
     )["sensitivity"]
-    for name, means in out.data_vars.items():
+    # R-sens alone: summed inside the graph where no input is categorical
+    alone = _sensitivity_call(
+        case, case.idata, "draw", False, ("rsens",), local=False, extend_inferencedata=False
+    )["sensitivity"]
+    for name, means in [*out.data_vars.items(), ("rsens", alone["rsens"])]:
         point_dim = local[name].dims[2]
         expected = local[name].mean(point_dim).transpose(*means.dims)
         np.testing.assert_allclose(means.values, expected.values, rtol=1e-10, atol=1e-14)
