@@ -20,7 +20,8 @@ import numpy as np
 import pymc as pm
 
 import pm_sens
-from pm_sens._runner import compiled_for, data_for_chunk, make_context
+from pm_sens._runner import compiled_for, make_context
+from pm_sens.graph.compiled import data_for_chunk
 
 
 def logistic_glm(rng, n, d):

@@ -20,6 +20,7 @@ import numpy as np
 
 from pm_sens._distributed import worker_cached
 from pm_sens._posterior import SAMPLE_DIMS, Draws
+from pm_sens._runner import dependence_of
 from pm_sens._validate import is_lazy
 
 #: rows evaluated eagerly to validate a lazy request before building its graph
@@ -83,6 +84,10 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
         draw, so that bad requests fail now.
     """
     per_point = per_point or {}
+    if ctx.points.lazy and not dependence_of(ctx).local:
+        # a series is evaluated whole: its rows move each other's predictions
+        ctx = replace(ctx, points=ctx.points.computed())
+        per_point = {k: np.asarray(v) for k, v in per_point.items()}
     if not (ctx.points.lazy or (split_draws and ctx.draws.lazy)):
         return measure(ctx, **per_point)
     _probe(ctx, measure, per_point)
@@ -91,7 +96,7 @@ def run_local(ctx, measure, outputs, split_draws, per_point=None):
     key = uuid.uuid4().hex
     job = dask.delayed(BlockJob(_without_blocks(ctx), measure, key), name=f"pm-sens-job-{key}")
     sizes = {"feature": len(ctx.points.features), "feature_bis": len(ctx.points.features)}
-    # the levels each categorical input is compared at (`pm_sens._levels.level_measures`)
+    # the levels each categorical input is compared at (`pm_sens._stacked_passes.level_measures`)
     sizes.update({f"{lv.label}_level": np.count_nonzero(lv.weights) for lv in ctx.levels})
     sizes["outcome"] = len(ctx.predictive.outcome_labels)
     point_ranges = _ranges(_point_chunks(ctx.points))
@@ -163,13 +168,12 @@ def _as_dask(value):
 
 
 def _probe(ctx, measure, per_point):
-    """Run the measure on the first rows and draw: compiles, checks locality, fails early."""
+    """Run the measure on the first rows and draw: compiles, fails early."""
     rows = min(ctx.points.n_points, PROBE_ROWS)
     values = [np.asarray(ctx.points.values[v][:rows]) for v in ctx.points.per_point]
     first = Draws(ctx.draws.chunk(0, 1), ctx.draws.chain[:1], ctx.draws.draw[:1])
     probe = block_context(ctx, 0, rows, values, first)
     measure(probe, **{k: np.asarray(v[:rows]) for k, v in per_point.items()})
-    ctx.locality_checked = True
 
 
 def _without_blocks(ctx):
@@ -177,7 +181,7 @@ def _without_blocks(ctx):
     values = {k: v for k, v in ctx.points.values.items() if k not in ctx.points.per_point}
     points = replace(ctx.points, values=values)
     draws = Draws([], ctx.draws.chain, ctx.draws.draw)
-    return replace(ctx, points=points, draws=draws, locality_checked=True, progressbar=False)
+    return replace(ctx, points=points, draws=draws, progressbar=False)
 
 
 def _point_chunks(points):

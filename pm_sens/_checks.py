@@ -1,7 +1,7 @@
 """Checks on a compiled predictive and its outputs.
 
-Locality (the parameters at a point depend on that point's inputs alone,
-which every per-point measure relies on), and the screening of each chunk's
+Which rows' inputs the parameters at a row depend on (none but its own in a
+local model; lags and adstock in a series), and the screening of each chunk's
 outputs for nan and inf, with a message naming the quantity, the point, the
 draw and the likely cause.
 """
@@ -9,17 +9,29 @@ draw and the likely cause.
 import numpy as np
 
 from pm_sens.graph.compiled import data_for_chunk
+from pm_sens.graph.dependence import Dependence
 from pm_sens.graph.model_queries import is_float
 
+#: every row of a series up to this length is perturbed to find a model's
+#: dependence; in a longer one, `SPREAD_ROWS` spread over it (both ends included)
+PROBED_ROWS = 64
+SPREAD_ROWS = 16
 
-def check_locality(compiled, points, draws):
-    """Perturb one row of the (float) inputs; no other point's parameters may move.
 
-    With one point, a second row (a copy of it) stands in for the others.
+def find_dependence(compiled, points, draws):
+    """Which rows the inputs at a row move (`pm_sens.graph.dependence.Dependence`).
+
+    Perturbs the (float) inputs at each probed row on the first draw and
+    records which rows' parameters move: the smallest window of offsets that
+    holds them all. Every row is probed in a series of up to `PROBED_ROWS`
+    rows; in a longer one, `SPREAD_ROWS` rows spread over it (the window is
+    taken to be the same at every row: the one-draw evaluations cost a
+    fraction of one chunk's). With one point, a second row (a copy of it)
+    stands in for the others.
     """
     moving = [var for var in compiled.inputs if is_float(var)]
     if not moving or points.n_points == 0:
-        return
+        return Dependence()
     values, n = points.values, points.n_points
     if n == 1:
         values = {
@@ -29,30 +41,21 @@ def check_locality(compiled, points, draws):
         n = 2
     first = draws.chunk(0, 1)
     base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
-    for row in sorted({0, n // 2}):
+    spread = np.linspace(0, n - 1, SPREAD_ROWS).astype(int)
+    probed = range(n) if n <= PROBED_ROWS else np.unique(spread)
+    offsets = [0]
+    for row in probed:
         moved_values = dict(values)
         for var in moving:
             value = np.array(values[var], dtype=float)
             value[row] += 1e-3 * (np.abs(value[row]) + 1)
             moved_values[var] = value
         moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first))
-        others = np.arange(n) != row
         # nan or inf where the model is undefined is no sign of coupling (named later)
-        same = np.isclose(
-            moved[..., others, :], base[..., others, :], rtol=1e-9, atol=1e-12, equal_nan=True
-        )
-        if not same.all():
-            names = [v.name for v in compiled.inputs]
-            raise ValueError(
-                f"the predictions at one point depend on the inputs {names} of other points "
-                f"(changing row {row} moved the parameters at other rows), so per-point "
-                "sensitivities are not defined. Common causes: an expression centred by its "
-                "mean over the points that involves parameters (mu - mu.mean(); statistics "
-                "of the data alone, such as an input standardized inside the model, are held "
-                "at their values unless hold_statistics=False), inputs standardized or centred "
-                "inside the model (do it outside, on the data), or a model coupling rows such "
-                "as a GP over the inputs (use a GP predictive, pm_sens.Predictive)."
-            )
+        same = np.isclose(moved, base, rtol=1e-9, atol=1e-12, equal_nan=True)
+        rows = np.flatnonzero(~same.reshape(-1, n, same.shape[-1]).all(axis=(0, 2)))
+        offsets += [int(rows.min()) - int(row), int(rows.max()) - int(row)] if len(rows) else []
+    return Dependence(min(offsets), max(offsets))
 
 
 def _what_points_get(out):

@@ -13,9 +13,10 @@ from itertools import combinations
 
 import numpy as np
 
+from pm_sens._chunk_passes import collect_draws, moment_pass
 from pm_sens._levels import contrast_name, level_values, rate_pairs_name
 from pm_sens._measure_passes import all_components, check_matched, second_moment_of
-from pm_sens._runner import collect_draws, compiled_for, moment_pass
+from pm_sens._runner import compiled_for
 from pm_sens.measures.level_pairs import contrast_pairs, rate_pairs, whitened_vectors
 from pm_sens.measures.levels import other_level_weights
 

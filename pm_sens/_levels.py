@@ -6,7 +6,7 @@ Here: which levels each input has and how often (`Levels`), its values at
 new points, the points set to each level, which orders ``alpha`` its
 divergences exist for, and which derivative columns it replaces in the
 result. The divergences' math is `pm_sens.measures.levels`; their pass over
-draws is `pm_sens._measure_passes.level_measures`.
+draws is `pm_sens._stacked_passes.level_measures`.
 """
 
 from dataclasses import dataclass, replace

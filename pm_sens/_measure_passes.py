@@ -8,23 +8,16 @@ from functools import partial
 
 import numpy as np
 
-from pm_sens._levels import level_values
+from pm_sens._checks import check_outputs
+from pm_sens._chunk_passes import collect_draws, draw_pass, moment_pass
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._results import per_draw_shape
-from pm_sens._runner import (
-    check_outputs,
-    collect_draws,
-    compiled_for,
-    data_for_chunk,
-    draw_pass,
-    moment_pass,
-)
+from pm_sens._runner import colors_for, compiled_for, dependence_of
 from pm_sens._validate import warn
+from pm_sens.graph.compiled import data_for_chunk
 from pm_sens.measures.integrated_gradients import integrated_gradients_at_rows, path_points
-from pm_sens.measures.kl import kl_sensitivity, shift_offsets
-from pm_sens.measures.levels import level_divergence, level_sensitivity
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
-from pm_sens.measures.rsens import rsens2_local, rsens_local
+from pm_sens.measures.rsens import joint_over_colors, rsens2_local, rsens_local
 from pm_sens.measures.var import conditional_points, var_sensitivity
 
 
@@ -101,18 +94,16 @@ def _warn_saturated(phi, family):
 def rsens_measures(ctx, *, mode, family, alpha, order):
     """R-sens (and R-sens2), local values (..., N, D[, D])."""
     second_moment = second_moment_of(family, mode)
+    if not dependence_of(ctx).local:
+        return _joint_rsens(ctx, mode=mode, family=family, alpha=alpha, order=order)
     # draw-mode R-sens alone is computed inside the graph (`WhitenedNorm`)
     whitened = mode == "draw" and order == 1
     compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
-        check_matched(moments.phi, family)
-        jac = list(moments.jac)
-        # a matched family held as raw moments (the multivariate Normal's) maps them first
-        matched, phi, mapped = family.in_mean_variance(moments.phi, jac, trailing=1)
-        out = {"rsens": rsens_local(mapped, partial(matched.whitened, phi, **fixed), alpha)}
+        out = {"rsens": _matched_rsens(moments, fixed, family, alpha)}
         if order == 2:
-            whiten = partial(family.whitened_second_order, moments.phi, jac, **fixed)
+            whiten = partial(family.whitened_second_order, moments.phi, list(moments.jac), **fixed)
             out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
         return out
 
@@ -144,6 +135,56 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
 
     target = out["rsens"] if whitened else None
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
+    return {k: per_draw_shape(ctx, v) for k, v in out.items()}
+
+
+def _matched_rsens(moments, fixed, family, alpha):
+    """Moment-mode R-sens from the mixture's moments and derivatives, (N, D)."""
+    check_matched(moments.phi, family)
+    # a matched family held as raw moments (the multivariate Normal's) maps them first
+    matched, phi, mapped = family.in_mean_variance(moments.phi, list(moments.jac), trailing=1)
+    return rsens_local(mapped, partial(matched.whitened, phi, **fixed), alpha)
+
+
+def _joint_rsens(ctx, *, mode, family, alpha, order):
+    """R-sens (and R-sens2) of the joint predictive of a series whose rows depend on
+    other rows' inputs.
+
+    Colored derivatives (`pm_sens.graph.dependence`) give each input row's
+    derivatives of every row it moves, with that row's parameters; their
+    values are combined over the colours (`joint_over_colors`).
+    (..., N, D[, D]).
+    """
+    colors = colors_for(ctx)
+    second_moment = second_moment_of(family, mode)
+    compiled = compiled_for(ctx, mode, order, second_moment, colored=True)
+    if mode == "moment":
+        moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
+        out = {"rsens": _matched_rsens(moments, fixed, family, alpha)}
+        if order == 2:
+            whiten = partial(family.whitened_second_order, moments.phi, list(moments.jac), **fixed)
+            out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
+        return {
+            k: joint_over_colors(v, colors, -2 if k == "rsens" else -3) for k, v in out.items()
+        }
+    draw_family = ctx.predictive.likelihood.draw_family
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"rsens": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+
+    def consume(draws, chunk):
+        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+        jac = all_components(compiled, chunk.jac, phi.shape[-1])
+        values = rsens_local(jac, partial(draw_family.whitened, phi, **fixed), alpha)
+        joint_over_colors(values, colors, out=out["rsens"][draws])
+        if order == 2:
+            hess = all_components(compiled, chunk.hess, phi.shape[-1])
+            whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
+            values = rsens2_local(hess, whiten, alpha)
+            joint_over_colors(values, colors, -3, out=out["rsens2"][draws])
+
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens of the joint predictive", consume)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
@@ -187,54 +228,6 @@ def all_components(compiled, derivatives, n_parameters):
     (the graph returns them only for ``compiled.varying``)."""
     varying = compiled.varying
     return [derivatives[varying.index(m)] if m in varying else None for m in range(n_parameters)]
-
-
-def feature_steps(x, delta):
-    """Δ_d = delta × the feature's sd over all the points (1 where it is constant)."""
-    sd = np.asarray(x.std(0))
-    return delta * np.where(sd > 0, sd, 1.0)
-
-
-def stacked_measure(ctx, compiled, values, blocks, family, measure, width, description):
-    """``measure(phi, phi_copies, **fixed)`` on points evaluated with stacked copies.
-
-    ``values`` hold ``blocks`` copies of the points, the points as they are first.
-    Returns the measure's (N, width) array in moment mode (the moment-matched
-    family), (chain, draw, N, width) in draw mode.
-    """
-    n = ctx.points.n_points
-    if compiled.mode == "moment":
-        second_moment = compiled.settings["second_moment"]
-        moments, fixed = moment_pass(ctx, compiled, values, second_moment, description)
-        phi = moments.phi.reshape(blocks, n, -1)
-        check_matched(phi, family)
-        return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
-    per_chunk = partial(_stacked_chunk, measure=measure, blocks=blocks, n_points=n)
-    shapes = {"measure": (n, width)}
-    return collect_draws(ctx, compiled, values, description, per_chunk, shapes)["measure"]
-
-
-def _stacked_chunk(chunk, size, *, measure, blocks, n_points):
-    """``measure`` on one chunk's stacked copies of the points: (size, N, width)."""
-    phi, fixed = chunk.per_draw_parameters(size)
-    phi = np.moveaxis(phi.reshape(size, blocks, n_points, phi.shape[-1]), 1, 0)
-    fixed = {k: v[..., :n_points] for k, v in fixed.items()}
-    return {"measure": measure(phi[0], phi[1:], **fixed)}
-
-
-def kl_measures(ctx, *, mode, family, steps, scheme):
-    """Finite-difference KL sensitivity, local values (..., N, D)."""
-    x = feature_matrix(ctx.points.values, ctx.inputs)
-    offsets = shift_offsets(steps, scheme)
-    rows = np.concatenate([x, *(x + offset for offset in offsets)])
-    second_moment = second_moment_of(family, mode)
-    compiled = compiled_for(ctx, mode, 0, second_moment, rows=len(rows))
-    values = values_at(ctx.points, ctx.inputs, rows)
-    measure = partial(kl_sensitivity, family.kl_divergence, steps=steps, scheme=scheme)
-    kl = stacked_measure(
-        ctx, compiled, values, len(offsets) + 1, family, measure, len(steps), "KL"
-    )
-    return {"kl": kl}
 
 
 def mean_gradient(ctx, *, mode, order):
@@ -337,38 +330,3 @@ def var_measures(ctx, *, mode, n_nodes, gaussian):
 def _var_of_chunk(chunk, size, *, grid_shape, n_nodes):
     """VAR from the chunk's per-draw mean on the conditional grid, (size, N, D)."""
     return {"var": var_sensitivity(chunk.phi[..., 0].reshape(-1, *grid_shape), n_nodes)}
-
-
-def level_measures(ctx, *, mode, family, alpha):
-    """Level divergences of each categorical input, and their per-point summary.
-
-    For input ``g``: ``levels_g`` (..., N, L), the divergence ``sqrt(2 D_α)``
-    from each point's own level to every level present among the points
-    (``D_1`` the KL), and ``level_g`` (..., N), its mean over the other levels
-    weighted by their frequency.
-    """
-    compiled = compiled_for(ctx, mode, 0, second_moment_of(family, mode))
-    n = ctx.points.n_points
-    divergence = (
-        family.kl_divergence if alpha == 1 else partial(family.renyi_divergence, alpha=alpha)
-    )
-    measure = partial(level_divergence, divergence)
-    out = {}
-    for level in ctx.levels:
-        chosen = np.flatnonzero(level.weights)
-        values = level_values(ctx.points, ctx.predictive, level, chosen)
-        divergence = stacked_measure(
-            ctx,
-            compiled,
-            values,
-            len(chosen) + 1,
-            family,
-            measure,
-            len(chosen),
-            f"levels of {level.label}",
-        )
-        own = np.searchsorted(chosen, level.own)
-        divergence[..., np.arange(n), own] = 0.0  # the own level, exactly
-        out[f"levels_{level.label}"] = divergence
-        out[f"level_{level.label}"] = level_sensitivity(divergence, own, level.weights[chosen])
-    return out

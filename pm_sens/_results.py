@@ -8,6 +8,7 @@ from pm_sens._levels import LEVEL_METHODS, contrast_name, rate_pairs_name, shown
 from pm_sens._points import constant_columns, feature_matrix
 from pm_sens._table_rows import with_row_joints
 from pm_sens._version import __version__
+from pm_sens.graph.dependence import Dependence
 
 
 def result_dims(name, mode, point_dim):
@@ -257,7 +258,9 @@ def result_attrs(ctx):
     ``held_statistics``: statistics of the data inside the model (an input's
     mean and sd) held at their values on the model's data; ``raw_inputs``: the
     inputs that build the design columns named in ``design_columns``
-    (`pm_sens.graph.design`).
+    (`pm_sens.graph.design`); ``dependence``: whether the predictions at a
+    point depend on its own inputs alone, or on a window of other rows' (a
+    series: R-sens and KL are then those of the joint predictive).
     """
     return {
         "likelihood": ctx.predictive.family,
@@ -269,6 +272,8 @@ def result_attrs(ctx):
         "raw_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.raw_inputs],
         "design_columns": ctx.predictive.design_replaced or "",
         "num_draws": ctx.draws.count,
+        # found by the first evaluation (`pm_sens._runner.dependence_of`)
+        "dependence": (ctx.dependence or Dependence()).describe(),
         "pm_sens_version": __version__,
     }
 

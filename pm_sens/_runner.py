@@ -1,40 +1,35 @@
-"""Running compiled predictives over chunks of draws, shared by the public functions.
+"""A validated request and its compiled graphs, shared by the public functions.
 
 A `Context` holds what every measure needs once validated: the predictive, the
-inputs to differentiate, the points and the posterior draws. `moment_pass`
-and `draw_pass` evaluate one compiled graph over all draws, chunk by chunk.
+inputs to differentiate, the points and the posterior draws. `compiled_for`
+builds each graph once per predictive, after `dependence_of` has found which
+rows' inputs the parameters at a row depend on. `pm_sens._chunk_passes` runs
+the graphs over the draws.
 """
 
-import contextlib
-import functools
 import threading
 import weakref
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-from pm_sens._checks import check_locality, check_outputs
-from pm_sens._distributed import RemoteChunks, active_client
+from pm_sens._checks import PROBED_ROWS, find_dependence
 from pm_sens._inputs import resolve_inputs
 from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
 from pm_sens._points import PointSet, resolve_points
 from pm_sens._posterior import Draws, posterior_draws
-from pm_sens._progress import progress_bar
-from pm_sens._results import per_draw_shape
 from pm_sens._validate import (
     check_bool,
     check_optional_positive_int,
     check_positive,
     check_seed,
+    inform,
 )
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
-from pm_sens.graph.compiled import data_for_chunk
+from pm_sens.graph.dependence import Dependence
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.predictive import Predictive
 from pm_sens.graph.rewrites import excluded as excluded_rewrites
-from pm_sens.measures.mixture import MixtureMoments
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
 _COMPILING = threading.RLock()  # dask threads may ask for the same graph at once
@@ -76,7 +71,8 @@ class Context:
     draws: Draws
     memory_limit: float
     progressbar: bool
-    locality_checked: bool = False
+    #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
+    dependence: Dependence | None = None
     #: categorical inputs, compared level by level (`pm_sens._levels.Levels`)
     levels: list = field(default_factory=list)
 
@@ -161,19 +157,6 @@ def make_context(
 #: features^order) run op by op in NumPy rather than compiled: the compile would
 #: take longer than the run (`pm_sens.graph.rewrites.BACKENDS`)
 INTERPRETED_WORK = 2e7
-#: values (draws × rows × features^order) per chunk of a graph run in NumPy or of
-#: a per-draw graph, so that its temporaries stay in the CPU's cache and below
-#: the allocator's 32 MB threshold, above which every chunk's arrays are fresh
-#: pages (chunks as large as memory allows made a default partial dependence
-#: 30 % slower, and draw-mode R-sens 2x slower)
-CACHED_CELLS = 1_500_000
-#: the same for a graph of the parameters alone (order 0), whose consumers hold
-#: several arrays of the chunk's size at once (statistics, deviations from the
-#: chunk's mean): the quickstart's default partial dependence took 0.82 s in
-#: chunks of this size against 0.98 s in chunks of `CACHED_CELLS`, where
-#: derivatives (draw-mode R-sens, integrated gradients) ran 4-8 % slower in
-#: these smaller chunks
-FORWARD_CACHED_CELLS = 750_000
 
 
 def backend_for(ctx, mode, order, rows=None, whitened=False):
@@ -205,16 +188,18 @@ def compiled_for(
     whitened=False,
     statistics=(),
     parameters=True,
+    colored=False,
 ):
     """The compiled chunk function for these settings, built once per predictive.
 
     ``rows``: as in `backend_for`; ``whitened``, ``statistics``, ``parameters``:
-    as in `compile_predictive`.
-    The first call checks locality (`check_locality`) on the forward graph,
-    which every measure relies on (derivatives, and stacked copies of the points).
+    as in `compile_predictive`. ``colored``: first derivatives of each row of
+    a model whose rows depend on other rows' inputs (`colors_for`); the same
+    as without in a local model. The first call finds the model's dependence
+    (`dependence_of`).
     """
-    if not ctx.locality_checked:
-        _check_locality_first(ctx)
+    dependence = dependence_of(ctx)
+    colors = colors_for(ctx) if colored else 1
     values = ctx.points.values
     backend = backend_for(ctx, mode, order, rows, whitened)
     key = (
@@ -226,6 +211,7 @@ def compiled_for(
         parameters,
         backend,
         whitened,
+        (dependence, colors) if colors > 1 else None,
         tuple(v.name for v in ctx.inputs),
         tuple((v.name, np.shape(values[v])[1:]) for v in values),
         tuple(np.shape(v)[1:] for v in ctx.draws.values),
@@ -251,139 +237,67 @@ def compiled_for(
                 backend=backend,
                 whitened=whitened,
                 forward=forward,
+                dependence=dependence,
+                colors=colors,
             )
     return cache[key]
 
 
-def _check_locality_first(ctx):
-    """`check_locality` on the forward graph (parameters alone, cheap to build), before
-    a graph with derivatives is compiled: a model that is not local fails at once."""
-    ctx.locality_checked = True  # the forward graph is not checked twice
+def dependence_of(ctx):
+    """Which rows' inputs the parameters at a row depend on (`find_dependence`), once.
+
+    Found on the forward graph (parameters alone, cheap to build) before any
+    graph with derivatives is compiled; on lazily given points, on their
+    first rows. A model that is not local is said so.
+    """
+    if ctx.dependence is not None:
+        return ctx.dependence
+    ctx.dependence = Dependence()  # the forward graph below is built without looking
     try:
-        check_locality(compiled_for(ctx, "draw", 0), ctx.points, ctx.draws)
+        points = ctx.points
+        if points.lazy:
+            rows = min(points.n_points, PROBED_ROWS)
+            values = [np.asarray(points.values[v][:rows]) for v in points.per_point]
+            points = points.block(0, rows, values)
+        found = find_dependence(compiled_for(ctx, "draw", 0), points, ctx.draws)
     except Exception:
-        ctx.locality_checked = False
+        ctx.dependence = None
         raise
+    ctx.dependence = found
+    if not found.local:
+        inform(f"pm_sens found the model's dependence between rows: {found.describe()}")
+    return found
 
 
-def _chunk_size(ctx, n_rows, n_components, mode, order):
-    """Draws per chunk so that parameters, derivatives and temporaries fit the limit."""
-    n_features = len(ctx.points.features)
-    per_parameter = 4 + (n_features if order else 0)  # temporaries, and gradients
-    per_row = (n_components + 1) * per_parameter * (1 + max(order - 1, 0) * n_features)
-    per_draw = 8 * n_rows * per_row * (4 if mode == "draw" else 2)
-    return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
+#: backward passes per chunk (colours of the rows) a joint R-sens may take;
+#: beyond, the series is too long for a dense Jacobian
+MAX_COLORS = 64
 
 
-@functools.cache
-def _blas_controller():
-    """The process's BLAS thread pools (found once: finding them reads the loaded libraries)."""
-    return ThreadpoolController()
+def colors_for(ctx):
+    """The colours of the rows for ``ctx``'s model and points; an error beyond `MAX_COLORS`.
 
-
-@contextlib.contextmanager
-def _serial_blas():
-    """BLAS on one thread, for draw-mode chunks' small products (over the features).
-
-    BLAS threads waiting for work took a core from the loops that run between
-    the products: on 2 cores, draw-mode R-sens of the heteroscedastic Normal
-    took 0.35 s against 0.24 s, a default PDP 2.17 against 1.91 s. Moment-mode
-    graphs keep BLAS's threads (3-15 % faster with them).
+    A local model has one. A model whose rows depend on a window of other
+    rows has the window's width; where the window spans the whole series
+    (a dense Jacobian), one per point, which only a short series affords.
     """
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        yield
-
-
-def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1, out=None):
-    """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
-
-    A graph run in NumPy, or a per-draw graph, gets chunks of about
-    `CACHED_CELLS` values (`FORWARD_CACHED_CELLS` for order 0), or
-    ``min_draws`` if the consumer needs more (within the memory limit).
-    ``out`` (S, ...): passed on to ``compiled`` sliced to the chunk's draws,
-    for a function that computes its result in it
-    (`pm_sens.graph.compiled.WhitenedNorm`).
-    In process by default; on the workers of an active dask.distributed client
-    when the posterior is dask-backed (chunks are submitted ahead, read in order).
-    """
-    n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
-    chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
-    if compiled.settings["backend"] == "python" or compiled.mode == "draw":
-        cells = n_rows * len(ctx.points.features) ** compiled.order
-        cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
-        chunk = min(chunk, max(cached // cells, min_draws, 1))
-    chunk = min(chunk, -(-ctx.draws.count // steps))
-    starts = range(0, ctx.draws.count, chunk)
-    client = active_client() if ctx.draws.lazy else None
-    with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
-        if client is None:
-            serial = compiled.mode == "draw"
-            with _serial_blas() if serial else contextlib.nullcontext():
-                for start in starts:
-                    # only this chunk of a lazily loaded posterior is read into memory
-                    draws = ctx.draws.chunk(start, start + chunk)
-                    size = len(draws[0])
-                    given = {} if out is None else {"out": out[start : start + size]}
-                    outputs = compiled(data_for_chunk(compiled, values), draws, **given)
-                    check_outputs(ctx, compiled, slice(start, start + size), outputs)
-                    yield start, size, outputs
-                    advance(size)
-            return
-        sample = (
-            [ctx.points.values[v] for v in compiled.data_variables],
-            ctx.draws.chunk(0, 1),
-        )
-        remote = RemoteChunks(client, ctx, compiled, sample)
-        window = 2 * max(1, len(client.scheduler_info().get("workers", {})))
-        pending = deque()
-        for start in [*starts, None]:
-            if start is not None:
-                draws = ctx.draws.chunk(start, start + chunk)
-                size = len(draws[0])
-                data = data_for_chunk(compiled, values)
-                pending.append((start, size, remote.submit(data, draws)))
-            # keep a bounded number of chunks in flight; hand results back in order
-            while pending and (start is None or len(pending) >= window):
-                done_start, done_size, future = pending.popleft()
-                out = future.result()
-                check_outputs(ctx, compiled, slice(done_start, done_start + done_size), out)
-                yield done_start, done_size, out
-                advance(done_size)
-
-
-def moment_pass(ctx, compiled, values, second_moment, description):
-    """Mixture moments (and derivatives) over all draws, merged chunk by chunk."""
-    moments = MixtureMoments(second_moment)
-    fixed = {}
-    for _, size, out in _chunks(ctx, compiled, values, 2, description):
-        moments.add(size, out.phi, out.jac, out.hess)
-        fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out.fixed.items()}
-    return moments, fixed
-
-
-def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1, out=None):
-    """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
-
-    ``steps``: at least this many chunks, so that the progress bar moves when
-    ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
-    works best with; ``out``: see `_chunks`.
-    """
-    chunks = _chunks(ctx, compiled, values, 2, description, steps, min_draws, out)
-    for start, size, chunk in chunks:
-        consume(slice(start, start + size), chunk)
-
-
-def collect_draws(ctx, compiled, values, description, per_chunk, shapes):
-    """Per-draw arrays filled chunk by chunk: ``per_chunk(chunk, size)`` → ``{name: (size, …)}``.
-
-    ``shapes``: each name's shape after the draw axis. Returns
-    ``{name: (chain, draw, …)}``.
-    """
-    out = {name: np.empty((ctx.draws.count, *shape)) for name, shape in shapes.items()}
-
-    def store(draws, chunk):
-        for name, value in per_chunk(chunk, draws.stop - draws.start).items():
-            out[name][draws] = value
-
-    draw_pass(ctx, compiled, values, description, store)
-    return {name: per_draw_shape(ctx, array) for name, array in out.items()}
+    dependence = dependence_of(ctx)
+    n = ctx.points.n_points
+    colors = dependence.colors(n)
+    if colors <= MAX_COLORS:
+        return colors
+    draws = ctx.draws.count
+    needed = 8 * draws * n * n * max(len(ctx.points.features), 1)
+    raise ValueError(
+        f"the parameters at each point depend on the inputs of up to {dependence.width} "
+        f"rows ({dependence.describe()}), which leaves no structure to use at {n} points: "
+        f"the joint R-sens and KL need the dense Jacobian of every point in every input "
+        f"row, {colors} backward passes per chunk of draws ({needed / 1e9:.1f} GB over "
+        f"{draws} draws). Pass points= with a series of at most {MAX_COLORS} rows (the "
+        "rows to explain, with the rows they depend on), and num_draws= to cut the time "
+        "of each pass. If no "
+        "dependence between rows is intended, common causes are an expression centred by its "
+        "mean over the points that involves parameters (mu - mu.mean()), inputs standardized "
+        "inside the model with hold_statistics=False (do it outside, on the data), or a GP "
+        "prior over the inputs (use a GP predictive, pm_sens.Predictive)"
+    )

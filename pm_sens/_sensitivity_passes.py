@@ -17,9 +17,6 @@ import numpy as np
 from pm_sens._blocks import block_context, run_local
 from pm_sens._level_pairs import level_pair_measures, pair_outputs
 from pm_sens._measure_passes import (
-    feature_steps,
-    kl_measures,
-    level_measures,
     mean_gradient,
     mean_measures,
     rsens_measures,
@@ -29,6 +26,8 @@ from pm_sens._measure_passes import (
 from pm_sens._points import feature_matrix
 from pm_sens._progress import progress_bar
 from pm_sens._results import empty_local, result_dims, with_level_columns
+from pm_sens._runner import dependence_of
+from pm_sens._stacked_passes import feature_steps, kl_measures, level_measures
 from pm_sens.measures.var import input_gaussian
 
 
@@ -152,12 +151,14 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
         results, levels = local_results(ctx, methods, kinds, delta=delta, **settings)
         means = {k: v.mean(axis=2) for k, v in {**results, **_shown_levels(levels)}.items()}
         return _split(means, methods)
-    if methods == ["rsens"] and ctx.inputs and not ctx.levels:  # summed in the graph
+    joint = not dependence_of(ctx).local  # a series: its points evaluated together
+    if methods == ["rsens"] and ctx.inputs and not ctx.levels and not joint:  # summed in the graph
         means = rsens_point_means(ctx, alpha=settings["alpha"])[:, :, None]  # a point axis
         shown = with_level_columns({"rsens": means}, {}, ctx, settings["mode"], kinds)
         return {"rsens": shown["rsens"][:, :, 0]}, {}
     per_point = 8 * ctx.draws.count * _values_per_point(ctx, methods, settings["order"])
     size = int(max(1, min(ctx.points.n_points, ctx.memory_limit // (4 * per_point))))
+    size = ctx.points.n_points if joint else size
     working = replace(ctx, memory_limit=ctx.memory_limit / 2)
     points, sums = over_the_points(ctx, methods, delta), {}
     with progress_bar("mean over points", ctx.points.n_points, ctx.progressbar, "points") as done:

@@ -65,3 +65,30 @@ def check_methods_fit(methods, likelihood):
             "whole predictive), or integrated_gradients / partial_dependence(kind='mean'), "
             "which give each outcome's mean (an 'outcome' dim)"
         )
+
+
+def check_methods_joint(methods, dependence, ctx):
+    """Refuse what has no joint version yet for a model whose rows depend on other rows.
+
+    R-sens, R-sens2 and the finite-difference KL are defined on the joint
+    predictive of the series (`pm_sens.graph.dependence`); the measures of the
+    mean at each point, categorical inputs and vector outcomes are not yet.
+    """
+    if dependence.local:
+        return
+    refused = [m for m in methods if m not in ("rsens", "rsens2", "kl")]
+    causes = []
+    if refused:
+        causes.append(f"method={refused}")
+    if ctx.levels:
+        causes.append(f"the categorical input(s) {[level.label for level in ctx.levels]}")
+    if ctx.predictive.outcome_shape:
+        causes.append("a vector outcome per point")
+    if causes:
+        raise ValueError(
+            f"{' and '.join(causes)}: not yet available for a model whose rows depend on "
+            f"other rows' inputs ({dependence.describe()}). sensitivity() gives R-sens and "
+            "KL of the joint predictive (method=['rsens', 'kl'], with interactions=True "
+            "R-sens2; the float inputs named in inputs=); integrated_gradients, "
+            "partial_dependence and permutation_importance take every input"
+        )

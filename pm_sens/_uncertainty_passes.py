@@ -4,12 +4,8 @@ entropy and log density of the observed y at many rows of inputs."""
 import numpy as np
 import xarray as xr
 
-from pm_sens._runner import (
-    compiled_for,
-    draw_pass,
-    make_context,
-    moment_pass,
-)
+from pm_sens._chunk_passes import draw_pass, moment_pass
+from pm_sens._runner import compiled_for, make_context
 from pm_sens._table_rows import sum_over_rows
 from pm_sens._validate import (
     check_finite_array,

@@ -4,6 +4,7 @@ from pm_sens._levels import levels_for_alpha
 from pm_sens._results import attach, feature_kinds, result_attrs, result_dataset
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
+    dependence_of,
     make_context,
 )
 from pm_sens._sensitivity_passes import (
@@ -12,7 +13,12 @@ from pm_sens._sensitivity_passes import (
     local_results,
     point_means,
 )
-from pm_sens._sensitivity_request import check_methods, check_methods_fit, matched_family
+from pm_sens._sensitivity_request import (
+    check_methods,
+    check_methods_fit,
+    check_methods_joint,
+    matched_family,
+)
 from pm_sens._validate import (
     check_bool,
     check_choice,
@@ -220,6 +226,8 @@ def sensitivity(
     matched = matched_family(ctx.predictive, mode, family)
     chosen = inputs is not None or categorical is not None
     ctx = levels_for_alpha(ctx, alpha, chosen, matched)
+    # the first evaluation (a forward graph), after every check that costs nothing
+    check_methods_joint(methods, dependence_of(ctx), ctx)
     generic = ctx.predictive.likelihood.generic
     if generic is not None:
         generic.mass_error = 0.0  # reported in attrs: how well its rules integrate

@@ -17,6 +17,7 @@ from pm_sens._results import (
 )
 from pm_sens._runner import (
     DEFAULT_MEMORY_LIMIT,
+    dependence_of,
     make_context,
 )
 from pm_sens._validate import (
@@ -134,7 +135,10 @@ def integrated_gradients(
     xarray.DataTree
         Group ``attribution`` with ``ig`` (``("chain", "draw", point_dim,
         "feature")``), ``completeness_gap`` (``("chain", "draw", point_dim)``:
-        ``Σ_d IG_d − (F(x) − F(b))``, zero up to quadrature error), and
+        ``Σ_d IG_d − (F(x) − F(b))``, zero up to quadrature error; for a
+        series whose rows depend on other rows' inputs, ``("chain", "draw")``:
+        the attribution is that of the sum of F over the points, the whole
+        series moving along the path, and complete over all points), and
         ``value`` / ``baseline_value`` (F at the points and at their baselines,
         same dims as the gap); coordinate ``input_value`` ``(point_dim,
         "feature")`` holds the inputs at the points; dask arrays when the
@@ -168,13 +172,14 @@ def integrated_gradients(
     measure = partial(ig_measures, statistic=statistic, n_steps=n_steps)
     out = run_local(ctx, measure, outputs, True, per_point={"baseline": baseline})
     point_dims = ["chain", "draw", ctx.points.point_dim, *outcome]
+    gap = completeness_gap(out["ig"], out["value"], out["baseline_value"]), point_dims
+    if not dependence_of(ctx).local:  # the joint mean's sum: complete over all points
+        totals = [out[k].sum(axis=2) for k in ("ig", "value", "baseline_value")]
+        gap = completeness_gap(*totals), ["chain", "draw", *outcome]
     dataset = xr.Dataset(
         {
             "ig": ([*point_dims, "feature"], out["ig"]),
-            "completeness_gap": (
-                point_dims,
-                completeness_gap(out["ig"], out["value"], out["baseline_value"]),
-            ),
+            "completeness_gap": (gap[1], gap[0]),
             "value": (point_dims, out["value"]),
             "baseline_value": (point_dims, out["baseline_value"]),
         },

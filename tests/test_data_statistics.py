@@ -71,8 +71,9 @@ def test_the_message_and_the_opt_out(standardized, caplog):
     assert "mean of x, std of x" in message and "hold_statistics=False" in message
     refusing = pm_sens.Predictive.from_observed(inside, hold_statistics=False)
     assert refusing.held_statistics == []
-    with pytest.raises(ValueError, match="depend on the inputs.*of other points"):
-        pm_sens.sensitivity(idata, inside, predictive=refusing, **QUIET)
+    # not held: every row depends on every other, the joint predictive's R-sens
+    out = pm_sens.sensitivity(idata, inside, predictive=refusing, **QUIET)
+    assert out["sensitivity"].attrs["dependence"].startswith("joint")
 
 
 def test_a_statistic_of_the_parameters_is_not_held():
@@ -83,8 +84,8 @@ def test_a_statistic_of_the_parameters_is_not_held():
         b = pm.Normal("b")
         pm.Normal("y", b * x - (b * x).mean(), 1.0, observed=rng.normal(size=N))
     assert pm_sens.Predictive.from_observed(model).held_statistics == []
-    with pytest.raises(ValueError, match="of other points"):
-        pm_sens.sensitivity(known_posterior(model), model, **QUIET)
+    out = pm_sens.sensitivity(known_posterior(model), model, **QUIET)
+    assert f"s{-(N - 1):+d} to s{N - 1:+d}" in out["sensitivity"].attrs["dependence"]
 
 
 def test_a_robust_scaling_by_median_and_quartiles_is_held():

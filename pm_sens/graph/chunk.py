@@ -50,3 +50,37 @@ class ChunkOutputs:
         phi = np.broadcast_to(self.phi, (n_draws, *self.phi.shape[-2:]))
         fixed = {k: np.broadcast_to(v, phi.shape[:-1]) for k, v in self.fixed.items()}
         return phi, fixed
+
+    def read_rows(self, rows):
+        """Parameters (and fixed ones) at ``rows`` of the points, in place.
+
+        Colored derivatives (`pm_sens.graph.derivatives.colored_gradient`)
+        belong to the rows `pm_sens.graph.dependence.Dependence.rows_read`
+        names: the parameters are taken there, so that every output has the
+        same (C·N) rows.
+        """
+        n_rows = self.phi.shape[-2]
+        self.phi = self.phi[..., rows, :]
+        self.fixed = {
+            k: v[..., rows] if np.ndim(v) and np.shape(v)[-1] == n_rows else v
+            for k, v in self.fixed.items()
+        }
+
+    @classmethod
+    def joined(cls, parts):
+        """The outputs of several sets of rows as one, rows in order."""
+        first = parts[0]
+
+        def join(values, axis):
+            if isinstance(values[0], list):  # draw mode: one array per parameter
+                return [np.concatenate(v, axis) for v in zip(*values, strict=True)]
+            return np.concatenate(values, axis)
+
+        joined = cls(
+            statistics={k: join([p.statistics[k] for p in parts], -1) for k in first.statistics},
+            fixed={k: join([p.fixed[k] for p in parts], -1) for k in first.fixed},
+        )
+        for name, axis in (("phi", -2), ("jac", -2), ("hess", -3)):
+            if getattr(first, name) is not None:
+                setattr(joined, name, join([getattr(p, name) for p in parts], axis))
+        return joined

@@ -54,6 +54,8 @@ class CompiledPredictive:
         width = len(self.statistic_names)
         result.statistics = dict(zip(self.statistic_names, rest[:width], strict=True))
         result.fixed = dict(zip(self.fixed_names, rest[width:], strict=True))
+        if self.settings.get("colors", 1) > 1:
+            result.read_rows(self.settings["dependence"].rows_read(result.phi.shape[-2]))
         return result
 
     def run(self, *arrays):
@@ -143,3 +145,25 @@ _SMALLEST_SAFE_NORM = 1e-140
 def data_for_chunk(compiled, values):
     """Data arrays in the compiled function's order."""
     return [values[var] for var in compiled.data_variables]
+
+
+def evaluate_series(compiled, data_values, draw_values, series_rows, per_point):
+    """``compiled`` on stacked copies of one series, one copy at a time.
+
+    A model whose rows depend on other rows' inputs cannot evaluate copies of
+    the points stacked as one longer series (the last rows of one copy would
+    move the first rows of the next): each copy of ``series_rows`` rows is
+    evaluated alone and the outputs joined. ``per_point`` flags the data
+    arrays with a row per point.
+    """
+    n_rows = next(len(v) for v, flag in zip(data_values, per_point, strict=True) if flag)
+    if n_rows == series_rows:
+        return compiled(data_values, draw_values)
+    parts = []
+    for start in range(0, n_rows, series_rows):
+        copy = [
+            v[start : start + series_rows] if flag else v
+            for v, flag in zip(data_values, per_point, strict=True)
+        ]
+        parts.append(compiled(copy, draw_values))
+    return ChunkOutputs.joined(parts)

@@ -31,6 +31,21 @@ def _point_gradient(expr, wrts, one_dimensional):
     return _feature_columns(grads, one_dimensional)
 
 
+def colored_gradient(expr, wrts, one_dimensional, colors):
+    """``∂expr_i/∂x_s`` of a banded Jacobian, compressed by colour: (..., C·N, D).
+
+    One backward pass per colour r through the rows ``i ≡ r (mod C)``: at
+    input row s it gives the derivative of the one row of colour r that s
+    moves (`pm_sens.graph.dependence`). Colour-major along the point axis;
+    ``colors=1`` is `_point_gradient`.
+    """
+    if colors == 1:
+        return _point_gradient(expr, wrts, one_dimensional)
+    rows = pt.arange(expr.shape[-1]) % colors
+    parts = [_point_gradient(expr * pt.eq(rows, r), wrts, one_dimensional) for r in range(colors)]
+    return pt.concatenate(parts, axis=-2)
+
+
 def _feature_columns(grads, one_dimensional, features_last=False):
     """Gradients per input as one array (..., N, D).
 
@@ -45,8 +60,11 @@ def _feature_columns(grads, one_dimensional, features_last=False):
     return pt.concatenate(columns, axis=-1) if len(columns) > 1 else columns[0]
 
 
-def point_derivatives(components, wrts, one_dimensional, n_features, order, batched):
+def point_derivatives(components, wrts, one_dimensional, n_features, order, batched, colors=1):
     """Per order up to ``order``, the list of each component's derivatives.
+
+    ``colors`` > 1: a model whose rows depend on other rows' inputs; first
+    derivatives by `colored_gradient`, second by `_colored_hessian`.
 
     ``batched``: second derivatives from one backward pass batched over the D
     rows (`_point_hessian`), a graph D times smaller to rewrite, for graphs run
@@ -55,9 +73,11 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
     """
     if order == 0:
         return []
-    jac = [_point_gradient(c, wrts, one_dimensional) for c in components]
+    jac = [colored_gradient(c, wrts, one_dimensional, colors) for c in components]
     if order == 1:
         return [jac]
+    if colors > 1:
+        return [jac, [_colored_hessian(j, wrts, one_dimensional, n_features, colors) for j in jac]]
     if batched:
         return [jac, [_point_hessian(j, wrts, one_dimensional, n_features) for j in jac]]
     rows = range(n_features)
@@ -66,6 +86,39 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
         for j in jac
     ]
     return [jac, hess]
+
+
+def _colored_hessian(jac, wrts, one_dimensional, n_features, colors):
+    """``∂²λ_i/∂x_{s,d}∂x_{s,e}`` of each colour's row i: (..., C·N, D, D).
+
+    From `colored_gradient`'s ``jac`` (..., C·N, D).
+
+    For colour r of the rows, colour q of the input rows and feature d, the
+    backward pass of ``Σ_{s ≡ q} jac_r[s, d]``, read at the input rows
+    ``s' ≡ q``: two input rows of one colour never move the same row, so only
+    ``s = s'`` is left. The C² D passes are one pass batched over its
+    tangents by ``vectorize_graph`` (a graph of one pass's size).
+    """
+    n_rows = jac.shape[-2] // colors
+    batch_dims = jac.ndim - 2
+    tangent = pt.tensor("tangent", dtype=jac.dtype, shape=(None, n_features))
+    grads = pytensor.grad((jac * tangent).sum(), wrts, disconnected_inputs="ignore")
+    virtual = pt.arange(jac.shape[-2])
+    own_block = pt.eq(virtual // n_rows, pt.arange(colors)[:, None])  # (C, C·N)
+    input_color = pt.eq(virtual % n_rows % colors, pt.arange(colors)[:, None])  # (C, C·N)
+    selected = own_block[:, None, None, :, None] * input_color[None, :, None, :, None]
+    feature = pt.eye(n_features, dtype=jac.dtype)[None, None, :, None, :]
+    tangents = (selected * feature).reshape((-1, jac.shape[-2], n_features))
+    columns = _feature_columns(
+        [vectorize_graph(g, {tangent: tangents}) for g in grads], one_dimensional
+    )  # (C·C·D, ..., N, E)
+    columns = columns.reshape((colors, colors, n_features, *columns.shape[1:]))
+    columns = pt.moveaxis(columns, 2, -2)  # (C, C, ..., N, D, E)
+    at_own_color = pt.eq(pt.arange(n_rows) % colors, pt.arange(colors)[:, None])  # (C, N)
+    at_own_color = at_own_color.reshape((1, colors, *[1] * batch_dims, n_rows, 1, 1))
+    hess = (columns * at_own_color).sum(axis=1)  # (C, ..., N, D, E)
+    hess = pt.moveaxis(hess, 0, batch_dims)  # (..., C, N, D, E)
+    return hess.reshape((*hess.shape[:batch_dims], -1, n_features, n_features))
 
 
 def _point_hessian(jac, wrts, one_dimensional, n_features):

@@ -138,6 +138,8 @@ def compile_predictive(
     backend="numba",
     whitened=False,
     forward=None,
+    dependence=None,
+    colors=1,
 ):
     """Build and compile the chunk function of ``predictive`` (see `CompiledPredictive`).
 
@@ -152,8 +154,14 @@ def compile_predictive(
     the statistics). ``backend``: one of `pm_sens.graph.rewrites.BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None);
-    ``"sums"``: each draw's sum of it over the points.
+    ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (order
+    1, a model whose rows depend on other rows' inputs as ``dependence``, a
+    `pm_sens.graph.dependence.Dependence`, says): first derivatives of the
+    rows of each colour (`pm_sens.graph.derivatives.colored_gradient`), with
+    the parameters of the rows they belong to.
     """
+    if colors > 1 and (order == 0 or whitened):
+        raise NotImplementedError("colored derivatives are derivatives, not whitened")
     # the per-draw graph of the same predictive, which some settings are built on
     per_draw_graph = partial(
         compile_predictive,
@@ -167,7 +175,7 @@ def compile_predictive(
     )
     generic = predictive.likelihood.generic
     if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
-        draws = per_draw_graph(order=order, backend=backend)
+        draws = per_draw_graph(order=order, backend=backend, dependence=dependence, colors=colors)
         return GenericStatistics(
             draws,
             generic,
@@ -189,7 +197,7 @@ def compile_predictive(
         )
     else:
         outputs = [phi] if parameters else []
-        outputs += _derivative_outputs(graph, components, mode, order, backend)
+        outputs += _derivative_outputs(graph, components, mode, order, backend, colors)
         names = list(predictive.parameters)
         # separate arrays: a statistic that is also a parameter is not copied
         outputs += [statistic_expression(likelihood, names, graph.params, n) for n in statistics]
@@ -214,6 +222,8 @@ def compile_predictive(
             statistics=tuple(statistics),
             parameters=parameters,
             backend=backend,
+            dependence=dependence,
+            colors=colors,
         ),
         fixed_array_shapes=graph.fixed_array_shapes,
     )
@@ -344,11 +354,12 @@ def _components(predictive, graph, mode, second_moment, statistic):
     return phi, [components[i] for i in varying], varying
 
 
-def _derivative_outputs(graph, components, mode, order, backend):
+def _derivative_outputs(graph, components, mode, order, backend, colors):
     """The components' derivatives up to ``order``, as the compiled function returns them."""
     outputs = []
+    batched = backend == "python"
     for derivatives in point_derivatives(
-        components, graph.wrts, graph.one_dimensional, graph.n_features, order, backend == "python"
+        components, graph.wrts, graph.one_dimensional, graph.n_features, order, batched, colors
     ):
         # moment mode: small (M, N, D[, D]) arrays, merged across chunks as one
         outputs += [pt.stack(derivatives)] if mode == "moment" else derivatives

@@ -38,6 +38,8 @@ class GenericStatistics:
             second_moment=second_moment,
             statistic=statistic,
             backend=draws.settings["backend"],
+            dependence=draws.settings["dependence"],
+            colors=draws.settings["colors"],
         )
 
     def __call__(self, data_values, draw_values):

@@ -87,6 +87,21 @@ def rsens_local(jac, whiten, alpha=1.0, out=None):
     return _norm(*whiten(jac, trailing=1), trailing=1, alpha=alpha, out=out)
 
 
+def joint_over_colors(values, colors, point_axis=-2, out=None):
+    """R-sens (or R-sens2) of the joint predictive of a series from its colours' parts.
+
+    ``values`` (..., C·N, D[, D]): the values of each colour's rows
+    (colour-major, `pm_sens.graph.derivatives.colored_gradient`) on
+    ``point_axis``; the joint value at input row s is ``sqrt(Σ_r
+    values[r, s]²)``, the square root of ``α Σ_i J_{i,s}ᵀ I_i J_{i,s}``
+    summed over the rows i that s moves. Returns (..., N, D[, D]).
+    """
+    axis = point_axis % values.ndim
+    shape = values.shape
+    parts = values.reshape(*shape[:axis], colors, shape[axis] // colors, *shape[axis + 1 :])
+    return np.sqrt(np.sum(parts**2, axis=axis), out=out)
+
+
 def rsens2_local(hess, whiten, alpha=1.0, out=None):
     """Local R-sens2 per feature pair (diagonal: curvature, not interaction).
 

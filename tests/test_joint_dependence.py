@@ -1,0 +1,202 @@
+"""Models whose rows depend on other rows' inputs (lags, adstock): the joint predictive.
+
+R-sens of input row s is ``sqrt(α Σ_i J_{i,s}ᵀ I_i J_{i,s})`` over the rows i
+it moves (SPEC §2, "Joint predictive"), checked against closed forms and a
+dense Jacobian written in NumPy; the finite-difference KL, integrated
+gradients and the stacked evaluations (PDP, permutations) against the same.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pm_sens
+from pm_sens.graph.dependence import Dependence
+from pm_sens.measures.kl import window_sums
+from tests.conftest import posterior
+
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+WEIGHTS = np.array([1.0, 0.5, 0.25])
+
+
+def _lagged(z, weights):
+    """``Σ_l w_l z_{t−l}``, zero before the series starts (shifted, padded copies)."""
+    return sum(
+        w * pt.concatenate([pt.zeros(lag), z[: z.shape[0] - lag]]) for lag, w in enumerate(weights)
+    )
+
+
+def _lag_matrix(n, weights):
+    """The same as an (N, N) matrix L with ``lagged = L z``."""
+    return sum(w * np.eye(n, k=-lag) for lag, w in enumerate(weights))
+
+
+@pytest.fixture
+def distributed_lag():
+    """y_t ~ Normal(b Σ_l w_l x_{t−l}, σ), fixed weights, known draws of b and σ."""
+    rng = np.random.default_rng(1)
+    n = 30
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        sigma = pm.HalfNormal("sigma")
+        pm.Normal("y", b * _lagged(xd, WEIGHTS), sigma, observed=rng.normal(size=n))
+    draws = {"b": np.array([[0.5, -1.0, 2.0]]), "sigma": np.array([[1.0, 0.5, 2.0]])}
+    return model, posterior(draws), x, draws
+
+
+def test_distributed_lag_closed_form(distributed_lag):
+    """R-sens(x_s) = |b| sqrt(Σ_l w_l²)/σ away from the end; fewer lags near it."""
+    model, idata, _, draws = distributed_lag
+    out = pm_sens.sensitivity(idata, model, mode="draw", method=["rsens", "kl"], **QUIET)
+    b, sigma = draws["b"][0], draws["sigma"][0]
+    n = out["sensitivity"].sizes["point"]
+    # input row s moves rows s … s+2 that exist: the lags l < n − s
+    kept = np.sqrt(np.array([(WEIGHTS[: n - s] ** 2).sum() for s in range(n)]))
+    expected = np.abs(b)[:, None] * kept / sigma[:, None]
+    rsens = out["sensitivity"]["rsens"].values[0, :, :, 0]
+    np.testing.assert_allclose(rsens, expected, rtol=1e-12)
+    # the finite-difference KL of the joint predictive, computed apart
+    np.testing.assert_allclose(out["sensitivity"]["kl"].values[0, :, :, 0], expected, rtol=1e-4)
+    assert out["sensitivity"].attrs["dependence"].startswith("joint: an input at row s moves")
+    assert "s+0 to s+2" in out["sensitivity"].attrs["dependence"]
+
+
+def test_distributed_lag_moment_mode(distributed_lag):
+    """The mixture's mean b̄ L x and variance: R-sens² = Σ_i (∂m_i)²/v_i + (∂v_i)²/(2v_i²)."""
+    model, idata, x, draws = distributed_lag
+    out = pm_sens.sensitivity(idata, model, method=["rsens", "kl"], kl_scheme="central", **QUIET)
+    b, sigma = draws["b"][0], draws["sigma"][0]
+    lag = _lag_matrix(len(x), WEIGHTS)
+    mu = np.outer(lag @ x, b)  # (N, S)
+    v = (sigma**2 + mu**2).mean(1) - mu.mean(1) ** 2
+    d_mean = lag * b.mean()  # ∂m_i/∂x_s
+    d_var = 2 * ((lag @ x)[:, None] * lag) * (b**2).mean() - 2 * mu.mean(1)[:, None] * d_mean
+    expected = np.sqrt((d_mean**2 / v[:, None]).sum(0) + (d_var**2 / (2 * v[:, None] ** 2)).sum(0))
+    got = out["sensitivity"]
+    np.testing.assert_allclose(got["rsens"].values[:, 0], expected, rtol=1e-10)
+    np.testing.assert_allclose(got["kl"].values[:, 0], expected, rtol=1e-6)
+
+
+def test_second_order_against_a_dense_jacobian():
+    """A nonlinear lag model: R-sens and R-sens2 from the dense (N, N) Jacobian in NumPy."""
+    rng = np.random.default_rng(2)
+    n = 20
+    x = rng.normal(size=(n, 2)) * 0.5
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        sigma = pm.HalfNormal("sigma")
+        pm.Normal("y", pt.exp(_lagged(xd @ b, WEIGHTS)), sigma, observed=rng.normal(size=n))
+    b = np.array([[0.5, 1.0], [-1.0, 0.3], [0.8, 0.8]])
+    sigma = np.array([1.0, 0.5, 2.0])
+    idata = posterior({"b": b[None], "sigma": sigma[None]})
+    out = pm_sens.sensitivity(idata, model, mode="draw", interactions=True, **QUIET)
+    lag = _lag_matrix(n, WEIGHTS)
+    for k in range(len(sigma)):
+        mu = np.exp(lag @ (x @ b[k]))
+        # ∂μ_i/∂x_{s,d} = μ_i L_is b_d, ∂²μ_i/∂x_{s,d}∂x_{s,e} = μ_i L_is² b_d b_e
+        first = np.sqrt(((mu[:, None] * lag) ** 2).sum(0))
+        second = np.sqrt(((mu[:, None] * lag**2) ** 2).sum(0))
+        np.testing.assert_allclose(
+            out["sensitivity"]["rsens"].values[0, k],
+            first[:, None] * np.abs(b[k]) / sigma[k],
+            rtol=1e-12,
+        )
+        np.testing.assert_allclose(
+            out["sensitivity"]["rsens2"].values[0, k],
+            second[:, None, None] * np.abs(np.outer(b[k], b[k])) / sigma[k],
+            rtol=1e-12,
+        )
+
+
+def test_integrated_gradients_of_the_joint_mean(distributed_lag):
+    """IG of Σ_i E[y_i]: (x_s − x̄) b Σ_{l < N−s} w_l, complete over all points."""
+    model, idata, x, draws = distributed_lag
+    out = pm_sens.integrated_gradients(idata, model, **QUIET)["attribution"]
+    n = len(x)
+    slope = np.array([WEIGHTS[: n - s].sum() for s in range(n)])
+    expected = draws["b"][0][:, None] * slope * (x - x.mean())
+    np.testing.assert_allclose(out["ig"].values[0, :, :, 0], expected, atol=1e-12)
+    assert out["completeness_gap"].dims == ("chain", "draw")
+    np.testing.assert_allclose(out["completeness_gap"].values, 0, atol=1e-10)
+
+
+def test_stacked_evaluations_keep_each_copy_a_series(distributed_lag):
+    """Partial dependence sets the whole series: ICE_i(g) = b̄ g Σ_{l ≤ i} w_l."""
+    model, idata, x, draws = distributed_lag
+    out = pm_sens.partial_dependence(idata, model, kind="mean", **QUIET)["partial_dependence"]
+    grid = out["grid_value"].values[0]
+    reach = np.array([WEIGHTS[: i + 1].sum() for i in range(len(x))])
+    expected = draws["b"][0].mean() * grid[:, None] * reach
+    np.testing.assert_allclose(out["mean_ice"].values[0], expected, rtol=1e-12)
+    assert out.attrs["dependence"].startswith("joint")
+
+
+def test_a_dense_dependence_on_a_short_series():
+    """μ_i = b (x_i − mean over the points of x): R-sens = |b| sqrt(1 − 1/N)/σ, at every row."""
+    rng = np.random.default_rng(3)
+    n = 12
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.normal(size=n))
+        b = pm.Normal("b")
+        pm.Normal("y", b * xd - (b * xd).mean(), 1.0, observed=rng.normal(size=n))
+    idata = posterior({"b": np.array([[0.5, -2.0]])})
+    out = pm_sens.sensitivity(idata, model, mode="draw", method=["rsens", "kl"], **QUIET)
+    expected = np.array([0.5, 2.0])[:, None] * np.sqrt(1 - 1 / n) * np.ones(n)
+    np.testing.assert_allclose(out["sensitivity"]["rsens"].values[0, :, :, 0], expected)
+    np.testing.assert_allclose(out["sensitivity"]["kl"].values[0, :, :, 0], expected, rtol=1e-4)
+    assert f"s{-(n - 1):+d} to s{n - 1:+d}" in out["sensitivity"].attrs["dependence"]
+
+
+def test_a_long_dense_series_is_refused_with_the_size_it_needs():
+    rng = np.random.default_rng(4)
+    n = 100
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.normal(size=n))
+        b = pm.Normal("b")
+        pm.Normal("y", b * xd - (b * xd).mean(), 1.0, observed=rng.normal(size=n))
+    idata = posterior({"b": np.ones((1, 3))})
+    match = r"up to 199 rows.*100 points.*100 backward passes.*at most 64 rows.*mu - mu.mean"
+    with pytest.raises(ValueError, match=match):
+        pm_sens.sensitivity(idata, model, **QUIET)
+    # measures without derivatives per row evaluate the series whole
+    pdp = pm_sens.partial_dependence(idata, model, kind="mean", **QUIET)["partial_dependence"]
+    np.testing.assert_allclose(pdp["mean_ice"].values, 0, atol=1e-12)  # centred: no effect
+
+
+def test_what_has_no_joint_version_is_refused(distributed_lag):
+    model, idata, _, _ = distributed_lag
+    with pytest.raises(ValueError, match=r"method=\['ead', 'var'\]: not yet available.*joint"):
+        pm_sens.sensitivity(idata, model, method=["rsens", "ead", "var"], **QUIET)
+
+
+def test_lazy_points_are_read_whole(distributed_lag):
+    """Dask-backed points of a series are evaluated as one series, not block by block."""
+    da = pytest.importorskip("dask.array")
+    model, idata, x, _ = distributed_lag
+    lazy = {"x": da.from_array(x, chunks=7)}
+    kw = dict(mode="draw", method=["rsens", "kl"], **QUIET)
+    got = pm_sens.sensitivity(idata, model, points=lazy, **kw)["sensitivity"]
+    want = pm_sens.sensitivity(idata, model, points={"x": x}, **kw)["sensitivity"]
+    np.testing.assert_allclose(np.asarray(got["rsens"]), want["rsens"].values, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got["kl"]), want["kl"].values, rtol=1e-6)
+
+
+def test_rows_read_and_window_sums():
+    """The colouring's bookkeeping against brute force on a small banded pattern."""
+    dependence = Dependence(-1, 2)  # input row s moves rows s−1 … s+2
+    n = 9
+    rows = dependence.rows_read(n).reshape(dependence.colors(n), n)
+    for r in range(4):
+        for s in range(n):
+            window = [i for i in range(s - 1, s + 3) if 0 <= i < n and i % 4 == r]
+            assert rows[r, s] == (window[0] if window else rows[r, s])
+            assert not window or len(window) == 1
+    per_row = np.random.default_rng(0).random((4, n))
+    want = [sum(per_row[s % 4, i] for i in range(s - 1, s + 3) if 0 <= i < n) for s in range(n)]
+    np.testing.assert_allclose(window_sums(per_row, 4, -1, 2), want)
+    assert Dependence().local and Dependence().colors(5) == 1
+    assert (Dependence(-20, 20).rows_read(3) == np.repeat(np.arange(3), 3)).all()
