@@ -200,3 +200,35 @@ def test_rows_read_and_window_sums():
     np.testing.assert_allclose(window_sums(per_row, 4, -1, 2), want)
     assert Dependence().local and Dependence().colors(5) == 1
     assert (Dependence(-20, 20).rows_read(3) == np.repeat(np.arange(3), 3)).all()
+
+
+def test_ar1_errors_hold_the_observed_past():
+    """μ_t = x_t β + ρ (y_{t−1} − x_{t−1} β) with y_{t−1} the observed past (data):
+    moving x_s moves μ_s by β and μ_{s+1} by −ρβ, the observed y_s staying as it
+    was, so R-sens(x_{s,d}) = |β_d| sqrt(1 + ρ²)/σ, and |β_d|/σ at the last step.
+    The observed past is itself an input with R-sens |ρ|/σ (a local one)."""
+    rng = np.random.default_rng(5)
+    n, d = 25, 2
+    x = rng.normal(size=(n, d))
+    y = x @ np.ones(d) + np.cumsum(rng.normal(0, 0.3, size=n))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        past = pm.Data("y_past", np.concatenate([[0.0], y[:-1]]))
+        beta = pm.Normal("beta", shape=d)
+        rho = pm.Uniform("rho", -1, 1)
+        sigma = pm.HalfNormal("sigma")
+        mu = xd @ beta
+        pm.Normal("y", mu + rho * (past - pt.concatenate([[0.0], mu[:-1]])), sigma, observed=y)
+    beta = np.array([[1.0, -0.5], [0.3, 2.0]])
+    rho, sigma = np.array([0.6, -0.2]), np.array([0.5, 1.5])
+    idata = posterior({"beta": beta[None], "rho": rho[None], "sigma": sigma[None]})
+    out = pm_sens.sensitivity(idata, model, mode="draw", method=["rsens", "kl"], **QUIET)
+    got = out["sensitivity"]
+    assert list(got["feature"].values) == ["X[0]", "X[1]", "y_past"]
+    reach = np.where(np.arange(n) < n - 1, np.sqrt(1 + rho[:, None] ** 2), 1.0)  # (S, N)
+    expected = np.abs(beta)[:, None, :] * reach[..., None] / sigma[:, None, None]
+    np.testing.assert_allclose(got["rsens"].values[0, :, :, :2], expected, rtol=1e-12)
+    own = np.abs(rho) / sigma
+    np.testing.assert_allclose(got["rsens"].values[0, :, :, 2], own[:, None] * np.ones(n))
+    np.testing.assert_allclose(got["kl"].values, got["rsens"].values, rtol=1e-4)
+    assert "s+0 to s+1" in got.attrs["dependence"]

@@ -367,6 +367,34 @@ def _extra_rewriters(mode):
     return [rewriter for rewriter, _ in mode.provided_optimizer.extra_rewrites]
 
 
+def test_joins_and_splits_over_draws_are_one_op(rng):
+    """A lag ``concatenate([0], mu[:-1])`` of a per-draw ``mu``: vectorized over draws,
+    PyTensor joins (and its gradient splits) once per draw in a Blockwise; the
+    rewrites make each one op over all draws, with the same values."""
+    x = pt.vector("x")
+    b = pt.scalar("b")
+    mu = b * x
+    lag = pt.concatenate([pt.zeros(1), mu[:-1]])
+    expr = pt.exp(mu + 0.5 * lag)
+    grad = pytensor.grad(expr.sum(), x)
+    batched_b = pt.vector("batched_b")
+    outputs = pytensor.graph.replace.vectorize_graph([expr, grad], {b: batched_b})
+    values = [rng.normal(size=9), rng.normal(size=4)]
+    for backend in BACKENDS:
+        for skipped in [(), ("local_blockwise_join", "local_blockwise_split")]:
+            with excluding(*skipped):
+                function = pytensor.function([x, batched_b], outputs, mode=compile_mode(backend))
+            blockwise = [
+                str(node.op.core_op)
+                for node in function.maker.fgraph.apply_nodes
+                if hasattr(node.op, "core_op")
+            ]
+            assert bool(blockwise) == bool(skipped), (backend, blockwise)
+            reference = pytensor.function([x, batched_b], outputs, mode="FAST_COMPILE")
+            for got, want in zip(function(*values), reference(*values), strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(REWRITES))
 def test_every_rewrite_can_be_excluded_by_name(name):
     rewrite = REWRITES[name]

@@ -109,9 +109,8 @@ def _colored_hessian(jac, wrts, one_dimensional, n_features, colors):
     selected = own_block[:, None, None, :, None] * input_color[None, :, None, :, None]
     feature = pt.eye(n_features, dtype=jac.dtype)[None, None, :, None, :]
     tangents = (selected * feature).reshape((-1, jac.shape[-2], n_features))
-    columns = _feature_columns(
-        [vectorize_graph(g, {tangent: tangents}) for g in grads], one_dimensional
-    )  # (C·C·D, ..., N, E)
+    batched = [_over_tangents(g, tangent, tangents) for g in grads]
+    columns = _feature_columns(batched, one_dimensional)  # (C·C·D, ..., N, E)
     columns = columns.reshape((colors, colors, n_features, *columns.shape[1:]))
     columns = pt.moveaxis(columns, 2, -2)  # (C, C, ..., N, D, E)
     at_own_color = pt.eq(pt.arange(n_rows) % colors, pt.arange(colors)[:, None])  # (C, N)
@@ -129,9 +128,17 @@ def _point_hessian(jac, wrts, one_dimensional, n_features):
     """
     tangent = pt.vector("tangent", dtype=jac.dtype, shape=(n_features,))
     grads = pytensor.grad((jac * tangent).sum(), wrts, disconnected_inputs="ignore")
-    rows = []
-    for g in grads:
-        row = vectorize_graph(g, {tangent: pt.eye(n_features, dtype=jac.dtype)})
-        # a gradient that does not depend on the tangent is the same for every row
-        rows.append(row if row.ndim > g.ndim else pt.broadcast_to(row, (n_features, *g.shape)))
+    identity = pt.eye(n_features, dtype=jac.dtype)
+    rows = [_over_tangents(g, tangent, identity) for g in grads]
     return pt.moveaxis(_feature_columns(rows, one_dimensional), 0, -2)
+
+
+def _over_tangents(gradient, tangent, tangents):
+    """``gradient`` (a function of ``tangent``) for each row of ``tangents``, batched first.
+
+    A gradient that does not depend on the tangent is the same for every one.
+    """
+    batched = vectorize_graph(gradient, {tangent: tangents})
+    if batched.ndim > gradient.ndim:
+        return batched
+    return pt.broadcast_to(batched, (tangents.shape[0], *gradient.shape))

@@ -145,6 +145,27 @@ def ar1_errors_lagged_slices(rng):
     return model, known_posterior(model)
 
 
+@zoo_model(
+    "a regression with AR(1) errors on the observed past, the lag a shifted copy of the "
+    "series (issue 35)"
+)
+def ar1_errors_shifted_copies(rng):
+    n = 40
+    x = rng.normal(size=(n, 2))
+    y = x @ np.array([1.0, -0.5]) + np.cumsum(rng.normal(0, 0.3, size=n))
+    with pm.Model(coords={"time": np.arange(n), "covariate": ["price", "temp"]}) as model:
+        x_ = pm.Data("X", x, dims=("time", "covariate"))
+        beta = pm.Normal("beta", dims="covariate")
+        rho = pm.Uniform("rho", -1, 1)
+        sigma = pm.HalfNormal("sigma")
+        mu = pm.Deterministic("mu", x_ @ beta, dims="time")
+        # y_t − μ_t = ρ (y_{t−1} − μ_{t−1}) + ε_t, the observed y_{t−1} held as data
+        past = np.concatenate([[0.0], y[:-1]])
+        mu_past = pt.concatenate([pt.zeros(1), mu[:-1]])
+        pm.Normal("y", mu=mu + rho * (past - mu_past), sigma=sigma, observed=y, dims="time")
+    return model, known_posterior(model)
+
+
 def _patsy(formula, data):
     import patsy
 
