@@ -13,13 +13,13 @@ call of each (compiles).
 
 import argparse
 
+import arviz_base as azb
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from bench_rsens import best_of
 
 import pm_sens
-from tests.conftest import posterior
 
 QUIET = dict(progressbar=False, extend_inferencedata=False)
 
@@ -42,13 +42,12 @@ def ar1_errors(rng, n, d, with_ar):
 
 
 def draws(rng, chains, per_chain, d):
-    return posterior(
-        {
-            "beta": rng.normal(1, 0.1, size=(chains, per_chain, d)),
-            "rho": rng.uniform(0.3, 0.8, size=(chains, per_chain)),
-            "sigma": rng.uniform(0.2, 0.4, size=(chains, per_chain)),
-        }
-    )
+    posterior = {
+        "beta": rng.normal(1, 0.1, size=(chains, per_chain, d)),
+        "rho": rng.uniform(0.3, 0.8, size=(chains, per_chain)),
+        "sigma": rng.uniform(0.2, 0.4, size=(chains, per_chain)),
+    }
+    return azb.from_dict({"posterior": posterior})
 
 
 def main():

@@ -25,6 +25,9 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 10. A whole analysis on the quickstart's model against `pm.sample`, in fresh
    processes with an empty and then a warm compile cache (bench_first_call.py,
    target: ratio <= 1.0 cold, each call <= 1 s warm).
+11. R-sens of the joint predictive of a 200-step AR(1)-error regression with 3
+   covariates, S=2000, ÷ the local R-sens of the regression without the AR
+   term on the same data (bench_joint.py, target <= 5 in each mode).
 """
 
 import argparse
@@ -37,6 +40,7 @@ sys.path.insert(0, "benchmarks")
 import bench_bambi  # noqa: E402
 import bench_count_entropy  # noqa: E402
 import bench_first_call  # noqa: E402
+import bench_joint  # noqa: E402
 import bench_point_means  # noqa: E402
 import bench_rsens  # noqa: E402
 import bench_summary  # noqa: E402
@@ -153,6 +157,7 @@ def main():
     bench_point_means.main()
     bench_bambi.main()
     bench_first_call.main()
+    bench_joint.main()
     print(f"\nsuite finished in {time.perf_counter() - start:.0f} s")
 
 

@@ -6,6 +6,8 @@ outputs for nan and inf, with a message naming the quantity, the point, the
 draw and the likely cause.
 """
 
+from functools import partial
+
 import numpy as np
 
 from pm_sens.graph.compiled import data_for_chunk
@@ -24,13 +26,12 @@ def find_dependence(compiled, points, draws):
     Perturbs the (float) inputs at each probed row on the first draw and
     records which rows' parameters move: the smallest window of offsets that
     holds them all. Every row is probed in a series of up to `PROBED_ROWS`
-    rows; in a longer one, `SPREAD_ROWS` rows spread over it (the window is
-    taken to be the same at every row: the one-draw evaluations cost a
-    fraction of one chunk's). With one point, a second row (a copy of it)
-    stands in for the others.
+    rows; in a longer one, `SPREAD_ROWS` rows spread over it, and the window
+    is then verified at every row (`_window_holds`); where it does not hold,
+    every row is taken to depend on every other. With one point, a second row
+    (a copy of it) stands in for the others.
     """
-    moving = [var for var in compiled.inputs if is_float(var)]
-    if not moving or points.n_points == 0:
+    if not any(is_float(var) for var in compiled.inputs) or points.n_points == 0:
         return Dependence()
     values, n = points.values, points.n_points
     if n == 1:
@@ -41,21 +42,53 @@ def find_dependence(compiled, points, draws):
         n = 2
     first = draws.chunk(0, 1)
     base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
-    spread = np.linspace(0, n - 1, SPREAD_ROWS).astype(int)
-    probed = range(n) if n <= PROBED_ROWS else np.unique(spread)
+    rows_moved = partial(_rows_moved, compiled, values, n, first, base)
+    spread = np.unique(np.linspace(0, n - 1, SPREAD_ROWS).astype(int))
     offsets = [0]
-    for row in probed:
-        moved_values = dict(values)
-        for var in moving:
+    for row in range(n) if n <= PROBED_ROWS else spread:
+        moved = np.flatnonzero(rows_moved([row]))
+        offsets += [int(moved.min()) - int(row), int(moved.max()) - int(row)] if len(moved) else []
+    found = Dependence(min(offsets), max(offsets))
+    if n <= PROBED_ROWS or _window_holds(found, rows_moved, n):
+        return found
+    return Dependence(-(n - 1), n - 1)
+
+
+def _rows_moved(compiled, values, n, first_draw, base, rows):
+    """Which of the n rows' parameters move when the float inputs at ``rows`` do: (n,) bool.
+
+    ``base``: the parameters (or statistics) before, on the first draw.
+    """
+    moved_values = dict(values)
+    for var in compiled.inputs:
+        if is_float(var):
             value = np.array(values[var], dtype=float)
-            value[row] += 1e-3 * (np.abs(value[row]) + 1)
+            value[rows] += 1e-3 * (np.abs(value[rows]) + 1)
             moved_values[var] = value
-        moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first))
-        # nan or inf where the model is undefined is no sign of coupling (named later)
-        same = np.isclose(moved, base, rtol=1e-9, atol=1e-12, equal_nan=True)
-        rows = np.flatnonzero(~same.reshape(-1, n, same.shape[-1]).all(axis=(0, 2)))
-        offsets += [int(rows.min()) - int(row), int(rows.max()) - int(row)] if len(rows) else []
-    return Dependence(min(offsets), max(offsets))
+    moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first_draw))
+    # nan or inf where the model is undefined is no sign of coupling (named later)
+    same = np.isclose(moved, base, rtol=1e-9, atol=1e-12, equal_nan=True)
+    return ~same.reshape(-1, n, same.shape[-1]).all(axis=(0, 2))
+
+
+def _window_holds(dependence, rows_moved, n):
+    """Whether no row moves outside the window of the rows moved, at any row.
+
+    The rows ``s ≡ r (mod K)`` move together, for K the window's width plus
+    one and plus two (2K + 1 evaluations): a row outside every moved row's
+    window that moves is a dependence the window misses (one at an offset
+    that both K divide away from the window escapes).
+    """
+    rows = np.arange(n)
+    for period in (dependence.width + 1, dependence.width + 2):
+        for r in range(period):
+            moved_rows = rows[rows % period == r]
+            reach = moved_rows[:, None] + np.arange(dependence.first, dependence.last + 1)
+            allowed = np.zeros(n, bool)
+            allowed[reach[(reach >= 0) & (reach < n)]] = True
+            if np.any(rows_moved(moved_rows) & ~allowed):
+                return False
+    return True
 
 
 def _what_points_get(out):

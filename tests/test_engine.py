@@ -12,9 +12,10 @@ import xarray as xr
 from scipy import special
 
 import pm_sens
-from pm_sens import _runner
+from pm_sens import _chunk_passes, _runner
 from pm_sens._validate import native_array
 from pm_sens.graph import engine
+from pm_sens.graph.compiled import data_for_chunk
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.rewrites import runs_element_by_element
 from tests.conftest import posterior
@@ -76,13 +77,13 @@ def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch
     before = blas_threads()
     assert before  # NumPy's BLAS is found
     seen = []
-    original = _runner.check_outputs
+    original = _chunk_passes.check_outputs
 
     def check_outputs(*args):
         seen.append(blas_threads())
         return original(*args)
 
-    monkeypatch.setattr(_runner, "check_outputs", check_outputs)
+    monkeypatch.setattr(_chunk_passes, "check_outputs", check_outputs)
     model, idata, _ = logistic
     pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
     assert seen and all(threads == [1] * len(before) for threads in seen)
@@ -470,7 +471,7 @@ def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng)
     idata = posterior(draws)
     ctx = _default_context(idata, model)
     compiled = _runner.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
-    out = compiled(_runner.data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
+    out = compiled(data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
     mu, sigma = x @ draws["b"][0].T, np.exp(x @ draws["g"][0].T)
     phi, statistics = out.phi, out.statistics
     assert phi.shape == (3, n, 2)

@@ -232,3 +232,24 @@ def test_ar1_errors_hold_the_observed_past():
     np.testing.assert_allclose(got["rsens"].values[0, :, :, 2], own[:, None] * np.ones(n))
     np.testing.assert_allclose(got["kl"].values, got["rsens"].values, rtol=1e-4)
     assert "s+0 to s+1" in got.attrs["dependence"]
+
+
+def test_a_dependence_at_rows_the_probes_miss_is_found():
+    """A lag that acts at one row of a long series only: the spread probes miss
+    it, the check of the window at every row does not (and a dependence it
+    cannot place is taken to span the series: too long here, refused)."""
+    rng = np.random.default_rng(6)
+    n = 200
+    acts = np.arange(n) == 100  # row 99, which no probe moves, moves row 100
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.normal(size=n))
+        b = pm.Normal("b")
+        lag = pt.concatenate([pt.zeros(1), xd[:-1]])
+        pm.Normal("y", b * xd + 0.5 * acts * lag, 1.0, observed=rng.normal(size=n))
+    idata = posterior({"b": np.ones((1, 2))})
+    with pytest.raises(ValueError, match=r"up to 399 rows .*200 points"):
+        pm_sens.sensitivity(idata, model, **QUIET)
+    # on a stretch of the series short enough to probe every row: s+0 to s+1
+    points = {"x": rng.normal(size=30), "numpy_input_0": acts[85:115]}  # its name here
+    out = pm_sens.sensitivity(idata, model, inputs="x", points=points, **QUIET)
+    assert "s+0 to s+1" in out["sensitivity"].attrs["dependence"]

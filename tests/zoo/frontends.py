@@ -155,8 +155,8 @@ def bart_regression(rng):
 @zoo_model(
     "a latent GP prior on a pm.Data input, used without Predictive.from_gp",
     errors={
-        "sensitivity_moment": r"inputs of up to 159 rows.*80 points.*GP predictive",
-        "sensitivity_draw": r"inputs of up to 159 rows.*80 points.*GP predictive",
+        "sensitivity_moment": r"inputs of up to 80 rows.*80 points.*GP predictive",
+        "sensitivity_draw": r"inputs of up to 80 rows.*80 points.*GP predictive",
     },
 )
 def gp_latent_on_data_without_predictive(rng):
