@@ -31,19 +31,31 @@ def _point_gradient(expr, wrts, one_dimensional):
     return _feature_columns(grads, one_dimensional)
 
 
-def colored_gradient(expr, wrts, one_dimensional, colors):
+def colored_gradient(expr, wrts, one_dimensional, colors, batched=False):
     """``∂expr_i/∂x_s`` of a banded Jacobian, compressed by colour: (..., C·N, D).
 
     One backward pass per colour r through the rows ``i ≡ r (mod C)``: at
     input row s it gives the derivative of the one row of colour r that s
     moves (`pm_sens.graph.dependence`). Colour-major along the point axis;
-    ``colors=1`` is `_point_gradient`.
+    ``colors=1`` is `_point_gradient`. ``batched``: the C passes as one pass
+    batched over the colours (a graph C times smaller to differentiate again
+    and rewrite, for `_colored_hessian`); else C passes, which run faster
+    (the sums over draws of moment mode become matrix products).
     """
     if colors == 1:
         return _point_gradient(expr, wrts, one_dimensional)
     rows = pt.arange(expr.shape[-1]) % colors
-    parts = [_point_gradient(expr * pt.eq(rows, r), wrts, one_dimensional) for r in range(colors)]
-    return pt.concatenate(parts, axis=-2)
+    if not batched:
+        parts = [
+            _point_gradient(expr * pt.eq(rows, r), wrts, one_dimensional) for r in range(colors)
+        ]
+        return pt.concatenate(parts, axis=-2)
+    mask = pt.vector("mask", dtype=expr.dtype)
+    masks = pt.eq(rows, pt.arange(colors)[:, None]).astype(expr.dtype)  # (C, N)
+    grads = pytensor.grad((expr * mask).sum(), wrts, disconnected_inputs="ignore")
+    parts = _feature_columns([_over_tangents(g, mask, masks) for g in grads], one_dimensional)
+    parts = pt.moveaxis(parts, 0, -3)  # (..., C, N, D)
+    return parts.reshape((*parts.shape[:-3], -1, parts.shape[-1]))
 
 
 def _feature_columns(grads, one_dimensional, features_last=False):
@@ -77,7 +89,17 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
     if order == 1:
         return [jac]
     if colors > 1:
-        return [jac, [_colored_hessian(j, wrts, one_dimensional, n_features, colors) for j in jac]]
+        hess = [
+            _colored_hessian(
+                colored_gradient(c, wrts, one_dimensional, colors, batched=True),
+                wrts,
+                one_dimensional,
+                n_features,
+                colors,
+            )
+            for c in components
+        ]
+        return [jac, hess]
     if batched:
         return [jac, [_point_hessian(j, wrts, one_dimensional, n_features) for j in jac]]
     rows = range(n_features)
