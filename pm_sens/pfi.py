@@ -5,9 +5,7 @@ import xarray as xr
 
 from pm_sens._points import feature_matrix, values_at
 from pm_sens._results import attach, result_attrs
-from pm_sens._runner import (
-    DEFAULT_MEMORY_LIMIT,
-)
+from pm_sens._runner import DEFAULT_MEMORY_LIMIT, dependence_of
 from pm_sens._table_rows import row_indicator, table_rows
 from pm_sens._uncertainty_passes import (
     check_entropy,
@@ -45,6 +43,7 @@ def permutation_importance(
     features=None,
     kind=PFI_KINDS,
     n_repeats=5,
+    block_size=None,
     random_seed=None,
     predictive=None,
     num_draws=None,
@@ -90,6 +89,13 @@ def permutation_importance(
         ``"entropy"`` and/or ``"likelihood"``.
     n_repeats : int
         Independent permutations per feature.
+    block_size : int, optional
+        Permute blocks of this many consecutive points, each kept in its
+        order (a block permutation of a series). Default: 1 (the points one by
+        one), or, for a model whose rows depend on a window of other rows'
+        inputs (lags, adstock), the window's width, so the permuted series
+        keeps its course over that window (user guide, "Series: lags and
+        adstock").
     random_seed : int, optional
         Seed of the permutations (and of ``num_draws`` thinning); results are
         reproducible.
@@ -115,6 +121,7 @@ def permutation_importance(
     """
     kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
     n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5
+    block_size = check_optional_positive_int("block_size", block_size)
     ctx = uncertainty_context(
         idata,
         model,
@@ -133,7 +140,9 @@ def permutation_importance(
     groups = feature_groups(features, ctx.points.features)
     x = feature_matrix(ctx.points.values, ctx.inputs)
     n = len(x)
-    order = permutations(n, n_repeats, len(groups), np.random.default_rng(random_seed))
+    block_size = min(block_size or _default_block_size(dependence_of(ctx), n), n)
+    rng = np.random.default_rng(random_seed)
+    order = permutations(n, n_repeats, len(groups), rng, block_size)
     permuted = permuted_features(x, [cols for _, cols in groups], order)
     rows = np.concatenate([x, permuted.reshape(-1, x.shape[1])])
     copies = len(rows) // n
@@ -177,6 +186,7 @@ def permutation_importance(
             "method": "permutation_importance",
             "kind": kinds,
             "n_repeats": n_repeats,
+            "block_size": block_size,
             "random_seed": "none" if random_seed is None else str(random_seed),
             **result_attrs(ctx),
         },
@@ -184,3 +194,8 @@ def permutation_importance(
     if "entropy" not in kinds:
         dataset = dataset.drop_vars("component")
     return attach(idata, "permutation_importance", dataset, extend_inferencedata)
+
+
+def _default_block_size(dependence, n_points):
+    """The window one input row moves, for a series whose window is shorter than it; else 1."""
+    return dependence.width if dependence.width < n_points else 1

@@ -14,6 +14,7 @@ import pytest
 import pm_sens
 from pm_sens.graph.dependence import Dependence
 from pm_sens.measures.kl import window_sums
+from pm_sens.measures.permutation import permutations
 from tests.conftest import posterior
 
 QUIET = dict(progressbar=False, extend_inferencedata=False)
@@ -253,3 +254,38 @@ def test_a_dependence_at_rows_the_probes_miss_is_found():
     points = {"x": rng.normal(size=30), "numpy_input_0": acts[85:115]}  # its name here
     out = pm_sens.sensitivity(idata, model, inputs="x", points=points, **QUIET)
     assert "s+0 to s+1" in out["sensitivity"].attrs["dependence"]
+
+
+def test_block_permutations_keep_each_block_in_order():
+    rng = np.random.default_rng(7)
+    order = permutations(10, 3, 2, rng, block_size=4)  # blocks 0-3, 4-7, 8-9
+    assert order.shape == (3, 2, 10)
+    for perm in order.reshape(-1, 10):
+        assert sorted(perm) == list(range(10))
+        position = np.argsort(perm)  # where each point went
+        for block in ([0, 1, 2, 3], [4, 5, 6, 7], [8, 9]):
+            assert (np.diff(position[block]) == 1).all()
+    assert (permutations(10, 1, 1, rng, block_size=10) == np.arange(10)).all()
+
+
+def test_permutation_importance_of_a_series_permutes_blocks(distributed_lag):
+    """Entropy PFI of the distributed lag, blocks of the window (3 rows) by default,
+    against the moment-matched Normal's entropy of each block-permuted series."""
+    model, idata, x, draws = distributed_lag
+    out = pm_sens.permutation_importance(
+        idata, model, kind="entropy", n_repeats=2, random_seed=3, **QUIET
+    )["permutation_importance"]
+    assert out.attrs["block_size"] == 3
+    order = permutations(len(x), 2, 1, np.random.default_rng(3), 3)
+    b, sigma = draws["b"][0], draws["sigma"][0]
+    lag = _lag_matrix(len(x), WEIGHTS)
+
+    def entropy(series):
+        mu = np.outer(lag @ series, b)
+        v = (sigma**2 + mu**2).mean(1) - mu.mean(1) ** 2
+        return 0.5 * np.log(2 * np.pi * np.e * v)
+
+    expected = [np.mean(entropy(x[o[0]]) - entropy(x)) for o in order]
+    np.testing.assert_allclose(out["entropy_pfi"].sel(component="total")[:, 0], expected)
+    with pytest.raises(ValueError, match="block_size"):
+        pm_sens.permutation_importance(idata, model, kind="entropy", block_size=0, **QUIET)

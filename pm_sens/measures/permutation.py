@@ -3,11 +3,21 @@
 import numpy as np
 
 
-def permutations(n_points, n_repeats, n_groups, rng):
-    """Independent permutations of the points: (n_repeats, n_groups, N)."""
-    return np.array(
-        [[rng.permutation(n_points) for _ in range(n_groups)] for _ in range(n_repeats)]
-    ).reshape(n_repeats, n_groups, n_points)
+def permutations(n_points, n_repeats, n_groups, rng, block_size=1):
+    """Independent permutations of the points: (n_repeats, n_groups, N).
+
+    ``block_size`` > 1: the points' blocks of that many consecutive rows (the
+    last one shorter if N is not a multiple) are permuted, each kept in its
+    order: a series keeps its course within a block.
+    """
+    blocks = np.split(np.arange(n_points), np.arange(block_size, n_points, block_size))
+
+    def one():
+        return np.concatenate([blocks[b] for b in rng.permutation(len(blocks))])
+
+    return np.array([[one() for _ in range(n_groups)] for _ in range(n_repeats)]).reshape(
+        n_repeats, n_groups, n_points
+    )
 
 
 def permuted_features(x, groups, order):
