@@ -101,17 +101,9 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     compiled = compiled_for(ctx, mode, order, second_moment, whitened=whitened)
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
-        out = {"rsens": _matched_rsens(moments, fixed, family, alpha)}
-        if order == 2:
-            whiten = partial(family.whitened_second_order, moments.phi, list(moments.jac), **fixed)
-            out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
-        return out
-
+        return _moment_rsens(moments, fixed, family, alpha, order)
     draw_family = ctx.predictive.likelihood.draw_family
-    n, d = ctx.points.n_points, len(ctx.points.features)
-    out = {"rsens": np.empty((ctx.draws.count, n, d))}
-    if order == 2:
-        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+    out = _draw_arrays(ctx, order)
 
     def consume(draws, chunk):
         if whitened:
@@ -124,26 +116,46 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
                 return
             # squares that over- or underflowed, or a non-diagonal information
             chunk = _chunk_derivatives(ctx, draws)
-        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
-        jac = all_components(compiled, chunk.jac, phi.shape[-1])
-        whiten = partial(draw_family.whitened, phi, **fixed)
-        rsens_local(jac, whiten, alpha, out=out["rsens"][draws])
-        if order == 2:
-            hess = all_components(compiled, chunk.hess, phi.shape[-1])
-            whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
-            rsens2_local(hess, whiten, alpha, out=out["rsens2"][draws])
+        into = [out[k][draws] if k in out else None for k in ("rsens", "rsens2")]
+        _draw_rsens(compiled, chunk, draws, draw_family, alpha, order, into)
 
     target = out["rsens"] if whitened else None
     draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
-def _matched_rsens(moments, fixed, family, alpha):
-    """Moment-mode R-sens from the mixture's moments and derivatives, (N, D)."""
+def _moment_rsens(moments, fixed, family, alpha, order):
+    """Moment-mode R-sens (and R-sens2) from the mixture's moments and derivatives."""
     check_matched(moments.phi, family)
     # a matched family held as raw moments (the multivariate Normal's) maps them first
-    matched, phi, mapped = family.in_mean_variance(moments.phi, list(moments.jac), trailing=1)
-    return rsens_local(mapped, partial(matched.whitened, phi, **fixed), alpha)
+    jac = list(moments.jac)
+    matched, phi, mapped = family.in_mean_variance(moments.phi, jac, trailing=1)
+    out = {"rsens": rsens_local(mapped, partial(matched.whitened, phi, **fixed), alpha)}
+    if order == 2:
+        whiten = partial(family.whitened_second_order, moments.phi, jac, **fixed)
+        out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
+    return out
+
+
+def _draw_arrays(ctx, order):
+    """Draw-mode R-sens (and R-sens2) arrays to fill, (S, N, D[, D])."""
+    n, d = ctx.points.n_points, len(ctx.points.features)
+    out = {"rsens": np.empty((ctx.draws.count, n, d))}
+    if order == 2:
+        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+    return out
+
+
+def _draw_rsens(compiled, chunk, draws, family, alpha, order, into=(None, None)):
+    """A chunk's per-draw R-sens and R-sens2 (None at order 1), written ``into`` if given."""
+    phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+    jac = all_components(compiled, chunk.jac, phi.shape[-1])
+    rsens = rsens_local(jac, partial(family.whitened, phi, **fixed), alpha, out=into[0])
+    if order == 1:
+        return rsens, None
+    hess = all_components(compiled, chunk.hess, phi.shape[-1])
+    whiten = partial(family.whitened_second_order, phi, jac, **fixed)
+    return rsens, rsens2_local(hess, whiten, alpha, out=into[1])
 
 
 def _joint_rsens(ctx, *, mode, family, alpha, order):
@@ -158,31 +170,19 @@ def _joint_rsens(ctx, *, mode, family, alpha, order):
     colors = colors_for(ctx)
     second_moment = second_moment_of(family, mode)
     compiled = compiled_for(ctx, mode, order, second_moment, colored=True)
+    point_axis = {"rsens": -2, "rsens2": -3}
     if mode == "moment":
         moments, fixed = moment_pass(ctx, compiled, ctx.points.values, second_moment, "R-sens")
-        out = {"rsens": _matched_rsens(moments, fixed, family, alpha)}
-        if order == 2:
-            whiten = partial(family.whitened_second_order, moments.phi, list(moments.jac), **fixed)
-            out["rsens2"] = rsens2_local(list(moments.hess), whiten, alpha)
-        return {
-            k: joint_over_colors(v, colors, -2 if k == "rsens" else -3) for k, v in out.items()
-        }
+        out = _moment_rsens(moments, fixed, family, alpha, order)
+        return {k: joint_over_colors(v, colors, point_axis[k]) for k, v in out.items()}
     draw_family = ctx.predictive.likelihood.draw_family
-    n, d = ctx.points.n_points, len(ctx.points.features)
-    out = {"rsens": np.empty((ctx.draws.count, n, d))}
-    if order == 2:
-        out["rsens2"] = np.empty((ctx.draws.count, n, d, d))
+    out = _draw_arrays(ctx, order)
 
     def consume(draws, chunk):
-        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
-        jac = all_components(compiled, chunk.jac, phi.shape[-1])
-        values = rsens_local(jac, partial(draw_family.whitened, phi, **fixed), alpha)
-        joint_over_colors(values, colors, out=out["rsens"][draws])
-        if order == 2:
-            hess = all_components(compiled, chunk.hess, phi.shape[-1])
-            whiten = partial(draw_family.whitened_second_order, phi, jac, **fixed)
-            values = rsens2_local(hess, whiten, alpha)
-            joint_over_colors(values, colors, -3, out=out["rsens2"][draws])
+        values = _draw_rsens(compiled, chunk, draws, draw_family, alpha, order)
+        for name, value in zip(("rsens", "rsens2"), values, strict=True):
+            if value is not None:
+                joint_over_colors(value, colors, point_axis[name], out=out[name][draws])
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens of the joint predictive", consume)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
