@@ -171,9 +171,12 @@ def _raise_no_inputs(predictive, model, other_lengths, n_points):
             f"the predictions of {name!r} ({n_points} observations) depend on the float "
             f"data {shapes}, which do not have one row per observation: a "
             "model that takes shifted slices of an input (lags such as x[1:] and x[:-1], "
-            "an AR term on x) makes one prediction depend on several rows, which pm_sens "
-            "does not support yet; give each observation its own row (e.g. pm.Data "
-            "columns x and x_lag1, both of length N)"
+            "an AR term on x) has more input rows than observations, which pm_sens does "
+            "not support yet. Give each observation its own row: write the lag as a "
+            "shifted copy of the whole series, pt.concatenate([pt.zeros(1), x[:-1]]) "
+            "beside x (pm_sens then measures the joint predictive of the series; user "
+            "guide, 'Series: lags and adstock'), or give each lag its own container "
+            "(pm.Data columns x and x_lag1, both of length N)"
         )
     raise ValueError(
         f"the predictions of {name!r} depend on no float input with one row per "
