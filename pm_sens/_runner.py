@@ -193,9 +193,9 @@ def compiled_for(
     """The compiled chunk function for these settings, built once per predictive.
 
     ``rows``: as in `backend_for`; ``whitened``, ``statistics``, ``parameters``:
-    as in `compile_predictive`. ``colored``: first derivatives of each row of
-    a model whose rows depend on other rows' inputs (`colors_for`); the same
-    as without in a local model. The first call finds the model's dependence
+    as in `compile_predictive`. ``colored``: the derivatives of each row of a
+    model whose rows depend on other rows' inputs (`colors_for`); the same as
+    without in a local model. The first call finds the model's dependence
     (`dependence_of`).
     """
     dependence = dependence_of(ctx)

@@ -289,3 +289,29 @@ def test_permutation_importance_of_a_series_permutes_blocks(distributed_lag):
     np.testing.assert_allclose(out["entropy_pfi"].sel(component="total")[:, 0], expected)
     with pytest.raises(ValueError, match="block_size"):
         pm_sens.permutation_importance(idata, model, kind="entropy", block_size=0, **QUIET)
+
+
+def test_a_likelihood_without_closed_forms_on_a_series():
+    """Gumbel (the quadrature route): the location's information is 1/β², so
+    R-sens = |b| sqrt(Σ w_l²)/β away from the end; R-sens = KL in both modes."""
+    rng = np.random.default_rng(8)
+    n = 25
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.normal(size=n))
+        b = pm.Normal("b")
+        scale = pm.HalfNormal("scale")
+        pm.Gumbel("y", mu=b * _lagged(xd, WEIGHTS), beta=scale, observed=rng.normal(size=n))
+    b, scale = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.5, 2.0])
+    idata = posterior({"b": b[None], "scale": scale[None]})
+    kw = dict(method=["rsens", "kl"], kl_scheme="central", **QUIET)
+    for mode in ("draw", "moment"):
+        out = pm_sens.sensitivity(idata, model, mode=mode, **kw)["sensitivity"]
+        np.testing.assert_allclose(out["kl"].values, out["rsens"].values, rtol=1e-6)
+        if mode == "draw":
+            assert "quadrature" in out.attrs["fisher"]
+            expected = np.abs(b) * np.sqrt((WEIGHTS**2).sum()) / scale
+            np.testing.assert_allclose(
+                out["rsens"].values[0, :, :-2, 0].T,
+                expected[None] * np.ones((n - 2, 1)),
+                rtol=1e-6,
+            )

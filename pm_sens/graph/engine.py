@@ -154,11 +154,12 @@ def compile_predictive(
     the statistics). ``backend``: one of `pm_sens.graph.rewrites.BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None);
-    ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (order
-    1, a model whose rows depend on other rows' inputs as ``dependence``, a
-    `pm_sens.graph.dependence.Dependence`, says): first derivatives of the
-    rows of each colour (`pm_sens.graph.derivatives.colored_gradient`), with
-    the parameters of the rows they belong to.
+    ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (a
+    model whose rows depend on other rows' inputs as ``dependence``, a
+    `pm_sens.graph.dependence.Dependence`, says; derivatives, not whitened):
+    the derivatives of the rows of each colour
+    (`pm_sens.graph.derivatives.point_derivatives`), with the parameters of
+    the rows they belong to.
     """
     if colors > 1 and (order == 0 or whitened):
         raise NotImplementedError("colored derivatives are derivatives, not whitened")
