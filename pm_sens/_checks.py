@@ -42,7 +42,11 @@ def find_dependence(compiled, points, draws):
         n = 2
     first = draws.chunk(0, 1)
     base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
-    rows_moved = partial(_rows_moved, compiled, values, n, first, base)
+    working = {
+        **values,
+        **{v: np.array(values[v], dtype=float) for v in compiled.inputs if is_float(v)},
+    }
+    rows_moved = partial(_rows_moved, compiled, working, n, first, base)
     spread = np.unique(np.linspace(0, n - 1, SPREAD_ROWS).astype(int))
     offsets = [0]
     for row in range(n) if n <= PROBED_ROWS else spread:
@@ -57,15 +61,20 @@ def find_dependence(compiled, points, draws):
 def _rows_moved(compiled, values, n, first_draw, base, rows):
     """Which of the n rows' parameters move when the float inputs at ``rows`` do: (n,) bool.
 
-    ``base``: the parameters (or statistics) before, on the first draw.
+    ``values``: the data, the float inputs as float64 copies, moved at
+    ``rows`` for the evaluation and put back after (no copy of a long series
+    per probe); ``base``: the parameters (or statistics) before, on the
+    first draw.
     """
-    moved_values = dict(values)
-    for var in compiled.inputs:
-        if is_float(var):
-            value = np.array(values[var], dtype=float)
-            value[rows] += 1e-3 * (np.abs(value[rows]) + 1)
-            moved_values[var] = value
-    moved = _what_points_get(compiled(data_for_chunk(compiled, moved_values), first_draw))
+    moving = [var for var in compiled.inputs if is_float(var)]
+    before = [values[var][rows].copy() for var in moving]
+    for var, value in zip(moving, before, strict=True):
+        values[var][rows] = value + 1e-3 * (np.abs(value) + 1)
+    try:
+        moved = _what_points_get(compiled(data_for_chunk(compiled, values), first_draw))
+    finally:
+        for var, value in zip(moving, before, strict=True):
+            values[var][rows] = value
     # nan or inf where the model is undefined is no sign of coupling (named later)
     same = np.isclose(moved, base, rtol=1e-9, atol=1e-12, equal_nan=True)
     return ~same.reshape(-1, n, same.shape[-1]).all(axis=(0, 2))
