@@ -133,14 +133,14 @@ def _screen_model(predictive, model, params):
 
 
 def _refuse_bart(model, params):
-    """BART's trees hold values at the model's rows only: say so, and what to use."""
+    """A BART variable left in a hand-built predictive: only its values at the model's rows."""
     for rv, containers in bart_variables(model, params).items():
         raise ValueError(
-            f"the predictions depend on the BART variable {rv.name!r} over "
-            f"{[c.name for c in containers]}: its posterior draws are its values at the "
-            "model's rows (sums of piecewise-constant trees), which pm_sens cannot evaluate "
-            "at moved or new points, nor differentiate. pymc-bart's own "
-            "pmb.compute_variable_importance and pmb.plot_pdp work on the trees"
+            f"the predictive's parameters hold the BART variable {rv.name!r} over "
+            f"{[c.name for c in containers]}, whose posterior draws are its values at the "
+            "model's rows only; let pm_sens read the predictive "
+            "(Predictive.from_observed(model) or predictive=None), which evaluates its "
+            "trees at the points"
         )
 
 

@@ -6,6 +6,8 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._validate import is_lazy, native_array
+from pm_sens.graph.model_queries import data_value
+from pm_sens.graph.trees import draw_numbers, tree_draw_positions
 
 #: the dims of posterior draws
 SAMPLE_DIMS = ("chain", "draw")
@@ -87,6 +89,8 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
     posterior = _posterior_dataset(idata)
     if names:
         posterior = posterior.rename({v: k for k, v in names.items() if v in posterior})
+    trees = {v: v.tag.trees_of for v in free_rvs if hasattr(v.tag, "trees_of")}
+    free_rvs = [trees.get(v, v) for v in free_rvs]
     missing = [rv.name for rv in free_rvs if rv.name not in posterior]
     if missing:
         raise ValueError(
@@ -112,6 +116,7 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
             )
     chain = posterior["chain"].values
     draw = posterior["draw"].values
+    numbers = draw_numbers(draw)
     keep = slice(None)
     if num_draws is not None and num_draws < len(chain) * len(draw):
         per_chain = max(1, num_draws // len(chain))
@@ -120,6 +125,9 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
         draw = draw[keep]
     values, draw_chunks = [], None
     for rv in free_rvs:
+        if rv in trees.values():
+            values.append(_tree_draws(rv, posterior[rv.name][:, keep], numbers[keep]))
+            continue
         # NumPy, or dask for a lazily opened posterior: read chunk by chunk later
         array = posterior[rv.name].data[:, keep].astype(rv.dtype, copy=False)
         if not is_lazy(array):
@@ -128,3 +136,14 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
             draw_chunks = array.chunks[1]
         values.append(array.reshape(-1, *array.shape[2:]))
     return Draws(values=values, chain=chain, draw=draw, draw_chunks=draw_chunks)
+
+
+def _tree_draws(rv, draws, numbers):
+    """The BART variable ``rv``'s draws as positions in pymc-bart's history of trees (S,).
+
+    Checked on each chain's first and last draw (`pm_sens.graph.trees`);
+    ``numbers``: each kept draw's number within its chain.
+    """
+    ends = draws.isel(draw=[0, -1]).values  # two draws per chain, even when lazy
+    training_X = data_value(rv.owner.op.dist_params(rv.owner)[0])
+    return tree_draw_positions(rv, training_X, ends, numbers)

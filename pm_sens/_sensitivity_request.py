@@ -4,6 +4,7 @@ predictive is matched to in each mode, checked against the likelihood."""
 from pm_sens import families
 from pm_sens._validate import as_name_list, check_choice
 from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, default_moment_family
+from pm_sens.graph.piecewise import piecewise_constant_inputs
 
 METHODS = ("rsens", "kl", "var", "ead", "aed", "eah", "aeh")
 
@@ -92,3 +93,46 @@ def check_methods_joint(methods, dependence, ctx):
             "R-sens2; the float inputs named in inputs=); integrated_gradients, "
             "partial_dependence and permutation_importance take every input"
         )
+
+
+#: the methods that differentiate the predictions
+DERIVATIVE_METHODS = ("rsens", "rsens2", "ead", "aed", "eah", "aeh")
+#: ``sensitivity``'s defaults on a model whose inputs act through steps
+#: (`stepped_inputs`): the KL over a finite step of 0.1 sd, central
+STEP_DEFAULTS = {"method": "kl", "delta": 0.1, "kl_scheme": "central"}
+
+
+def stepped_inputs(ctx):
+    """``{input name: [step, ...]}``: the inputs the predictions see only through steps.
+
+    Trees (BART), rounding, comparisons (`pm_sens.graph.piecewise`): their
+    derivatives are zero almost everywhere.
+    """
+    steps = piecewise_constant_inputs(ctx.predictive.parameter_list, ctx.inputs)
+    return {x.name: names for x, names in steps.items()}
+
+
+def check_differentiable(asked, stepped):
+    """Refuse what ``asked`` (its name: a function, ``method=[...]``) when some inputs
+    act only through steps: it needs derivatives."""
+    if not asked or not stepped:
+        return
+    through = sorted({step for names in stepped.values() for step in names})
+    raise ValueError(
+        f"{asked} need the derivatives of the predictions, but they depend on "
+        f"{sorted(stepped)} only through {' and '.join(through)}, piecewise constant: "
+        "the derivatives are zero almost everywhere, so these measures would be zero "
+        "wherever defined. Use sensitivity(method='kl') (the default for such a model: "
+        "the KL over a step of delta=0.1 sd of each input, central), method='var', "
+        "permutation_importance or partial_dependence"
+    )
+
+
+def resolve_step_defaults(method, delta, kl_scheme, stepped):
+    """``method``, ``delta`` and ``kl_scheme`` where None: the KL over a finite step
+    (`STEP_DEFAULTS`) for a model whose inputs act through steps, else R-sens with
+    the forward KL's small step."""
+    defaults = STEP_DEFAULTS if stepped else {"method": "rsens", "delta": 1e-4}
+    defaults = {"kl_scheme": "forward", **defaults}
+    given = {"method": method, "delta": delta, "kl_scheme": kl_scheme}
+    return [defaults[k] if v is None else v for k, v in given.items()]

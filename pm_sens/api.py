@@ -14,10 +14,14 @@ from pm_sens._sensitivity_passes import (
     point_means,
 )
 from pm_sens._sensitivity_request import (
+    DERIVATIVE_METHODS,
+    check_differentiable,
     check_methods,
     check_methods_fit,
     check_methods_joint,
     matched_family,
+    resolve_step_defaults,
+    stepped_inputs,
 )
 from pm_sens._validate import (
     check_bool,
@@ -41,13 +45,13 @@ def sensitivity(
     categorical=None,
     points=None,
     predictive=None,
-    method="rsens",
+    method=None,
     mode="moment",
     alpha=1.0,
     interactions=False,
     family=None,
-    delta=1e-4,
-    kl_scheme="forward",
+    delta=None,
+    kl_scheme=None,
     var_nodes=11,
     num_draws=None,
     random_seed=None,
@@ -98,13 +102,17 @@ def sensitivity(
     predictive : pm_sens.Predictive, optional
         Describes the per-draw predictive; default
         ``Predictive.from_observed(model, var_name)``.
-    method : str or list of str
+    method : str or list of str, optional
         Any of ``"rsens"`` (R-sens), ``"kl"`` (finite-difference KL, 2019 eq. 2),
         ``"var"`` (variance of the predictive mean along each input's Gaussian
         conditional, 2019 eq. 3–5), ``"ead"`` / ``"aed"`` (expected absolute /
         absolute expected derivative of the predictive mean) and, with
         ``interactions=True``, ``"eah"`` / ``"aeh"`` (their cross-derivative
-        versions). A list computes several in one call.
+        versions). A list computes several in one call. Default ``"rsens"``;
+        ``"kl"`` when the predictions depend on some input only through steps
+        (the trees of a BART variable, ``floor``, a comparison): there the
+        derivative-based methods are refused, as the derivatives are zero
+        almost everywhere (user guide, "Trees and other steps").
     mode : {"moment", "draw"}
         ``"moment"``: the posterior predictive mixture, matched by moments to one
         family (user guide, "Moment mode and draw mode"); the mean-based methods
@@ -121,16 +129,19 @@ def sensitivity(
     family : str, optional
         Override the moment-matched family (e.g. ``"poisson"`` for a Poisson
         likelihood instead of the negative binomial); must fit the likelihood's support.
-    delta : float
+    delta : float, optional
         ``"kl"`` step, relative to each input's standard deviation over the points,
-        in (0, 1].
+        in (0, 1]. Default 1e-4; 0.1 when some input acts through steps
+        (the KL then measures the change over a finite step, not a rate at a
+        point).
         Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3; the forward
         scheme's error depends on the model's curvature (up to ~3e-3 on a GP
         at the default), so prefer ``kl_scheme="central"`` for cross-checks
         (see the user guide).
-    kl_scheme : {"forward", "central"}
+    kl_scheme : {"forward", "central"}, optional
         ``"kl"`` differences: forward (the paper's, error O(delta)) or central
-        (error O(delta²), twice the evaluations).
+        (error O(delta²), twice the evaluations). Default forward; central
+        when some input acts through steps.
     var_nodes : int
         Gauss–Hermite nodes for ``"var"``.
     num_draws : int, optional
@@ -201,11 +212,14 @@ def sensitivity(
     >>> pm_sens.summary(idata)  # doctest: +SKIP
     """
     order = 2 if check_bool("interactions", interactions) else 1
-    methods = check_methods(method, order == 2)
+    if method is not None:
+        check_methods(method, order == 2)
     check_choice("mode", mode, MODES)
     alpha = check_positive("alpha", alpha)
-    delta = _check_delta(delta)
-    check_choice("kl_scheme", kl_scheme, SCHEMES)
+    if delta is not None:
+        _check_delta(delta)
+    if kl_scheme is not None:
+        check_choice("kl_scheme", kl_scheme, SCHEMES)
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
     ctx = make_context(
         idata,
@@ -222,6 +236,13 @@ def sensitivity(
         levels=True,
         categorical=categorical,
     )
+    stepped = stepped_inputs(ctx)
+    method, delta, kl_scheme = resolve_step_defaults(method, delta, kl_scheme, stepped)
+    delta = _check_delta(delta)
+    methods = check_methods(method, order == 2)
+    derivative = [m for m in methods if m in DERIVATIVE_METHODS]
+    asked = ([f"method={derivative}"] if derivative else []) + ["interactions=True"] * (order > 1)
+    check_differentiable(" and ".join(asked), stepped)
     check_methods_fit(methods, ctx.predictive.likelihood)
     matched = matched_family(ctx.predictive, mode, family)
     chosen = inputs is not None or categorical is not None

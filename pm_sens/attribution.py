@@ -20,6 +20,7 @@ from pm_sens._runner import (
     dependence_of,
     make_context,
 )
+from pm_sens._sensitivity_request import check_differentiable, stepped_inputs
 from pm_sens._validate import (
     check_finite_array,
     check_optional_positive_int,
@@ -161,6 +162,7 @@ def integrated_gradients(
         extend_inferencedata=extend_inferencedata,
     )
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
+    check_differentiable("integrated_gradients", stepped_inputs(ctx))
     x = feature_matrix(ctx.points.values, ctx.inputs)
     baseline = _baseline_matrix(baseline, ctx, x)
     outcome = outcome_dims(ctx)  # a vector outcome: each outcome's statistic

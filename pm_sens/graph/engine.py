@@ -29,6 +29,7 @@ from pm_sens.graph.model_queries import (
     observed_ancestors,
     symbolic_tensor,
 )
+from pm_sens.graph.trees import tree_draw_symbols
 
 
 def _symbolic_like(var, value):
@@ -97,9 +98,10 @@ def data_variables_of(predictive, model, inputs):
     return list(inputs) + [v for v in candidates if v not in inputs]
 
 
-def required_free_rvs(predictive, model):
-    """The model's free RVs whose posterior draws the predictive needs."""
-    return free_variables(model, _parameters_given_observed(predictive, model))
+def required_free_rvs(predictive, model, params=None):
+    """What the predictive needs per draw: free RVs, then `pm_sens.graph.trees` symbols."""
+    params = _parameters_given_observed(predictive, model) if params is None else params
+    return free_variables(model, params) + tree_draw_symbols(params)
 
 
 def _class_count(params, inputs, first_values):
@@ -282,7 +284,7 @@ class _ChunkGraph:
 def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, order, statistic):
     """The predictive's parameters over symbolic data and a chunk of draws (`_ChunkGraph`)."""
     params = _parameters_given_observed(predictive, model)
-    free_rvs = free_variables(model, params)
+    free_rvs = required_free_rvs(predictive, model, params)
     data_variables = data_variables_of(predictive, model, inputs)
     symbols = {v: _symbolic_like(v, data_values[v]) for v in data_variables}
     placeholders = {

@@ -31,6 +31,7 @@ from pm_sens.graph.per_row import (
     per_row_variables,
 )
 from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
+from pm_sens.graph.trees import trees_at_points
 from pm_sens.graph.wide_table import cells_of_wide_table, row_coordinate
 
 
@@ -298,6 +299,8 @@ class Predictive:
                 "observation"
             )
         likelihood, params = _likelihood_and_parameters(rv, model, vector)
+        # first: a NumPy X of the trees is then found as an input like any other
+        params = trees_at_points(model, params)
         # the observed data's length: the variable's own is unknown with dims
         observed = data_value(model.rvs_to_values[rv]) if rv.ndim else None
         n_rows = np.shape(observed)[0] if rv.ndim else 0

@@ -22,6 +22,17 @@ from pm_sens.plots._common import (
 _MAX_GROUPS = 10
 
 
+def _measure_name(dataset, var_name):
+    """``var_name``, or by default the first method the group holds.
+
+    ``"rsens"``; ``"kl"`` for a model without derivatives; ``"ig"`` for attributions.
+    """
+    if var_name is not None:
+        return var_name
+    methods = np.atleast_1d(dataset.attrs.get("method", [])).tolist()
+    return next((m for m in methods if m in dataset), "ig")
+
+
 def _local_values(dataset, var_name):
     """The local values (point, feature), with draws kept if there are any."""
     if var_name not in dataset or "feature" not in dataset[var_name].dims:
@@ -69,7 +80,7 @@ def _short(level):
 def plot_local(
     dt,
     *,
-    var_name="rsens",
+    var_name=None,
     group="sensitivity",
     features=None,
     color_by=None,
@@ -92,8 +103,9 @@ def plot_local(
     dt : xarray.DataTree
         Holds the group written by :func:`pm_sens.sensitivity` (or by
         :func:`pm_sens.integrated_gradients`).
-    var_name : str
-        A local measure: ``"rsens"``, ``"kl"``, ``"var"``, ``"ead"`` (or ``"ig"``).
+    var_name : str, optional
+        A local measure: ``"rsens"``, ``"kl"``, ``"var"``, ``"ead"`` (or ``"ig"``);
+        default the group's first method.
     group : str
         The group holding it: ``"sensitivity"`` or ``"attribution"``.
     features : list of str, optional
@@ -116,6 +128,7 @@ def plot_local(
     backend = resolve_backend(backend, plot_collection)
     quantiles = interval_quantiles(ci_prob)
     dataset = group_dataset(dt, group)
+    var_name = _measure_name(dataset, var_name)
     local = _local_values(dataset, var_name)
     if features is not None:
         local = local.sel(

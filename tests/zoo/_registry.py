@@ -32,6 +32,9 @@ class ZooCase:
     levels: object = None
     kl_rtol: float = 1e-4  # R-sens against the central finite-difference KL
     kl_delta: float = 1e-4  # its step, in standard deviations of each input
+    #: sensitivity's methods; with R-sens, interactions=True and R-sens equal to the
+    #: KL (a model whose inputs act through steps, e.g. BART, has no R-sens)
+    methods: tuple = ("rsens", "kl")
     check: object = None  # more checks of the results, ``f(case, state)``
     kwargs: dict = field(default_factory=dict)  # passed to every function
 

@@ -81,15 +81,15 @@ def _check_rsens_against_kl(out, where, rtol):
     assert worst < rtol, f"{where}: R-sens and central KL differ by {worst:.2e} (relative)"
 
 
-def _sensitivity_call(case, idata, mode, interactions=True, method=("rsens", "kl"), **kwargs):
+def _sensitivity_call(case, idata, mode, interactions=True, method=None, **kwargs):
     return pm_sens.sensitivity(
         idata,
         case.model,
         mode=mode,
-        method=list(method),
+        method=list(method or case.methods),
         kl_scheme="central",
         delta=case.kl_delta,
-        interactions=interactions,
+        interactions=interactions and "rsens" in case.methods,
         **QUIET,
         **case.kwargs,
         **kwargs,
@@ -101,7 +101,8 @@ def _sensitivity(case, idata, mode):
     local = out["sensitivity"].to_dataset()
     where = f"sensitivity({mode!r})"
     _check_finite(local, where)
-    _check_rsens_against_kl(local, where, case.kl_rtol)
+    if "rsens" in case.methods:
+        _check_rsens_against_kl(local, where, case.kl_rtol)
     expected = None if case.levels is None else case.levels(case, mode)
     if expected is not None:
         _check_levels(local, expected, where)
@@ -109,10 +110,11 @@ def _sensitivity(case, idata, mode):
 
 
 def _check_point_means(case, local):
-    """local=False, by blocks of about a third of the points, and for R-sens alone: each
-    draw's mean over the points."""
-    n_points = local["rsens"].shape[2]
-    per_point = 8 * local["rsens"].shape[0] * local["rsens"].shape[1] * 40
+    """local=False, by blocks of about a third of the points, and for the first method
+    alone (R-sens: summed inside the graph): each draw's mean over the points."""
+    first = case.methods[0]
+    n_points = local[first].shape[2]
+    per_point = 8 * local[first].shape[0] * local[first].shape[1] * 40
     out = _sensitivity_call(
         case,
         case.idata,
@@ -123,23 +125,24 @@ def _check_point_means(case, local):
     )["sensitivity"]
     # R-sens alone: summed inside the graph where no input is categorical
     alone = _sensitivity_call(
-        case, case.idata, "draw", False, ("rsens",), local=False, extend_inferencedata=False
+        case, case.idata, "draw", False, (first,), local=False, extend_inferencedata=False
     )["sensitivity"]
-    for name, means in [*out.data_vars.items(), ("rsens", alone["rsens"])]:
+    for name, means in [*out.data_vars.items(), (first, alone[first])]:
         point_dim = local[name].dims[2]
         expected = local[name].mean(point_dim).transpose(*means.dims)
         np.testing.assert_allclose(means.values, expected.values, rtol=1e-10, atol=1e-14)
 
 
-def _plots(idata):
+def _plots(idata, pairs=True):
     for plot in (
         pm_sens.plot_importance,
-        pm_sens.plot_interactions,
+        pm_sens.plot_interactions if pairs else None,
         pm_sens.plot_local,
         pm_sens.plot_partial_dependence,
         pm_sens.plot_permutation_importance,
     ):
-        plot(idata, backend="matplotlib")
+        if plot is not None:
+            plot(idata, backend="matplotlib")
 
 
 def _steps(case, state):
@@ -190,7 +193,7 @@ def _steps(case, state):
         _any_sensitivity()
         for name in ("moment", "draw"):
             if name in state:
-                da = pm_sens.importance(state[name], "rsens")
+                da = pm_sens.importance(state[name], case.methods[0])
                 assert np.all(np.isfinite(da.values)), f"importance ({name}) is not finite"
 
     def permutation_importance():
@@ -225,7 +228,7 @@ def _steps(case, state):
         missing = needed - set(state["tree"].children)
         if missing:
             raise _Skipped(f"no {sorted(missing)} to plot")
-        _plots(state["tree"])
+        _plots(state["tree"], pairs="rsens" in case.methods)
 
     def checks():
         if case.check is not None:

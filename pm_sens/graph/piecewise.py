@@ -1,0 +1,83 @@
+"""Inputs the predictions depend on only through steps: no derivative to measure.
+
+A sum of trees (BART), ``floor``, ``round``, ``sign``, a comparison, the
+condition of a ``switch`` or a cast to integers is piecewise constant: its
+derivative is zero almost everywhere. An input whose every path to the
+parameters passes through one has R-sens, EAD and Integrated Gradients of
+zero wherever they are defined, which says nothing about how much it
+matters; the measures from moved points (the finite-difference KL over a
+finite step, VAR, levels, permutations, partial dependence) still see it.
+"""
+
+import pytensor.scalar as ps
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.shape import Shape, Shape_i
+
+from pm_sens.graph.model_queries import is_float
+from pm_sens.graph.trees import TreeSums
+
+_STEPS = (
+    ps.Floor,
+    ps.Ceil,
+    ps.RoundHalfToEven,
+    ps.RoundHalfAwayFromZero,
+    ps.Trunc,
+    ps.Sign,
+    ps.IntDiv,
+    ps.LT,
+    ps.GT,
+    ps.LE,
+    ps.GE,
+    ps.EQ,
+    ps.NEQ,
+)
+
+
+def _step(node, position):
+    """What makes input ``position`` of ``node`` carry no derivative: a name, "" or None.
+
+    A name for the steps users write (tree sums, rounding, comparisons, casts to
+    integers); "" for integer values and shapes, which carry none either but
+    are no sign of a step; None where the derivative passes.
+    """
+    if isinstance(node.op, TreeSums):
+        return f"the trees of the BART variable {node.op.variable!r}" if position == 0 else ""
+    if isinstance(node.op, Elemwise):
+        scalar = node.op.scalar_op
+        if isinstance(scalar, _STEPS):
+            return type(scalar).__name__.lower()
+        if isinstance(scalar, ps.Switch) and position == 0:
+            return "the condition of a switch"
+    if not is_float(node.inputs[position]) or isinstance(node.op, Shape | Shape_i):
+        return ""
+    if any(not is_float(out) for out in node.outputs):
+        return f"{node.op} (integer values)"
+    return None
+
+
+def piecewise_constant_inputs(outputs, inputs):
+    """The ``inputs`` that reach ``outputs`` only through steps, with the steps' names.
+
+    Returns ``{input: [step, ...]}`` for each input with no path to
+    ``outputs`` along which derivatives pass, that reaches them through at
+    least one named step (`_step`).
+    """
+    smooth, stack, named = set(outputs), list(outputs), {}
+    while stack:
+        var = stack.pop()
+        if var.owner is None or isinstance(var.owner.op, RandomVariable):
+            continue  # a free variable's prior: it is given by its draws
+        for position, parent in enumerate(var.owner.inputs):
+            step = _step(var.owner, position)
+            if step is None and parent not in smooth:
+                smooth.add(parent)
+                stack.append(parent)
+            elif step:
+                named.setdefault(parent, set()).add(step)
+    steps = {}
+    for parent, names in named.items():
+        for x in set(ancestors([parent])) & set(inputs) - smooth:
+            steps.setdefault(x, set()).update(names)
+    return {x: sorted(steps[x]) for x in inputs if x in steps}

@@ -1,0 +1,182 @@
+"""BART: pymc-bart's sums of trees evaluated at the points, draw by posterior draw.
+
+A BART variable's posterior draws are its values at the model's rows only. The
+trees of each draw are held by pymc-bart (on the variable's op, in the Python
+session that ran ``pm.sample``), and pymc-bart evaluates them at new rows. In
+a copy of the predictive's graph, the BART variable becomes `TreeSums`: the
+sum of trees of one posterior draw at the rows of its ``X``, so every measure
+that evaluates the predictive at moved points (finite-difference KL, levels,
+permutations, grids) sees the trees move with the inputs. The draw is a
+per-draw integer, the position of the draw in pymc-bart's history, found by
+`tree_draw_positions` and checked against the posterior's values.
+
+Sums of trees are piecewise constant in the inputs: their derivatives are zero
+almost everywhere, so no derivative-based measure is defined on them.
+"""
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import grad_undefined
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.op import Op
+from pytensor.graph.replace import _vectorize_node
+from pytensor.graph.traversal import graph_inputs
+
+from pm_sens.graph.model_queries import bart_variables, replace_rebuilding
+
+
+class TreeSums(Op):
+    """The sums of trees of chosen posterior draws at the rows of ``X``.
+
+    ``TreeSums(bart_op, name)(X, draws)`` with ``X`` (rows, columns) and ``draws``
+    (k,) positions in pymc-bart's history gives (k, rows).
+    """
+
+    __props__ = ("bart_op", "variable")
+
+    def __init__(self, bart_op, variable):
+        self.bart_op = bart_op
+        self.variable = variable  # the BART variable's name, for messages
+
+    def make_node(self, X, draws):
+        """X (rows, columns) as float64 and draws (k,) give (k, rows)."""
+        X = pt.as_tensor_variable(X).astype("float64")
+        draws = pt.as_tensor_variable(draws)
+        out = pt.tensor(dtype="float64", shape=(draws.type.shape[0], X.type.shape[0]))
+        return Apply(self, [X, draws], [out])
+
+    def perform(self, node, inputs, output_storage):
+        """pymc-bart's own evaluation of the trees of the chosen draws."""
+        X, draws = inputs
+        predictions = trees_sampler(self.bart_op).sample_posterior(
+            np.ascontiguousarray(X, dtype=np.float64), draws.tolist(), None
+        )
+        output_storage[0][0] = np.ascontiguousarray(predictions[:, 0, :])
+
+    def infer_shape(self, fgraph, node, shapes):
+        """(draws, rows)."""
+        return [(shapes[1][0], shapes[0][0])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Undefined: callers refuse derivatives first (`pm_sens.graph.piecewise`)."""
+        comment = "sums of trees are piecewise constant: no derivative is defined on them"
+        return [grad_undefined(self, i, x, comment) for i, x in enumerate(inputs)]
+
+
+@_vectorize_node.register(TreeSums)
+def _vectorize_tree_sums(op, node, X, draws):
+    """Draws batched along a leading axis: one call over all of them, not one per draw."""
+    if X.type.ndim != 2:
+        raise NotImplementedError("the inputs of trees are not batched over draws")
+    flat = op(X, draws.reshape((-1,)))
+    return flat.reshape((*draws.shape, X.shape[0])).owner
+
+
+def trees_sampler(bart_op):
+    """pymc-bart's evaluator of the trees of every posterior draw of a BART variable.
+
+    Raises our error when the op holds no trees (a model built anew, or a
+    posterior read from disk: pymc-bart keeps the trees in the session that
+    fitted the model, not in idata).
+    """
+    from pymc_bart.utils import _get_posterior_sampler
+
+    if not len(bart_op.all_trees):
+        raise ValueError(
+            f"the BART variable's trees are not here: pymc-bart keeps the trees of each "
+            f"posterior draw on the model's BART variable, in the Python session that "
+            f"ran pm.sample (they are not saved in idata); analyse the model and idata "
+            f"of that session ({type(bart_op).__name__} holds none)"
+        )
+    return _get_posterior_sampler(bart_op)
+
+
+def trees_at_points(model, params):
+    """Replace each BART variable of ``params`` by its trees at the rows of its ``X``.
+
+    Returns the new parameters. Each BART variable's posterior draw is a
+    scalar integer symbol (`tree_draw_symbols`), tagged with the variable: the
+    position of the draw in pymc-bart's history (`tree_draw_positions`).
+    """
+    found = bart_variables(model, params)
+    if not found:
+        return params
+    replacements = {}
+    for rv in found:
+        if rv.type.ndim != 1:
+            raise ValueError(
+                f"the BART variable {rv.name!r} has {rv.type.ndim} dimensions (several "
+                "outputs per row); pm_sens evaluates BART variables with one value per row"
+            )
+        draw = pt.scalar(rv.name, dtype="int64")
+        draw.tag.trees_of = rv
+        X = rv.owner.op.dist_params(rv.owner)[0]
+        if isinstance(X, Constant) and X.name is None:  # a NumPy X: named as X @ beta is
+            X = pt.constant(X.data, name=f"X_{rv.name}")
+        replacements[rv] = TreeSums(rv.owner.op, rv.name)(X, draw[None])[0]
+    return replace_rebuilding(params, replacements, keep=model.free_RVs)
+
+
+def tree_draw_symbols(outputs):
+    """The per-draw symbols of `trees_at_points` that ``outputs`` depend on."""
+    return [v for v in graph_inputs(outputs) if getattr(v.tag, "trees_of", None) is not None]
+
+
+def tree_draw_positions(rv, training_X, end_values, draw_numbers):
+    """Where each posterior draw of the BART variable ``rv`` sits in pymc-bart's history.
+
+    pymc-bart stores each chain's trees in the order the chains finished, and
+    ``idata`` may hold a slice of the draws: each chain of the posterior is
+    matched with the history whose trees reproduce its values at the
+    training rows ``training_X``. ``end_values``: (chain, 2, rows), the values
+    of each chain's first and last kept draw; ``draw_numbers``: (draw,), each
+    kept draw's number within its chain (`draw_numbers`). Returns (chain ·
+    draw,) integer positions.
+    """
+    sampler = trees_sampler(rv.owner.op)
+    offsets = np.cumsum([0] + [s.n_draws for s in sampler._chain_samplers])
+    ends = draw_numbers[[0, -1]]
+    X = np.ascontiguousarray(training_X, dtype=np.float64)
+    positions = []
+    for chain, values in enumerate(end_values):
+        match = [
+            start + draw_numbers
+            for start, stop in zip(offsets[:-1], offsets[1:], strict=True)
+            if draw_numbers.max() < stop - start
+            and np.allclose(
+                sampler.sample_posterior(X, (start + ends).tolist(), None)[:, 0],
+                values,
+                rtol=1e-7,
+                atol=1e-9,
+            )
+        ]
+        if not match:
+            raise ValueError(_unmatched_chain(rv.name, chain, len(offsets) - 1, len(end_values)))
+        positions.append(match[0])
+    return np.concatenate(positions)
+
+
+def _unmatched_chain(name, chain, n_held, n_chains):
+    """The error for a chain of the posterior whose draws no history of trees reproduces."""
+    fewer = (
+        f"; pymc-bart holds the trees of {n_held} chain(s) and the posterior has {n_chains}: "
+        "pymc-bart keeps only the first chain's trees when the chains are sampled one "
+        "after another (cores=1). Sample with cores= the number of chains, or pass the "
+        "chains it holds (idata.sel(chain=[...]))"
+        if n_held < n_chains
+        else ""
+    )
+    return (
+        f"the trees pymc-bart holds for the BART variable {name!r} do not reproduce "
+        f"idata.posterior[{name!r}] in chain {chain} (its values at the training rows): "
+        "idata and the model must come from the same pm.sample call of this session, "
+        f"with the training data unchanged (no pm.set_data since){fewer}"
+    )
+
+
+def draw_numbers(draw_coords):
+    """Each draw's number within its chain: its ``draw`` coordinate, or its position."""
+    coords = np.asarray(draw_coords)
+    if coords.dtype.kind in "iu" and (coords >= 0).all():
+        return coords.astype(np.int64)
+    return np.arange(len(coords))
