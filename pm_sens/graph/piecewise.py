@@ -10,7 +10,8 @@ finite step, VAR, levels, permutations, partial dependence) still see it.
 """
 
 import pytensor.scalar as ps
-from pytensor.graph.traversal import ancestors
+from pymc.distributions.distribution import SymbolicRandomVariable
+from pytensor.graph.traversal import ancestors, apply_ancestors
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i
@@ -18,21 +19,19 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pm_sens.graph.model_queries import is_float
 from pm_sens.graph.trees import TreeSums
 
-_STEPS = (
-    ps.Floor,
-    ps.Ceil,
-    ps.RoundHalfToEven,
-    ps.RoundHalfAwayFromZero,
-    ps.Trunc,
-    ps.Sign,
-    ps.IntDiv,
-    ps.LT,
-    ps.GT,
-    ps.LE,
-    ps.GE,
-    ps.EQ,
-    ps.NEQ,
-)
+#: the scalar operations that are piecewise constant, by the name users know
+_STEPS = {
+    ps.Floor: "floor",
+    ps.Ceil: "ceil",
+    ps.RoundHalfToEven: "round",
+    ps.RoundHalfAwayFromZero: "round",
+    ps.Trunc: "trunc",
+    ps.Sign: "sign",
+    ps.IntDiv: "// (floor division)",
+    **dict.fromkeys((ps.LT, ps.GT, ps.LE, ps.GE, ps.EQ, ps.NEQ), "a comparison"),
+}
+_SHAPES = (Shape, Shape_i)
+_RANDOM = (RandomVariable, SymbolicRandomVariable)
 
 
 def _step(node, position):
@@ -46,14 +45,15 @@ def _step(node, position):
         return f"the trees of the BART variable {node.op.variable!r}" if position == 0 else ""
     if isinstance(node.op, Elemwise):
         scalar = node.op.scalar_op
-        if isinstance(scalar, _STEPS):
-            return type(scalar).__name__.lower()
+        if type(scalar) in _STEPS:
+            return _STEPS[type(scalar)]
         if isinstance(scalar, ps.Switch) and position == 0:
             return "the condition of a switch"
-    if not is_float(node.inputs[position]) or isinstance(node.op, Shape | Shape_i):
-        return ""
+    parent = node.inputs[position]
+    if not hasattr(parent, "dtype") or not is_float(parent) or isinstance(node.op, _SHAPES):
+        return ""  # a random generator, integers, a shape
     if any(not is_float(out) for out in node.outputs):
-        return f"{node.op} (integer values)"
+        return "a cast to integers"
     return None
 
 
@@ -62,22 +62,37 @@ def piecewise_constant_inputs(outputs, inputs):
 
     Returns ``{input: [step, ...]}`` for each input with no path to
     ``outputs`` along which derivatives pass, that reaches them through at
-    least one named step (`_step`).
+    least one named step (`_step`; behind integer values, the steps that
+    made them, such as a cast of a float to integers to index a variable).
     """
-    smooth, stack, named = set(outputs), list(outputs), {}
+    smooth, stack, blocked = set(outputs), list(outputs), {}
     while stack:
         var = stack.pop()
-        if var.owner is None or isinstance(var.owner.op, RandomVariable):
+        if var.owner is None or isinstance(var.owner.op, _RANDOM):
             continue  # a free variable's prior: it is given by its draws
         for position, parent in enumerate(var.owner.inputs):
             step = _step(var.owner, position)
             if step is None and parent not in smooth:
                 smooth.add(parent)
                 stack.append(parent)
-            elif step:
-                named.setdefault(parent, set()).add(step)
+            elif step is not None:
+                blocked.setdefault(parent, set()).add(step)
     steps = {}
-    for parent, names in named.items():
-        for x in set(ancestors([parent])) & set(inputs) - smooth:
+    for parent, names in blocked.items():
+        names = {n for n in names if n} or _steps_above(parent)
+        for x in set(ancestors([parent])) & set(inputs) - smooth if names else ():
             steps.setdefault(x, set()).update(names)
     return {x: sorted(steps[x]) for x in inputs if x in steps}
+
+
+def _steps_above(var):
+    """The named steps among the operations that computed ``var`` (integer values)."""
+    if not hasattr(var, "dtype"):
+        return set()
+    return {
+        step
+        for node in apply_ancestors([var], blockers=None)
+        if not isinstance(node.op, _RANDOM)
+        for step in (_step(node, p) for p in range(len(node.inputs)))
+        if step
+    }

@@ -53,7 +53,7 @@ class TreeSums(Op):
         )
         output_storage[0][0] = np.ascontiguousarray(predictions[:, 0, :])
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, node, shapes):
         """(draws, rows)."""
         return [(shapes[1][0], shapes[0][0])]
 
@@ -151,26 +151,21 @@ def tree_draw_positions(rv, training_X, end_values, draw_numbers):
             )
         ]
         if not match:
-            raise ValueError(_unmatched_chain(rv.name, chain, len(offsets) - 1, len(end_values)))
+            raise ValueError(_unmatched_chain(rv.name, chain))
         positions.append(match[0])
     return np.concatenate(positions)
 
 
-def _unmatched_chain(name, chain, n_held, n_chains):
+def _unmatched_chain(name, chain):
     """The error for a chain of the posterior whose draws no history of trees reproduces."""
-    fewer = (
-        f"; pymc-bart holds the trees of {n_held} chain(s) and the posterior has {n_chains}: "
-        "pymc-bart keeps only the first chain's trees when the chains are sampled one "
-        "after another (cores=1). Sample with cores= the number of chains, or pass the "
-        "chains it holds (idata.sel(chain=[...]))"
-        if n_held < n_chains
-        else ""
-    )
     return (
         f"the trees pymc-bart holds for the BART variable {name!r} do not reproduce "
-        f"idata.posterior[{name!r}] in chain {chain} (its values at the training rows): "
-        "idata and the model must come from the same pm.sample call of this session, "
-        f"with the training data unchanged (no pm.set_data since){fewer}"
+        f"idata.posterior[{name!r}] in chain {chain} (its values at the training rows). "
+        "idata and the model must come from a pm.sample call of this session, with the "
+        "training data unchanged since (no pm.set_data); and pymc-bart keeps only the "
+        "first chain's trees when the chains are sampled one after another (cores=1): "
+        "sample with cores= the number of chains, or pass the chains it holds "
+        "(idata.sel(chain=[0]))"
     )
 
 

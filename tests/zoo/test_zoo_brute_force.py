@@ -90,14 +90,36 @@ class PoissonOffset:
         return np.stack([total, aleatoric, total - aleatoric], -1)
 
 
-MODELS = [NormalLinear, BernoulliLogit, PoissonOffset]
+class BartRegression(NormalLinear):
+    """``bart_regression``: Normal(the sum of trees at x, sigma), the trees of each
+    draw evaluated by pymc-bart itself (one chain: its history is in draw order)."""
+
+    name, features = "bart_regression", ["0", "1", "2"]
+
+    def __init__(self, case):
+        from pymc_bart.utils import _get_posterior_sampler
+
+        self.sampler = _get_posterior_sampler(case.model["mu"].owner.op)
+        self.sigma = _draws(case, "sigma")
+        at_rows = self.law(case.model["X"].get_value()).mean()
+        np.testing.assert_allclose(at_rows, _draws(case, "mu"), atol=1e-12)
+
+    def law(self, x):
+        draws = list(range(len(self.sigma)))
+        mu = self.sampler.sample_posterior(np.ascontiguousarray(x), draws, None)[:, 0]
+        return stats.norm(mu, np.broadcast_to(self.sigma[:, None], mu.shape))
+
+
+SMOOTH = [NormalLinear, BernoulliLogit, PoissonOffset]
+#: PFI and PDP evaluate the predictive at moved points only: trees too
+MODELS = [*SMOOTH, BartRegression]
 
 
 def _inputs(case, reference):
     model = case.model
     columns = [
         model[name].get_value()
-        for name in ("x1", "x2", "data", "x", "log_exposure")
+        for name in ("x1", "x2", "data", "x", "log_exposure", "X")
         if name in model.named_vars
     ]
     return np.column_stack(columns).astype(float), reference
@@ -109,13 +131,23 @@ def _log_mixture_density(model, x, y):
     return special.logsumexp(logp, axis=0) - np.log(len(logp))
 
 
-@pytest.fixture(params=MODELS, ids=lambda m: m.name)
-def setup(request):
-    case = ZOO[request.param.name]()
-    reference = request.param(case)
+def _setup(reference_class):
+    case = ZOO[reference_class.name]()
+    reference = reference_class(case)
     x, _ = _inputs(case, reference)
     y = next(iter(case.idata["observed_data"].to_dataset().data_vars.values())).values
     return case, reference, x, y
+
+
+@pytest.fixture(params=MODELS, ids=lambda m: m.name)
+def setup(request):
+    return _setup(request.param)
+
+
+@pytest.fixture(params=SMOOTH, ids=lambda m: m.name)
+def smooth_setup(request):
+    """Models with derivatives (IG), whose predictive mean Gauss-Hermite integrates (VAR)."""
+    return _setup(request.param)
 
 
 def test_permutation_importance_equals_brute_force(setup):
@@ -175,8 +207,8 @@ def test_partial_dependence_equals_brute_force(setup):
                 np.testing.assert_allclose(got, values, rtol=1e-9, atol=ENTROPY_ATOL, err_msg=name)
 
 
-def test_integrated_gradients_equal_quadrature_of_finite_differences(setup):
-    case, ref, x, _ = setup
+def test_integrated_gradients_equal_quadrature_of_finite_differences(smooth_setup):
+    case, ref, x, _ = smooth_setup
     out = pm_sens.integrated_gradients(case.idata, case.model, **QUIET)["attribution"]
     baseline = x.mean(0)
     step = 1e-6
@@ -211,8 +243,8 @@ def _conditionals(x):
 
 
 @pytest.mark.parametrize("mode", ["moment", "draw"])
-def test_var_equals_adaptive_quadrature_over_the_conditionals(setup, mode):
-    case, ref, x, _ = setup
+def test_var_equals_adaptive_quadrature_over_the_conditionals(smooth_setup, mode):
+    case, ref, x, _ = smooth_setup
     # 60 Gauss-Hermite nodes: the default 11 are within 1e-2 relative on these models
     out = pm_sens.sensitivity(
         case.idata, case.model, method="var", mode=mode, var_nodes=60, **QUIET

@@ -1,0 +1,130 @@
+"""BART models: the trees of each posterior draw at moved points, against pymc-bart's own
+evaluation of them (brute force), and the refusals of what needs derivatives."""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pymc_bart.utils import _get_posterior_sampler
+from pytensor.graph.replace import vectorize_graph
+
+import pm_sens
+from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+from tests.zoo._registry import ZOO, known_posterior
+
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+
+
+@pytest.fixture(scope="module")
+def bart():
+    """The zoo's BART regression (one chain of 60 draws) and pymc-bart's evaluator."""
+    case = ZOO["bart_regression"]()
+    sampler = _get_posterior_sampler(case.model["mu"].owner.op)
+    x = case.model["X"].get_value()
+    # one chain sampled: the history of trees is in the posterior's order
+    at_rows = sampler.sample_posterior(np.ascontiguousarray(x), list(range(60)), None)[:, 0]
+    np.testing.assert_allclose(at_rows, case.idata.posterior["mu"].values[0], atol=1e-12)
+    return case, sampler, x
+
+
+def _trees(sampler, x):
+    """Each draw's sum of trees at the rows of x, (S, N), by pymc-bart."""
+    return sampler.sample_posterior(np.ascontiguousarray(x), list(range(sampler.n_draws)), None)[
+        :, 0
+    ]
+
+
+def test_tree_sums_vectorized_over_draws_are_pymc_barts_predictions(bart):
+    from pm_sens.graph.trees import TreeSums
+
+    case, sampler, x = bart
+    X = pt.matrix("X")
+    draw = pt.scalar("draw", dtype="int64")
+    one = TreeSums(case.model["mu"].owner.op, "mu")(X, draw[None])[0]
+    draws = pt.vector("draws", dtype="int64")
+    batched = vectorize_graph(one, {draw: draws})
+    x_new = x[::-1] + 0.3
+    got = batched.eval({X: x_new, draws: np.arange(60)})
+    np.testing.assert_array_equal(got, _trees(sampler, x_new))
+
+
+def test_kl_over_a_step_against_pymc_barts_trees(bart):
+    """Draw mode: sqrt(KL(+h) + KL(−h)) / h per draw; moment mode: the same between the
+    mixtures' moment-matched Normals (law of total variance)."""
+    case, sampler, x = bart
+    sigma = case.idata.posterior["sigma"].values[0]  # (S,)
+    draw = pm_sens.sensitivity(case.idata, case.model, mode="draw", **QUIET)["sensitivity"]
+    moment = pm_sens.sensitivity(case.idata, case.model, **QUIET)["sensitivity"]
+    assert draw.attrs["method"] == ["kl"] and draw.attrs["kl_scheme"] == "central"
+    assert draw.attrs["delta"] == 0.1
+    h = 0.1 * x.std(0)
+    m0 = _trees(sampler, x)
+    for d in range(3):
+        shifted = [_trees(sampler, x + s * h[d] * np.eye(3)[d]) for s in (1, -1)]
+        kl = sum((m - m0) ** 2 / (2 * sigma[:, None] ** 2) for m in shifted)
+        expected = np.sqrt(kl) / h[d]
+        np.testing.assert_allclose(draw["kl"].values[0, :, :, d], expected, rtol=1e-10)
+
+        def mixture(m):
+            return m.mean(0), (sigma[:, None] ** 2).mean(0) + m.var(0)
+
+        (a, va), kls = mixture(m0), 0
+        for m in shifted:
+            b, vb = mixture(m)
+            kls = kls + 0.5 * (np.log(vb / va) + (va + (a - b) ** 2) / vb - 1)
+        np.testing.assert_allclose(moment["kl"].values[:, d], np.sqrt(kls) / h[d], rtol=1e-9)
+
+
+def test_thinned_draws_are_the_same_draws_of_the_trees(bart):
+    case, _, _ = bart
+    full = pm_sens.sensitivity(case.idata, case.model, mode="draw", **QUIET)["sensitivity"]
+    thinned = pm_sens.sensitivity(
+        case.idata, case.model, mode="draw", num_draws=15, random_seed=2, **QUIET
+    )["sensitivity"]
+    kept = full["kl"].sel(draw=thinned["draw"].values)
+    np.testing.assert_allclose(thinned["kl"].values, kept.values, rtol=1e-12)
+
+
+def test_derivative_measures_are_refused_naming_the_trees(bart):
+    case, _, _ = bart
+    for call in (
+        lambda: pm_sens.sensitivity(case.idata, case.model, method="rsens", **QUIET),
+        lambda: pm_sens.sensitivity(case.idata, case.model, interactions=True, **QUIET),
+        lambda: pm_sens.integrated_gradients(case.idata, case.model, **QUIET),
+    ):
+        with pytest.raises(ValueError, match=r"\['X'\] only through the trees of the BART "):
+            call()
+
+
+def test_a_posterior_without_the_fits_trees_is_refused(rng):
+    import pymc_bart as pmb
+
+    x = rng.normal(size=(20, 2))
+    with pm.Model() as model:
+        mu = pmb.BART("mu", pm.Data("X", x), x[:, 0], m=5)
+        pm.Normal("y", mu, 1.0, observed=x[:, 0], shape=mu.shape)
+    with pytest.raises(ValueError, match="trees are not here.*session that ran pm.sample"):
+        pm_sens.permutation_importance(known_posterior(model), model, **QUIET)
+
+
+@pytest.mark.slow
+def test_chains_are_matched_to_the_histories_of_trees(rng):
+    """Two chains: the results do not depend on the order of the posterior's chains,
+    and chains sampled one after another (pymc-bart keeps one history) are refused."""
+    import pymc_bart as pmb
+
+    x = rng.normal(size=(30, 2))
+    with pm.Model() as model:
+        mu = pmb.BART("mu", pm.Data("X", x), x[:, 0], m=5)
+        pm.Normal("y", mu, 0.5, observed=x[:, 0], shape=mu.shape)
+        idata = pm.sample(20, tune=20, chains=2, cores=2, random_seed=1, progressbar=False)
+    out = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]
+    swapped = idata.isel(chain=[1, 0])
+    again = pm_sens.sensitivity(swapped, model, mode="draw", **QUIET)["sensitivity"]
+    np.testing.assert_array_equal(again["kl"].sel(chain=[0, 1]).values, out["kl"].values)
+    with model:  # pymc-bart adds the new fit's histories to the op's (one here)
+        two = pm.sample(20, tune=20, chains=2, cores=1, random_seed=3, progressbar=False)
+    with pytest.raises(ValueError, match=r"in chain 1 .*one after another \(cores=1\)"):
+        pm_sens.sensitivity(two, model, **QUIET)
+    first = pm_sens.sensitivity(two.isel(chain=[0]), model, mode="draw", **QUIET)
+    assert np.isfinite(first["sensitivity"]["kl"].values).all()
