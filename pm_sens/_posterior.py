@@ -84,6 +84,8 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
 
     With ``num_draws``, keeps ``num_draws // n_chains`` (at least one) draw
     positions chosen at random without replacement, the same in every chain.
+    With a BART variable among them (`pm_sens.graph.trees`), the draws are
+    read into memory: its trees are evaluated in this process only.
     ``names`` maps free variables to posterior variables of another name.
     """
     posterior = _posterior_dataset(idata)
@@ -130,6 +132,8 @@ def posterior_draws(idata, model, free_rvs, num_draws=None, random_seed=None, na
             continue
         # NumPy, or dask for a lazily opened posterior: read chunk by chunk later
         array = posterior[rv.name].data[:, keep].astype(rv.dtype, copy=False)
+        if trees:  # evaluated where pymc-bart holds the trees: here, not on a cluster
+            array = native_array(array)
         if not is_lazy(array):
             _check_finite_draws(rv.name, array, chain, draw)
         if is_lazy(array) and draw_chunks is None:

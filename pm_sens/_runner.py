@@ -30,6 +30,7 @@ from pm_sens.graph.dependence import Dependence
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
 from pm_sens.graph.predictive import Predictive
 from pm_sens.graph.rewrites import excluded as excluded_rewrites
+from pm_sens.graph.trees import tree_draw_symbols
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
 _COMPILING = threading.RLock()  # dask threads may ask for the same graph at once
@@ -100,7 +101,8 @@ def make_context(
     Validates the arguments every public function shares (``progressbar``,
     ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
     inputs, points and posterior draws). Dask-backed points stay lazy if
-    ``lazy_points``, else they are read into memory. With ``levels``, integer
+    ``lazy_points`` (and the model has no BART variable), else they are read
+    into memory. With ``levels``, integer
     per-point inputs are categorical inputs (``ctx.levels``), and so is each
     group of feature columns in ``categorical``.
     """
@@ -135,7 +137,8 @@ def make_context(
         predictive, model, inputs, differentiable, levels
     )
     pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
-    if pts.lazy and not lazy_points:
+    # a BART variable's trees are evaluated in this process only (`graph/trees.py`)
+    if pts.lazy and (not lazy_points or tree_draw_symbols(predictive.parameter_list)):
         pts = pts.computed()
     check_levels(predictive, pts)
     level_info = resolve_levels(predictive, level_inputs, pts)

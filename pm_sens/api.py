@@ -198,7 +198,8 @@ def sensitivity(
 
         Local values are dask arrays when the points, or in draw mode the
         posterior, are dask-backed. Attrs record the methods, mode, alpha,
-        family, likelihood, var_name,
+        family, likelihood, var_name, steps (the inputs that act only through
+        steps, and which: the trees of a BART variable, floor, ...; empty if none),
         fisher (``"closed form"``, or the summation or quadrature route of a
         likelihood without one, with ``rule_mass_error``: the largest
         ``|Σ weights − 1|`` of its rules, i.e. how well they integrate the
@@ -279,6 +280,8 @@ def sensitivity(
         "kl_scheme": kl_scheme,
         "var_nodes": var_nodes,
         "local_values": "kept" if local else "mean over points",
+        # inputs the predictions see only through steps: why the default is the KL
+        "steps": "; ".join(f"{x}: {', '.join(names)}" for x, names in stepped.items()),
         **result_attrs(ctx),
         **_rule_attrs(generic),
     }

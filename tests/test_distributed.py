@@ -13,6 +13,17 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
+def bart_case():
+    """The zoo's fitted BART regression, built before the cluster starts: pymc-bart
+    forks a Manager process per BART variable, which can hang once the client's
+    threads run."""
+    from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+    from tests.zoo._registry import ZOO
+
+    return ZOO["bart_regression"]()
+
+
+@pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
@@ -20,6 +31,21 @@ def client():
     with distributed.Client(cluster) as client:
         yield client
     cluster.close()
+
+
+def test_bart_is_evaluated_in_the_process_that_holds_its_trees(bart_case, client):
+    """pymc-bart keeps the trees in the fitting process: with a cluster active, a BART
+    model's lazily loaded posterior is read (on the cluster) and evaluated here, with
+    the in-memory results."""
+    from tests.zoo._lazy import lazy_posterior
+
+    quiet = dict(progressbar=False, extend_inferencedata=False)
+    local = pm_sens.sensitivity(bart_case.idata, bart_case.model, mode="draw", **quiet)
+    lazy = lazy_posterior(bart_case)
+    remote = pm_sens.sensitivity(lazy, bart_case.model, mode="draw", **quiet)
+    np.testing.assert_allclose(
+        remote["sensitivity"]["kl"].values, local["sensitivity"]["kl"].values, rtol=1e-12
+    )
 
 
 def test_results_on_a_cluster_equal_in_process(client, tmp_path):

@@ -183,11 +183,11 @@ def test_rsens_is_finite_and_matches_the_closed_form(mode, family, x, draws, alp
 
 #: argument -> values that are never valid, for every public function that takes it
 INVALID = {
-    "method": [None, 5, "nope", ["rsens", "nope"], []],
+    "method": [5, "nope", ["rsens", "nope"], []],
     "mode": [None, "moments", 1],
     "alpha": [0, -1.0, np.nan, np.inf, "a", None],
     "delta": [0, -1e-4, np.nan, "a", 1e300],
-    "kl_scheme": ["backward", None],
+    "kl_scheme": ["backward", 1],
     "var_nodes": [0, 1.5, "a"],
     "interactions": ["yes", None, 2],
     "family": ["", "poisson", ["normal"], 3],

@@ -22,7 +22,7 @@ def test_zoo_model_without_rewrites(name):
     case = ZOO[name]()
     if "sensitivity_moment" in case.errors:
         pytest.skip("a form pm_sens refuses: the zoo checks its error")
-    kw = dict(interactions=False, method=["rsens"], extend_inferencedata=False)
+    kw = dict(interactions=False, method=[case.methods[0]], extend_inferencedata=False)
     for mode in ("moment", "draw"):
         rewritten = _sensitivity_call(case, case.idata, mode, **kw)["sensitivity"]
         with excluding(*(n for n in REWRITES if n != "local_numpy_ufunc_forms")):

@@ -57,6 +57,7 @@ def test_kl_over_a_step_against_pymc_barts_trees(bart):
     moment = pm_sens.sensitivity(case.idata, case.model, **QUIET)["sensitivity"]
     assert draw.attrs["method"] == ["kl"] and draw.attrs["kl_scheme"] == "central"
     assert draw.attrs["delta"] == 0.1
+    assert draw.attrs["steps"] == "X: the trees of the BART variable 'mu'"
     h = 0.1 * x.std(0)
     m0 = _trees(sampler, x)
     for d in range(3):

@@ -30,7 +30,7 @@ def _check(call, argument):
 
 SENSITIVITY = [
     ({"points": {"X": np.zeros((0, 2))}}, "points"),
-    ({"method": None}, "method"),
+    ({"method": 5}, "method"),
     ({"inputs": 5}, "inputs"),
     ({"inputs": ["X", "X"]}, "inputs"),
     ({"random_seed": "abc", "num_draws": 2}, "random_seed"),
