@@ -28,6 +28,9 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
 11. R-sens of the joint predictive of a 200-step AR(1)-error regression with 3
    covariates, S=2000, ÷ the local R-sens of the regression without the AR
    term on the same data (bench_joint.py, target <= 5 in each mode).
+12. A BART model (pymc-bart, Friedman's function, N=300, D=7, S=1000): the KL
+   and permutation importance ÷ pymc-bart's own variable importance (VI) on
+   the same fit (target <= 10), PDP against its plot_pdp (bench_bart.py).
 """
 
 import argparse
@@ -38,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, "benchmarks")
 import bench_bambi  # noqa: E402
+import bench_bart  # noqa: E402
 import bench_count_entropy  # noqa: E402
 import bench_first_call  # noqa: E402
 import bench_joint  # noqa: E402
@@ -158,6 +162,7 @@ def main():
     bench_bambi.main()
     bench_first_call.main()
     bench_joint.main()
+    bench_bart.main()
     print(f"\nsuite finished in {time.perf_counter() - start:.0f} s")
 
 
