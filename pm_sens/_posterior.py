@@ -7,7 +7,7 @@ import xarray as xr
 
 from pm_sens._validate import is_lazy, native_array
 from pm_sens.graph.model_queries import data_value
-from pm_sens.graph.trees import draw_numbers, tree_draw_positions
+from pm_sens.graph.trees import draw_numbers, tree_draw_positions, tree_inputs
 
 #: the dims of posterior draws
 SAMPLE_DIMS = ("chain", "draw")
@@ -149,5 +149,5 @@ def _tree_draws(rv, draws, numbers):
     ``numbers``: each kept draw's number within its chain.
     """
     ends = draws.isel(draw=[0, -1]).values  # two draws per chain, even when lazy
-    training_X = data_value(rv.owner.op.dist_params(rv.owner)[0])
+    training_X = data_value(tree_inputs(rv))
     return tree_draw_positions(rv, training_X, ends, numbers)

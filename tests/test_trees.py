@@ -40,7 +40,7 @@ def test_tree_sums_vectorized_over_draws_are_pymc_barts_predictions(bart):
     case, sampler, x = bart
     X = pt.matrix("X")
     draw = pt.scalar("draw", dtype="int64")
-    one = TreeSums(case.model["mu"].owner.op, "mu")(X, draw[None])[0]
+    one = TreeSums(case.model["mu"].owner.op, "mu", 1)(X, draw[None])[0, 0]
     draws = pt.vector("draws", dtype="int64")
     batched = vectorize_graph(one, {draw: draws})
     x_new = x[::-1] + 0.3
@@ -129,3 +129,34 @@ def test_chains_are_matched_to_the_histories_of_trees(rng):
         pm_sens.sensitivity(two, model, **QUIET)
     first = pm_sens.sensitivity(two.isel(chain=[0]), model, mode="draw", **QUIET)
     assert np.isfinite(first["sensitivity"]["kl"].values).all()
+
+
+def test_a_bart_of_two_outputs_against_pymc_barts_trees():
+    """BART of shape (2, n): a Gamma's log mean and log sd from one set of trees; the
+    draw-mode KL over a step against the Gamma KL in closed form (shape-rate)."""
+    from scipy.special import digamma, gammaln
+
+    case = ZOO["bart_heteroscedastic_gamma"]()
+    sampler = _get_posterior_sampler(case.model["w"].owner.op)
+    age = case.model["age"].get_value()
+
+    def shape_rate(x):
+        w = sampler.sample_posterior(np.ascontiguousarray(x[:, None]), list(range(60)), None)
+        mean, sd = np.exp(w[:, 0]), np.exp(w[:, 1])  # (S, N)
+        return mean**2 / sd**2, mean / sd**2
+
+    def gamma_kl(p, q):
+        (a1, b1), (a2, b2) = p, q
+        return (
+            (a1 - a2) * digamma(a1)
+            - gammaln(a1)
+            + gammaln(a2)
+            + a2 * (np.log(b1) - np.log(b2))
+            + a1 * (b2 - b1) / b1
+        )
+
+    out = pm_sens.sensitivity(case.idata, case.model, mode="draw", **QUIET)["sensitivity"]
+    h = 0.1 * age.std()
+    base = shape_rate(age)
+    kl = gamma_kl(base, shape_rate(age + h)) + gamma_kl(base, shape_rate(age - h))
+    np.testing.assert_allclose(out["kl"].values[0, :, :, 0], np.sqrt(kl) / h, rtol=1e-9)

@@ -28,34 +28,36 @@ from pm_sens.graph.model_queries import bart_variables, replace_rebuilding
 class TreeSums(Op):
     """The sums of trees of chosen posterior draws at the rows of ``X``.
 
-    ``TreeSums(bart_op, name)(X, draws)`` with ``X`` (rows, columns) and ``draws``
-    (k,) positions in pymc-bart's history gives (k, rows).
+    ``TreeSums(bart_op, name, outputs)(X, draws)`` with ``X`` (rows, columns)
+    and ``draws`` (k,) positions in pymc-bart's history gives (k, outputs,
+    rows): ``outputs`` sums of trees per row (1, or a BART variable of shape
+    ``(outputs, rows)``, e.g. a mean and a scale).
     """
 
-    __props__ = ("bart_op", "variable")
+    __props__ = ("bart_op", "variable", "outputs")
 
-    def __init__(self, bart_op, variable):
+    def __init__(self, bart_op, variable, outputs):
         self.bart_op = bart_op
         self.variable = variable  # the BART variable's name, for messages
+        self.outputs = outputs
 
     def make_node(self, X, draws):
-        """X (rows, columns) as float64 and draws (k,) give (k, rows)."""
+        """X (rows, columns) as float64 and draws (k,) give (k, outputs, rows)."""
         X = pt.as_tensor_variable(X).astype("float64")
         draws = pt.as_tensor_variable(draws)
-        out = pt.tensor(dtype="float64", shape=(draws.type.shape[0], X.type.shape[0]))
-        return Apply(self, [X, draws], [out])
+        shape = (draws.type.shape[0], self.outputs, X.type.shape[0])
+        return Apply(self, [X, draws], [pt.tensor(dtype="float64", shape=shape)])
 
     def perform(self, node, inputs, output_storage):
         """pymc-bart's own evaluation of the trees of the chosen draws."""
         X, draws = inputs
-        predictions = trees_sampler(self.bart_op).sample_posterior(
+        output_storage[0][0] = trees_sampler(self.bart_op).sample_posterior(
             np.ascontiguousarray(X, dtype=np.float64), draws.tolist(), None
         )
-        output_storage[0][0] = np.ascontiguousarray(predictions[:, 0, :])
 
     def infer_shape(self, node, shapes):
-        """(draws, rows)."""
-        return [(shapes[1][0], shapes[0][0])]
+        """(draws, outputs, rows)."""
+        return [(shapes[1][0], self.outputs, shapes[0][0])]
 
     def L_op(self, inputs, outputs, output_grads):
         """Undefined: callers refuse derivatives first (`pm_sens.graph.piecewise`)."""
@@ -69,7 +71,7 @@ def _vectorize_tree_sums(op, node, X, draws):
     if X.type.ndim != 2:
         raise NotImplementedError("the inputs of trees are not batched over draws")
     flat = op(X, draws.reshape((-1,)))
-    return flat.reshape((*draws.shape, X.shape[0])).owner
+    return flat.reshape((*draws.shape, op.outputs, X.shape[0])).owner
 
 
 def trees_sampler(bart_op):
@@ -103,18 +105,40 @@ def trees_at_points(model, params):
         return params
     replacements = {}
     for rv in found:
-        if rv.type.ndim != 1:
-            raise ValueError(
-                f"the BART variable {rv.name!r} has {rv.type.ndim} dimensions (several "
-                "outputs per row); pm_sens evaluates BART variables with one value per row"
-            )
+        outputs = _output_count(rv)
         draw = pt.scalar(rv.name, dtype="int64")
         draw.tag.trees_of = rv
-        X = rv.owner.op.dist_params(rv.owner)[0]
-        if isinstance(X, Constant) and X.name is None:  # a NumPy X: named as X @ beta is
-            X = pt.constant(X.data, name=f"X_{rv.name}")
-        replacements[rv] = TreeSums(rv.owner.op, rv.name)(X, draw[None])[0]
+        X = tree_inputs(rv)
+        trees = TreeSums(rv.owner.op, rv.name, outputs)(X, draw[None])[0]
+        replacements[rv] = trees[0] if rv.type.ndim == 1 else trees
     return replace_rebuilding(params, replacements, keep=model.free_RVs)
+
+
+def tree_inputs(rv):
+    """The BART variable's X, (rows, columns), without the batch axes PyMC adds.
+
+    A NumPy X becomes a constant named ``X_<variable>``, as ``X @ beta`` names
+    its array (`pm_sens.graph.per_row.numpy_input_names`).
+    """
+    X = rv.owner.op.dist_params(rv.owner)[0]
+    if isinstance(X, Constant):
+        return pt.constant(X.data.reshape(X.data.shape[-2:]), name=X.name or f"X_{rv.name}")
+    while X.type.ndim > 2:  # a BART variable of shape (outputs, rows) broadcasts X
+        X = X[0]
+    return X
+
+
+def _output_count(rv):
+    """Sums of trees per row: 1 for a vector, the first axis of ``(outputs, rows)``."""
+    if rv.type.ndim == 1:
+        return 1
+    if rv.type.ndim == 2 and rv.type.shape[0] is not None:
+        return rv.type.shape[0]
+    raise ValueError(
+        f"the BART variable {rv.name!r} has shape {rv.type.shape}; pm_sens evaluates "
+        "BART variables with one value per row, or several as (outputs, rows) with "
+        "a fixed number of outputs (shape=(2, n))"
+    )
 
 
 def tree_draw_symbols(outputs):
@@ -128,7 +152,7 @@ def tree_draw_positions(rv, training_X, end_values, draw_numbers):
     pymc-bart stores each chain's trees in the order the chains finished, and
     ``idata`` may hold a slice of the draws: each chain of the posterior is
     matched with the history whose trees reproduce its values at the
-    training rows ``training_X``. ``end_values``: (chain, 2, rows), the values
+    training rows ``training_X``. ``end_values``: (chain, 2, [outputs,] rows), the values
     of each chain's first and last kept draw; ``draw_numbers``: (draw,), each
     kept draw's number within its chain (`draw_numbers`). Returns (chain ·
     draw,) integer positions.
@@ -144,7 +168,7 @@ def tree_draw_positions(rv, training_X, end_values, draw_numbers):
             for start, stop in zip(offsets[:-1], offsets[1:], strict=True)
             if draw_numbers.max() < stop - start
             and np.allclose(
-                sampler.sample_posterior(X, (start + ends).tolist(), None)[:, 0],
+                sampler.sample_posterior(X, (start + ends).tolist(), None).reshape(values.shape),
                 values,
                 rtol=1e-7,
                 atol=1e-9,

@@ -208,6 +208,24 @@ def bart_plus_linear_poisson(rng):
 
 
 @zoo_model(
+    "pymc-bart's heteroscedastic example: one BART of shape (2, n) for a Gamma's mean "
+    "and sd, through exp",
+    **STEPPED,
+)
+def bart_heteroscedastic_gamma(rng):
+    import pymc_bart as pmb
+
+    n = 40
+    x = np.sort(rng.uniform(0, 10, n))
+    y = rng.gamma(4, np.exp(0.1 * x) / 4)
+    with pm.Model() as model:
+        x_ = pm.Data("age", x)
+        w = pmb.BART("w", X=x_[:, None], Y=np.log(y), m=10, shape=(2, n))
+        pm.Gamma("y", mu=pm.math.exp(w[0]), sigma=pm.math.exp(w[1]), observed=y)
+    return model, bart_fit(model, 4)
+
+
+@zoo_model(
     "a latent GP prior on a pm.Data input, used without Predictive.from_gp",
     errors={
         "sensitivity_moment": r"inputs of up to 80 rows.*80 points.*GP predictive",
