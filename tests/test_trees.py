@@ -160,3 +160,29 @@ def test_a_bart_of_two_outputs_against_pymc_barts_trees():
     base = shape_rate(age)
     kl = gamma_kl(base, shape_rate(age + h)) + gamma_kl(base, shape_rate(age - h))
     np.testing.assert_allclose(out["kl"].values[0, :, :, 0], np.sqrt(kl) / h, rtol=1e-9)
+
+
+def test_integer_columns_that_pymc_bart_evaluates_unlike_its_draws_are_named(rng):
+    """pymc-bart 0.13.1 evaluates trees that split on integer-valued columns unlike the
+    draws it sampled: refused, naming the columns, as no moved point would be right."""
+    import pymc_bart as pmb
+
+    n = 40
+    x = np.column_stack([rng.normal(size=n), rng.integers(0, 2, n), rng.integers(0, 3, n)])
+    y = x[:, 0] + 2 * x[:, 1] - x[:, 2] + rng.normal(0, 0.3, n)
+    with pm.Model() as model:
+        mu = pmb.BART("mu", pm.Data("X", x.astype(float)), y, m=10)
+        pm.Normal("y", mu, 0.3, observed=y, shape=mu.shape)
+        idata = pm.sample(
+            20,
+            tune=20,
+            chains=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    sampler = _get_posterior_sampler(mu.owner.op)
+    at_rows = sampler.sample_posterior(np.ascontiguousarray(x, dtype=float), [0], None)[0, 0]
+    assert not np.allclose(at_rows, idata.posterior["mu"].values[0, 0])  # pymc-bart's own
+    with pytest.raises(ValueError, match=r"integer values in its X \(columns \[1, 2\]\)"):
+        pm_sens.permutation_importance(idata, model, **QUIET)

@@ -159,29 +159,47 @@ def tree_draw_positions(rv, training_X, end_values, draw_numbers):
     """
     sampler = trees_sampler(rv.owner.op)
     offsets = np.cumsum([0] + [s.n_draws for s in sampler._chain_samplers])
-    ends = draw_numbers[[0, -1]]
     X = np.ascontiguousarray(training_X, dtype=np.float64)
     positions = []
     for chain, values in enumerate(end_values):
-        match = [
-            start + draw_numbers
-            for start, stop in zip(offsets[:-1], offsets[1:], strict=True)
-            if draw_numbers.max() < stop - start
-            and np.allclose(
-                sampler.sample_posterior(X, (start + ends).tolist(), None).reshape(values.shape),
-                values,
+        # the share of the two draws' values each history reproduces
+        agreement = {
+            start: np.isclose(
+                sampler.sample_posterior(X, (start + draw_numbers[[0, -1]]).tolist(), None),
+                values.reshape(2, -1, X.shape[0]),
                 rtol=1e-7,
                 atol=1e-9,
-            )
-        ]
-        if not match:
-            raise ValueError(_unmatched_chain(rv.name, chain))
-        positions.append(match[0])
+            ).mean()
+            for start, stop in zip(offsets[:-1], offsets[1:], strict=True)
+            if draw_numbers.max() < stop - start
+        }
+        best = max(agreement, key=agreement.get, default=None)
+        if best is None or agreement[best] < 1:
+            share = 0.0 if best is None else agreement[best]
+            raise ValueError(_unmatched_chain(rv.name, chain, share, X))
+        positions.append(best + draw_numbers)
     return np.concatenate(positions)
 
 
-def _unmatched_chain(name, chain):
-    """The error for a chain of the posterior whose draws no history of trees reproduces."""
+def _unmatched_chain(name, chain, share, X):
+    """The error for a chain of the posterior whose draws no history of trees reproduces.
+
+    ``share``: the largest share of its values at the training rows ``X`` that a
+    history reproduces. pymc-bart 0.13.1 evaluates trees that split on a column
+    of integer values (0/1, codes, hours) differently from the draws it stored
+    while sampling (many values differ): named when it is the likely cause.
+    """
+    coded = [k for k in range(X.shape[1]) if np.array_equal(X[:, k], np.round(X[:, k]))]
+    if 0 < share < 1 and coded:
+        return (
+            f"pymc-bart's evaluation of the trees of the BART variable {name!r} reproduces "
+            f"only {share:.0%} of idata.posterior[{name!r}] at the training rows (chain "
+            f"{chain}): with columns of integer values in its X (columns {coded}), "
+            "pymc-bart 0.13 evaluates the trees differently from the draws it sampled, so "
+            "the trees at moved points would be wrong (pymc-bart's own plot_pdp and "
+            "compute_variable_importance use the same evaluation). Give such columns "
+            "other values (e.g. x + 0.01 × noise), or leave them out of BART's X"
+        )
     return (
         f"the trees pymc-bart holds for the BART variable {name!r} do not reproduce "
         f"idata.posterior[{name!r}] in chain {chain} (its values at the training rows). "
