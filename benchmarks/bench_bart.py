@@ -22,34 +22,20 @@ points (draws × rows evaluated, printed beside each call).
 
 import argparse
 import sys
+from pathlib import Path
 
 import matplotlib
-import numpy as np
 import pandas as pd
-import pymc as pm
 import pymc_bart as pmb
 
-sys.path.insert(0, "examples")
-from bart_importance import FEATURES, friedman  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from bart_importance import FEATURES, fit  # noqa: E402
 from bench_rsens import best_of  # noqa: E402
 
 import pm_sens  # noqa: E402
 
 matplotlib.use("Agg")
 QUIET = dict(progressbar=False, extend_inferencedata=False)
-
-
-def fit(n, trees, draws):
-    x, y = friedman(np.random.default_rng(7), n)
-    with pm.Model(coords={"obs": range(n), "feature": FEATURES}) as model:
-        X = pm.Data("X", x, dims=("obs", "feature"))
-        mu = pmb.BART("mu", X, y, m=trees, dims="obs")
-        sigma = pm.HalfNormal("sigma", 2)
-        pm.Normal("y", mu, sigma, observed=y, dims="obs")
-        idata = pm.sample(
-            draws=draws, tune=draws, chains=2, cores=2, random_seed=7, progressbar=False
-        )
-    return model, idata, mu, x
 
 
 def main():

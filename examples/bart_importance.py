@@ -50,13 +50,9 @@ def pymc_bart_ranking(idata, mu, x):
     return order, vi["r2_mean"], seconds
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer rows, trees and draws")
-    quick = parser.parse_args().quick
-    n, trees, draws = (150, 20, 150) if quick else (300, 50, 500)
-    rng = np.random.default_rng(7)
-    x, y = friedman(rng, n)
+def fit(n, trees, draws):
+    """The BART model of Friedman's function, fitted: (model, idata, BART variable, x)."""
+    x, y = friedman(np.random.default_rng(7), n)
     with pm.Model(coords={"obs": range(n), "feature": FEATURES}) as model:
         X = pm.Data("X", x, dims=("obs", "feature"))
         mu = pmb.BART("mu", X, y, m=trees, dims="obs")
@@ -66,6 +62,14 @@ def main():
         idata = pm.sample(
             draws=draws, tune=draws, chains=2, cores=2, random_seed=7, progressbar=False
         )
+    return model, idata, mu, x
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer rows, trees and draws")
+    quick = parser.parse_args().quick
+    model, idata, mu, x = fit(*((150, 20, 150) if quick else (300, 50, 500)))
 
     start = time.perf_counter()
     idata = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
