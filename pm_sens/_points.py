@@ -299,6 +299,7 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             # the group value each point receives, through the points' own index
             values[var] = _take_rows(data_value(base), values[index])
             lengths.pop(var.name, None)
+    _check_lagged_lengths(predictive, lengths, n_default)
     n_points = {*lengths.values()}
     if len(n_points) > 1:
         raise ValueError(f"points have different numbers of rows: {lengths}; they must agree")
@@ -330,3 +331,17 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
     dim, coords = _point_labels(model, predictive, labelled, n_points, bool(given), dataarrays)
     features = _feature_labels(model, predictive, inputs, values, dataarrays)
     return PointSet(values, per_point, n_points, dim, coords, features, frozenset(bounds))
+
+
+def _check_lagged_lengths(predictive, lengths, n_default):
+    """A series read in lagged slices given whole: its points are its last rows."""
+    for var in predictive.inputs:
+        held = getattr(var.tag, "held_rows", 0)
+        if held and lengths.get(var.name) == n_default + held:
+            raise ValueError(
+                f"points[{var.name!r}] has {lengths[var.name]} rows, as many as the "
+                f"container; the model reads {var.name!r} in lagged slices, so its points "
+                f"are its last {n_default} rows (one per observation) and its first {held} "
+                f"are held as the lags' pre-sample values: give points={{{var.name!r}: "
+                f"values[{held}:]}}"
+            )

@@ -235,6 +235,42 @@ def test_ar1_errors_hold_the_observed_past():
     assert "s+0 to s+1" in got.attrs["dependence"]
 
 
+def test_lagged_slices_of_a_longer_series_are_shifted_copies_of_its_points():
+    """The same AR(1)-error regression written with slices, as notebooks do: a
+    container of N + 1 rows, ``x[1:]`` and ``x[:-1]``, observed ``y[1:]``. The points
+    are the container's last N rows (its first row held: the lag of the first
+    observation), and the values are those of the shifted-copy form."""
+    rng = np.random.default_rng(7)
+    n, d = 25, 2
+    x = rng.normal(size=(n + 1, d))
+    y = x @ np.ones(d) + np.cumsum(rng.normal(0, 0.3, size=n + 1))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        beta = pm.Normal("beta", shape=d)
+        rho = pm.Uniform("rho", -1, 1)
+        sigma = pm.HalfNormal("sigma")
+        mu = xd[1:] @ beta + rho * (y[:-1] - xd[:-1] @ beta)
+        pm.Normal("y", mu, sigma, observed=y[1:])
+    beta = np.array([[1.0, -0.5], [0.3, 2.0]])
+    rho, sigma = np.array([0.6, -0.2]), np.array([0.5, 1.5])
+    idata = posterior({"beta": beta[None], "rho": rho[None], "sigma": sigma[None]})
+    out = pm_sens.sensitivity(idata, model, mode="draw", method=["rsens", "kl"], **QUIET)
+    got = out["sensitivity"]
+    assert list(got["feature"].values) == ["0", "1"]  # X's columns, as for N rows
+    np.testing.assert_array_equal(got["input_value"].values, x[1:])
+    reach = np.where(np.arange(n) < n - 1, np.sqrt(1 + rho[:, None] ** 2), 1.0)  # (S, N)
+    expected = np.abs(beta)[:, None, :] * reach[..., None] / sigma[:, None, None]
+    np.testing.assert_allclose(got["rsens"].values[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(got["kl"].values, got["rsens"].values, rtol=1e-4)
+    # new points: a series of N values of the container; the held first row stays
+    moved = pm_sens.sensitivity(idata, model, mode="draw", points={"X": 2 * x[1:]}, **QUIET)[
+        "sensitivity"
+    ]
+    np.testing.assert_allclose(moved["rsens"].values, got["rsens"].values, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"its last 25 rows .* points=\{'X': values\[1:\]\}"):
+        pm_sens.sensitivity(idata, model, points={"X": x}, **QUIET)
+
+
 def test_a_dependence_at_rows_the_probes_miss_is_found():
     """A lag that acts at one row of a long series only: the spread probes miss
     it, the check of the window at every row does not (and a dependence it

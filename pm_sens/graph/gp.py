@@ -31,14 +31,20 @@ DEFAULT_LINK = {
 _HERMITE_NODES = 32
 
 
-def training_inputs(gp):
-    """The GP's training inputs as a NumPy array (rows = points)."""
+def training_inputs(gp, feature_names=None):
+    """The GP's training inputs (rows = points), with one ``feature_names`` per column."""
     if not isinstance(gp, Marginal | Latent):
         raise TypeError(
             f"gp={type(gp).__name__} is not supported; give a pm.gp.Marginal, MarginalApprox "
             "or Latent (HSGP needs no special path: use Predictive.from_observed)"
         )
-    return np.asarray(data_value(pt.as_tensor_variable(gp.X)))
+    x_train = np.asarray(data_value(pt.as_tensor_variable(gp.X)))
+    if feature_names is not None and len(feature_names) != x_train.shape[1]:
+        raise ValueError(
+            f"feature_names={feature_names!r} is not valid: the GP's X has "
+            f"{x_train.shape[1]} columns; give {x_train.shape[1]} names"
+        )
+    return x_train
 
 
 def marginal_conditional(gp, x_new):

@@ -8,6 +8,7 @@ from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.design import design_from_raw_inputs
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
+from pm_sens.graph.lagged import lagged_series
 from pm_sens.graph.likelihoods import (
     LIKELIHOODS_BY_NAME,
     Likelihood,
@@ -319,6 +320,7 @@ class Predictive:
         group_inputs = {**row_inputs, **group_inputs}
         params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
+        params, lagged = lagged_series(model, params, n_rows)
         params, row_constants, numpy_inputs = per_row_constants(
             model, params, n_rows, rv, observed
         )
@@ -326,10 +328,11 @@ class Predictive:
         row_constants.update(observation_rows)
         row_constants.update(cell_held)
         inputs = [c for c in data_containers(model, params, given_draws=True) if is_float(c)]
+        inputs += list(lagged)  # symbols for the containers' points, with their values
         held_statistics = []
         if hold_statistics:
             params, held_statistics = hold_data_statistics(
-                model, params, [*inputs, *numpy_inputs, *raw], {**numpy_inputs, **raw}
+                model, params, [*inputs, *numpy_inputs, *raw], {**lagged, **numpy_inputs, **raw}
             )
         self = cls.__new__(cls)
         self._init(
@@ -337,7 +340,7 @@ class Predictive:
             params,
             [*inputs, *numpy_inputs, *raw, *cell_inputs, *group_inputs],
             rv.name,
-            defaults={**row_constants, **numpy_inputs, **raw, **cell_inputs},
+            defaults={**row_constants, **lagged, **numpy_inputs, **raw, **cell_inputs},
         )
         self.observation_count = n_rows if cell_inputs else None
         self.table_row = row_coordinate(model, rv) if cell_inputs else None
@@ -380,12 +383,7 @@ class Predictive:
             Other likelihood parameters as model variables: ``sigma`` (Normal),
             ``n`` (Binomial), ``alpha`` (negative binomial).
         """
-        x_train = training_inputs(gp)
-        if feature_names is not None and len(feature_names) != x_train.shape[1]:
-            raise ValueError(
-                f"feature_names={feature_names!r} is not valid: the GP's X has "
-                f"{x_train.shape[1]} columns; give {x_train.shape[1]} names"
-            )
+        x_train = training_inputs(gp, feature_names)
         x_new = pt.matrix("X", shape=(None, x_train.shape[1]))
         family, params = gp_parameters(gp, x_new, likelihood, link, parameters)
         self = cls(family, params, [x_new], defaults={x_new: x_train}, feature_names=feature_names)
