@@ -12,6 +12,7 @@ import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+import pymc as pm
 
 from pm_sens._checks import PROBED_ROWS, find_dependence
 from pm_sens._inputs import resolve_inputs
@@ -27,7 +28,9 @@ from pm_sens._validate import (
 )
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.dependence import Dependence
+from pm_sens.graph.dims_model import tensor_model
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
+from pm_sens.graph.marketing_model import is_marketing_model, marketing_model
 from pm_sens.graph.predictive import Predictive
 from pm_sens.graph.rewrites import excluded as excluded_rewrites
 from pm_sens.graph.trees import tree_draw_symbols
@@ -43,14 +46,28 @@ _BAMBI_MODELS = weakref.WeakKeyDictionary()
 
 
 def pymc_model_for(model):
-    """The PyMC model to analyse: ``model`` itself, or a bambi model rebuilt on
-    ``pm.Data`` inputs (`pm_sens.graph.bambi_model`), once per bambi model."""
-    if not is_bambi_model(model):
-        return model, None
-    if model not in _BAMBI_MODELS:
-        _BAMBI_MODELS[model] = rebuild(model)
-    rebuilt = _BAMBI_MODELS[model]
-    return rebuilt.model, rebuilt
+    """The PyMC model to analyse, and the front end it came from (or None).
+
+    ``model`` itself, or lowered to tensors if written with ``pymc.dims``
+    (`pm_sens.graph.dims_model`); a bambi model rebuilt on ``pm.Data`` inputs
+    (`pm_sens.graph.bambi_model`); a pymc-marketing MMM's model
+    (`pm_sens.graph.marketing_model`). Each is built once per model.
+    """
+    if is_marketing_model(model):  # its PyMC model is lowered once (`tensor_model`)
+        frontend = marketing_model(model)
+        return frontend.model, frontend
+    if is_bambi_model(model):
+        if model not in _BAMBI_MODELS:
+            _BAMBI_MODELS[model] = rebuild(model)
+        frontend = _BAMBI_MODELS[model]
+        return frontend.model, frontend
+    if not isinstance(model, pm.Model):
+        raise TypeError(
+            f"model={type(model).__name__} is not valid: give the fitted pymc.Model (or "
+            "bambi.Model, or pymc-marketing MMM); the posterior comes first, as in "
+            "pm_sens.sensitivity(idata, model)"
+        )
+    return tensor_model(model), None
 
 
 def predictive_for(model, var_name):
@@ -108,9 +125,11 @@ def make_context(
     """
     progressbar = check_bool("progressbar", progressbar)
     check_bool("extend_inferencedata", extend_inferencedata)
-    model, bambi = pymc_model_for(model)
-    if bambi is not None:
-        points = bambi.points(points)
+    model, frontend = pymc_model_for(model)
+    if frontend is not None:
+        points = frontend.points(points)
+        if inputs is None:
+            inputs = frontend.default_inputs
     num_draws = check_optional_positive_int("num_draws", num_draws)
     random_seed = check_seed("random_seed", random_seed)
     memory_limit = check_positive("memory_limit", memory_limit)
@@ -149,7 +168,7 @@ def make_context(
         required_free_rvs(predictive, model),
         num_draws,
         random_seed,
-        names=bambi.posterior_names if bambi is not None else None,
+        names=frontend.posterior_names if frontend is not None else None,
     )
     return Context(
         model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info

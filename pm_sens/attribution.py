@@ -39,12 +39,14 @@ def _baseline_matrix(baseline, ctx, x):
     """
     if baseline is None:
         return np.broadcast_to(x.mean(0), x.shape)
+    if isinstance(baseline, int | float) and not isinstance(baseline, bool):
+        baseline = {v.name: baseline for v in ctx.inputs}
     if isinstance(baseline, xr.Dataset):
         baseline = {k: baseline[k].values for k in baseline.data_vars}
     if not isinstance(baseline, dict):
         raise TypeError(
-            f"baseline={type(baseline).__name__} is not valid; give None, a dict "
-            "{container_name: array} or an xarray.Dataset"
+            f"baseline={type(baseline).__name__} is not valid; give None, a number, a "
+            "dict {container_name: array} or an xarray.Dataset"
         )
     names = [v.name for v in ctx.inputs]
     unknown = sorted(set(baseline) - set(names))
@@ -58,7 +60,7 @@ def _baseline_matrix(baseline, ctx, x):
             columns.append(np.broadcast_to(block.mean(0), block.shape))
             continue
         given = check_finite_array(f"baseline[{var.name!r}]", baseline[var.name]).astype(float)
-        if given.shape == value.shape[1:]:
+        if given.shape in (value.shape[1:], ()):
             columns.append(np.broadcast_to(given.reshape(-1), block.shape))
         elif given.shape == value.shape:
             columns.append(given.reshape(block.shape))
@@ -108,10 +110,11 @@ def integrated_gradients(
     points : dict or xarray.Dataset, optional
         Points to explain; default the observed rows. Dask-backed points give
         dask-backed results, computed block by block.
-    baseline : dict or xarray.Dataset, optional
+    baseline : float, dict or xarray.Dataset, optional
         Per input container, one point (the container's row shape) or one row per
         point; inputs not given start from their mean over the points (the default
-        for all). Containers that are not inputs stay at each point's own value.
+        for all). A number: every input starts there (``0.0``: no spend, no
+        dose). Containers that are not inputs stay at each point's own value.
     statistic : str
         The attributed statistic F of each draw's predictive: ``"mean"`` (E[y]),
         ``"variance"``, a likelihood parameter by PyMC name (e.g. ``"sigma"``,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run the linters, the size limits (modules <= 400 lines, functions <= 80 lines
 # of code), the docs build (warnings are errors) and the whole test suite (slow
-# tests included).
+# tests included); then, in a second environment (.venv-marketing: pymc-marketing
+# requires PyMC 6.3), the marketing tests, the pymc.dims and pymc-marketing zoo
+# models and the bambi tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh
@@ -10,3 +12,6 @@ bash scripts/venv.sh
 .venv/bin/python scripts/sizes.py
 .venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 .venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
+bash scripts/venv.sh .venv-marketing test,marketing
+.venv-marketing/bin/python -m pytest -n 2 --dist worksteal \
+    tests/test_marketing.py tests/test_bambi.py "tests/zoo/test_zoo.py" -k "not zoo or dims or marketing"

@@ -164,3 +164,29 @@ def test_predictive_of_another_model_and_wrong_feature_names(fitted):
         lambda: pm_sens.sensitivity(idata, model, predictive=named, progressbar=False),
         "feature_names",
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pm_sens.sensitivity,
+        pm_sens.permutation_importance,
+        pm_sens.partial_dependence,
+        pm_sens.integrated_gradients,
+    ],
+)
+def test_the_posterior_and_model_swapped(fitted, call):
+    """``f(model, idata)`` instead of ``f(idata, model)``: said in our words."""
+    model, idata, _ = fitted
+    with pytest.raises(TypeError, match=r"model=DataTree is not valid.*posterior comes first"):
+        call(model, idata, progressbar=False)
+
+
+def test_a_number_as_baseline(fitted):
+    """baseline=0.0 starts every input at 0: the same as a dict of zeros."""
+    model, idata, _ = fitted
+    quiet = dict(progressbar=False, extend_inferencedata=False)
+    by_number = pm_sens.integrated_gradients(idata, model, baseline=0.0, **quiet)
+    by_dict = pm_sens.integrated_gradients(idata, model, baseline={"X": np.zeros(2)}, **quiet)
+    np.testing.assert_array_equal(by_number["attribution"]["ig"], by_dict["attribution"]["ig"])
+    _check(lambda: pm_sens.integrated_gradients(idata, model, baseline=np.nan, **quiet), "baseline")

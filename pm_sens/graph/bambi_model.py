@@ -50,6 +50,8 @@ class BambiModel:
     numeric: list
     #: posterior variable of each free variable whose name is taken by a data column
     posterior_names: dict
+    #: every column the formula reads is an input by default
+    default_inputs = None
 
     def points(self, data):
         """``{column: values}`` for the rebuilt model from raw data (levels as codes)."""
@@ -285,9 +287,11 @@ def _hsgp_contribution(bmb_model, term, shadow, columns, categories, renamed):
 
 def _hsgp_basis(hsgp, scaled):
     """PyMC's HSGP eigenfunctions (rows, m) at the scaled columns."""
-    eigenvalues = pm.gp.hsgp_approx.calc_eigenvalues(hsgp.L, hsgp._m, boundary=hsgp._boundary)
+    # PyMC 6.4 added boundary conditions; before, every HSGP's is Dirichlet's
+    boundary = {"boundary": hsgp._boundary} if hasattr(hsgp, "_boundary") else {}
+    eigenvalues = pm.gp.hsgp_approx.calc_eigenvalues(hsgp.L, hsgp._m, **boundary)
     phi = pm.gp.hsgp_approx.calc_eigenvectors(
-        scaled - hsgp._X_center, hsgp.L, eigenvalues, hsgp._m, boundary=hsgp._boundary
+        scaled - hsgp._X_center, hsgp.L, eigenvalues, hsgp._m, **boundary
     )
     return phi[:, int(hsgp._drop_first is True) :]
 

@@ -6,6 +6,7 @@ from pytensor.graph.basic import Variable
 
 from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.design import design_from_raw_inputs
+from pm_sens.graph.dims_model import tensor_model
 from pm_sens.graph.generic import GenericLikelihood
 from pm_sens.graph.gp import gp_parameters, training_inputs
 from pm_sens.graph.lagged import lagged_series
@@ -281,6 +282,7 @@ class Predictive:
                 "raw_inputs= and design= go together: the raw inputs' values on the model's "
                 "data, and the function that builds the design columns from them"
             )
+        model = tensor_model(model)
         rv = observed_variable(model, var_name)
         op = rv.owner.op
         vector = vector_outcome(op, rv)

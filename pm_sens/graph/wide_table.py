@@ -63,6 +63,7 @@ def cells_of_wide_table(model, params, rv):
     # each cell's row, held: a coordinate of the cells (summary(by=) per row)
     row = symbolic_tensor(row_coordinate(model, rv), "int64", (None,))
     inputs, held, replacements = {}, {row: np.repeat(np.arange(n_rows), n_columns)}, {}
+    _refuse_transposed(model, params, (n_rows, n_columns), rv.name)
     arrays = _per_row_arrays(model, params, n_rows)
     names = numpy_input_names(model, params, [a for a in arrays if isinstance(a, Constant)])
     for array, value in arrays.items():
@@ -90,3 +91,16 @@ def _per_row_arrays(model, params, n_rows):
     """``{array: value}`` of the containers and NumPy arrays with one row per table row."""
     arrays = data_arrays(model, params).items()
     return {array: value for array, value in arrays if np.ndim(value) and len(value) == n_rows}
+
+
+def _refuse_transposed(model, params, shape, name):
+    """An array laid out as the observed table transposed (columns × rows)."""
+    n_rows, n_columns = shape
+    for array, value in data_arrays(model, params).items():
+        if n_rows != n_columns and np.shape(value) == (n_columns, n_rows):
+            raise ValueError(
+                f"the data {array.name or 'array'!r} {np.shape(value)} is laid out as the "
+                f"observed table {name!r} {shape} transposed; pm_sens reads a wide table's "
+                "per-cell arrays in the table's layout (rows × columns): build the model "
+                "with the array transposed once, outside the likelihood"
+            )

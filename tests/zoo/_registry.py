@@ -102,7 +102,9 @@ def known_posterior(model, *, chains=2, draws=3, seed=1, fixed=None):
     observed = {}
     for rv in model.observed_RVs:
         value = model.rvs_to_values[rv]
-        data = value.get_value() if hasattr(value, "get_value") else value.data
+        # a container, a constant, or an expression of containers (pymc-marketing's scaled target)
+        data = value.get_value() if hasattr(value, "get_value") else getattr(value, "data", None)
+        data = value.eval() if data is None else data
         dims = model.named_vars_to_dims.get(rv.name) or [
             f"{rv.name}_dim_{i}" for i in range(np.ndim(data))
         ]

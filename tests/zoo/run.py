@@ -10,6 +10,7 @@ import time
 import traceback
 
 import numpy as np
+import pymc as pm
 import xarray as xr
 
 import pm_sens
@@ -256,9 +257,11 @@ class _Skipped(Exception):
 
 
 def _pymc_model(case):
-    """The PyMC model behind the case's model (a bambi model's backend)."""
+    """The PyMC model behind the case's model (a bambi model's backend, an MMM's model)."""
+    if isinstance(case.model, pm.Model):
+        return case.model
     backend = getattr(case.model, "backend", None)
-    return case.model if backend is None else backend.model
+    return case.model.model if backend is None else backend.model
 
 
 def _snapshot(case):
