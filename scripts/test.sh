@@ -14,4 +14,6 @@ bash scripts/venv.sh
 .venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
 bash scripts/venv.sh .venv-marketing test,marketing
 .venv-marketing/bin/python -m pytest -n 2 --dist worksteal \
-    tests/test_marketing.py tests/test_bambi.py "tests/zoo/test_zoo.py" -k "not zoo or dims or marketing"
+    tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py \
+    "tests/test_examples.py::test_example_runs[marketing_mix.py]" tests/zoo/test_zoo.py \
+    -k "not zoo_model or dims or marketing"

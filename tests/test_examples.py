@@ -14,7 +14,11 @@ QUICK = {
     "counts_exposure.py": ["--quick"],
     "splines.py": ["--quick"],
     "bart_importance.py": ["--quick"],
+    "marketing_mix.py": ["--quick"],
 }
+#: Examples that need an extra, and the module it installs (`scripts/test.sh` runs
+#: marketing_mix.py in .venv-marketing)
+EXTRAS = {"marketing_mix.py": "pymc_marketing"}
 #: What each example's output must show, as regular expressions (default: a ranked
 #: table of some measure).
 CLAIMS = {
@@ -22,6 +26,11 @@ CLAIMS = {
     "bart_importance.py": [
         r"pm_sens KL over 0\.1 sd \(draw mode\):\s+(x[0-4] ){5}x[56] x[56]\n",
         r"pymc-bart VI \(inclusion counts\):\s+(x[0-4] ){5}x[56] x[56]\n",
+    ],
+    # the channels first; IG from zero spend equals pymc-marketing's contributions
+    "marketing_mix.py": [
+        r"rsens\s+channel_data\[x[12]\].*\n\s+rsens\s+channel_data\[x[12]\]",
+        r"largest difference over draws and channels: \d\.\de-(0[7-9]|1\d)",
     ],
     # 18 inputs as written (17 basis columns), then year itself ranks first
     "splines.py": [
@@ -44,6 +53,8 @@ CLAIMS = {
     "script", sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 )
 def test_example_runs(script):
+    if script in EXTRAS:
+        pytest.importorskip(EXTRAS[script])
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / script), *QUICK.get(script, [])],
         capture_output=True,

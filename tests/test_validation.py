@@ -189,4 +189,6 @@ def test_a_number_as_baseline(fitted):
     by_number = pm_sens.integrated_gradients(idata, model, baseline=0.0, **quiet)
     by_dict = pm_sens.integrated_gradients(idata, model, baseline={"X": np.zeros(2)}, **quiet)
     np.testing.assert_array_equal(by_number["attribution"]["ig"], by_dict["attribution"]["ig"])
-    _check(lambda: pm_sens.integrated_gradients(idata, model, baseline=np.nan, **quiet), "baseline")
+    _check(
+        lambda: pm_sens.integrated_gradients(idata, model, baseline=np.nan, **quiet), "baseline"
+    )

@@ -11,14 +11,13 @@ point, and the adstock makes the model's rows depend on earlier rows' inputs,
 which pm_sens finds and measures with the joint predictive of all dates.
 
 The predictive is the model's, so its outcome is the *scaled* target: the
-predictive mean and the attributions are in units of ``target_scale``
-(`MarketingModel.target_scale`), and divergences, entropies' differences and
-importances do not depend on it.
+predictive mean, PDP and attributions are in units of the model's
+``target_scale`` container (multiply by it for sales); divergences, R-sens and
+differences of entropies do not depend on it.
 """
 
 from dataclasses import dataclass
 
-import numpy as np
 import pymc as pm
 
 from pm_sens.graph.dims_model import tensor_model
@@ -34,8 +33,6 @@ class MarketingModel:
     model: pm.Model
     #: the channels' and controls' containers: the inputs by default
     default_inputs: list
-    #: the value the model divides the target by (scalar, or one per panel cell)
-    target_scale: np.ndarray
     #: a bambi model's renamed posterior variables; an MMM has none
     posterior_names: dict | None = None
 
@@ -82,5 +79,4 @@ def marketing_model(mmm):
         )
     lowered = tensor_model(model)
     inputs = [name for name in MARKETING_INPUTS if name in lowered.named_vars]
-    scale = lowered["target_scale"].get_value() if "target_scale" in lowered.named_vars else 1.0
-    return MarketingModel(lowered, inputs, np.asarray(scale))
+    return MarketingModel(lowered, inputs)
