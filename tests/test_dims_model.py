@@ -31,8 +31,8 @@ def test_the_lowered_model_is_the_same_model():
     lowered = tensor_model(model)
     assert tensor_model(model) is lowered  # once per model
     assert {v.name for v in lowered.free_RVs} == {v.name for v in model.free_RVs}
-    with_dims = {name: dims for name, dims in model.named_vars_to_dims.items() if dims}
-    assert lowered.named_vars_to_dims == with_dims
+    with_dims = {name: tuple(dims) for name, dims in model.named_vars_to_dims.items() if dims}
+    assert {k: tuple(v) for k, v in lowered.named_vars_to_dims.items()} == with_dims
     point = model.initial_point()
     for shift in (0.0, 0.3):
         moved = {name: value + shift for name, value in point.items()}
