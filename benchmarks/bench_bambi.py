@@ -12,6 +12,10 @@ row's values). Both give a value per draw, row and predictor. Target: pm_sens
 """
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 
 import arviz_base as azb
 import numpy as np
@@ -48,7 +52,10 @@ def known_posterior(rng, model, names, beta, chains, draws):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--first-call", choices=["pm_sens", "bambi"])
     args = parser.parse_args()
+    if args.first_call:
+        return first_call(args.first_call, args.quick)
     import bambi as bmb
 
     rng = np.random.default_rng(0)
@@ -56,7 +63,7 @@ def main():
     model, names, beta = logistic_model(rng, n, 10)
     idata = known_posterior(rng, model, names, beta, chains, draws)
     options = dict(mode="draw", progressbar=False, extend_inferencedata=False)
-    # best of several calls after one that builds and compiles, as bambi's first call
+    # best of several calls after those that build and compile, as bambi's first call
     # does (fresh memory on this VM is slow to touch at times: see the README)
     ours = best_of(lambda: pm_sens.sensitivity(idata, model, **options), 3)
     theirs = best_of(
@@ -70,6 +77,46 @@ def main():
     print(f"  ratio {ours / theirs:.3f}   (target <= 0.1)")
     fill = best_of(lambda: np.empty((chains * draws, n, len(names))).fill(1.0), 3)
     print(f"  a fresh (S, N, 10) array, filled      {fill:8.2f} s   (our result, written once)")
+    first_calls(args.quick)
+
+
+def first_calls(quick):
+    """The first call of each in a fresh process with empty PyTensor and Numba caches."""
+    times = {}
+    for who in ("pm_sens", "bambi"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = {
+                **os.environ,
+                "PYTENSOR_FLAGS": f"base_compiledir={cache}",
+                "NUMBA_CACHE_DIR": cache,
+            }
+            command = [sys.executable, __file__, "--first-call", who] + ["--quick"] * quick
+            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            times[who] = float(out.stdout.split()[-1])
+    print("  first call in a fresh process, empty compile caches:")
+    print(f"    pm_sens.sensitivity(mode='draw')    {times['pm_sens']:8.2f} s")
+    print(f"    bambi interpret.slopes, 10 calls    {times['bambi']:8.2f} s")
+    print(f"    ratio {times['pm_sens'] / times['bambi']:.3f}   (target <= 1)")
+
+
+def first_call(who, quick):
+    """Time one first call (run by `first_calls` in a fresh process); prints seconds."""
+    import time
+
+    import bambi as bmb
+
+    rng = np.random.default_rng(0)
+    n, chains, draws = (200, 2, 250) if quick else (1000, 4, 1000)
+    model, names, beta = logistic_model(rng, n, 10)
+    idata = known_posterior(rng, model, names, beta, chains, draws)
+    start = time.perf_counter()
+    if who == "pm_sens":
+        options = dict(mode="draw", progressbar=False, extend_inferencedata=False)
+        pm_sens.sensitivity(idata, model, **options)
+    else:
+        for name in names:
+            bmb.interpret.slopes(model, idata, wrt=name, use_hdi=False)
+    print(time.perf_counter() - start)
 
 
 if __name__ == "__main__":

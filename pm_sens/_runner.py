@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymc as pm
 
+from pm_sens._background import compile_when_asked_again
 from pm_sens._checks import PROBED_ROWS, find_dependence
 from pm_sens._inputs import resolve_inputs
 from pm_sens._levels import check_levels, one_hot_levels, resolve_levels
@@ -27,6 +28,7 @@ from pm_sens._validate import (
     inform,
 )
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
+from pm_sens.graph.compiled import data_for_chunk
 from pm_sens.graph.dependence import Dependence
 from pm_sens.graph.dims_model import tensor_model
 from pm_sens.graph.engine import compile_predictive, required_free_rvs
@@ -179,6 +181,15 @@ def make_context(
 #: features^order) run op by op in NumPy rather than compiled: the compile would
 #: take longer than the run (`pm_sens.graph.rewrites.BACKENDS`)
 INTERPRETED_WORK = 2e7
+#: above this many values NumPy would run longer than Numba's compile on an empty
+#: cache (20 s at most, measured): compile first; below, NumPy runs while Numba
+#: compiles in the background (`pm_sens._background`)
+COMPILE_FIRST_WORK = 1e9
+
+
+def _work(ctx, order, rows):
+    rows = max(ctx.points.n_points if rows is None else rows, 1)
+    return ctx.draws.count * rows * max(len(ctx.points.features), 1) ** order
 
 
 def backend_for(ctx, mode, order, rows=None, whitened=False):
@@ -195,9 +206,7 @@ def backend_for(ctx, mode, order, rows=None, whitened=False):
     """
     if (mode == "draw" and not whitened) or order == 0:
         return "python"
-    rows = max(ctx.points.n_points if rows is None else rows, 1)
-    work = ctx.draws.count * rows * max(len(ctx.points.features), 1) ** order
-    return "python" if work <= INTERPRETED_WORK else "numba"
+    return "python" if _work(ctx, order, rows) <= INTERPRETED_WORK else "numba"
 
 
 def compiled_for(
@@ -214,55 +223,83 @@ def compiled_for(
 ):
     """The compiled chunk function for these settings, built once per predictive.
 
-    ``rows``: as in `backend_for`; ``whitened``, ``statistics``, ``parameters``:
-    as in `compile_predictive`. ``colored``: the derivatives of each row of a
-    model whose rows depend on other rows' inputs (`colors_for`); the same as
-    without in a local model. The first call finds the model's dependence
-    (`dependence_of`).
+    ``rows``: as in `backend_for`; ``second_moment``, ``statistic``,
+    ``whitened``, ``statistics``, ``parameters``: as in `compile_predictive`.
+    ``colored``: the derivatives of each row of a model
+    whose rows depend on other rows' inputs (`colors_for`); the same as without
+    in a local model. The first call finds the model's dependence
+    (`dependence_of`). A graph worth compiling with Numba whose compile is not
+    ready runs in NumPy while Numba compiles (`pm_sens._background`), unless
+    the request is large enough to wait for it.
     """
+    settings = dict(
+        second_moment=second_moment,
+        statistic=statistic,
+        whitened=whitened,
+        statistics=tuple(statistics),
+        parameters=parameters,
+    )
     dependence = dependence_of(ctx)
     colors = colors_for(ctx) if colored else 1
-    values = ctx.points.values
     backend = backend_for(ctx, mode, order, rows, whitened)
-    key = (
+    key = _graph_key(ctx, mode, order, backend, (dependence, colors), settings)
+    cache = ctx.predictive.compiled
+
+    def build(backend):
+        # a whitened graph shares its forward evaluation with the other measures
+        forward = compiled_for(ctx, "draw", 0) if whitened else None
+        return compile_predictive(
+            ctx.predictive,
+            ctx.model,
+            ctx.inputs,
+            ctx.points.values,
+            ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
+            mode=mode,
+            order=order,
+            backend=backend,
+            forward=forward,
+            dependence=dependence,
+            colors=colors,
+            **settings,
+        )
+
+    if backend == "numba" and key not in cache and _work(ctx, order, rows) < COMPILE_FIRST_WORK:
+        if not ctx.points.lazy:
+            compile_when_asked_again(
+                ctx.predictive, key, _COMPILING, lambda: build("numba"), _warm(ctx)
+            )
+            key = _graph_key(ctx, mode, order, "python", (dependence, colors), settings)
+            backend = "python"
+    with _COMPILING:
+        if key not in cache:
+            cache[key] = build(backend)
+    return cache[key]
+
+
+def _graph_key(ctx, mode, order, backend, dependence_and_colors, settings):
+    """What makes two compiled chunk functions of one predictive different."""
+    values = ctx.points.values
+    return (
         mode,
         order,
-        second_moment,
-        statistic,
-        tuple(statistics),
-        parameters,
         backend,
-        whitened,
-        (dependence, colors) if colors > 1 else None,
+        dependence_and_colors if dependence_and_colors[1] > 1 else None,
+        tuple(settings.items()),
         tuple(v.name for v in ctx.inputs),
         tuple((v.name, np.shape(values[v])[1:]) for v in values),
         tuple(np.shape(v)[1:] for v in ctx.draws.values),
         excluded_rewrites(),
     )
-    cache = ctx.predictive.compiled
-    with _COMPILING:
-        if key not in cache:
-            # a whitened graph shares its forward evaluation with the other measures
-            forward = compiled_for(ctx, "draw", 0) if whitened else None
-            cache[key] = compile_predictive(
-                ctx.predictive,
-                ctx.model,
-                ctx.inputs,
-                values,
-                ctx.draws.chunk(0, 1),  # fixes the per-draw shapes
-                mode=mode,
-                order=order,
-                second_moment=second_moment,
-                statistic=statistic,
-                statistics=statistics,
-                parameters=parameters,
-                backend=backend,
-                whitened=whitened,
-                forward=forward,
-                dependence=dependence,
-                colors=colors,
-            )
-    return cache[key]
+
+
+def _warm(ctx):
+    """Run a compiled predictive once on the points and one draw (Numba compiles then)."""
+    draws = ctx.draws.chunk(0, 1)
+
+    def warm(compiled):
+        compiled(data_for_chunk(compiled, ctx.points.values), draws)
+
+    return warm
 
 
 def dependence_of(ctx):

@@ -252,6 +252,33 @@ def _heteroscedastic(rng, n=30, d=3):
     return model, posterior(draws)
 
 
+def test_numba_compiles_in_the_background_when_asked_again(rng, monkeypatch):
+    """A graph worth compiling runs in NumPy at the first request; the second starts
+    Numba's compile in a thread; once it is done, requests run the compiled graph,
+    with the same numbers."""
+    from pm_sens import _background
+
+    monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    model, idata = _heteroscedastic(rng)
+    _runner._PREDICTIVES.pop(model, None)
+
+    def call():
+        out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
+        compiled = _runner.predictive_for(model, None).compiled.values()
+        whitened = {c.settings["backend"] for c in compiled if c.settings.get("whitened")}
+        return out["sensitivity"]["rsens"].values, whitened
+
+    first, backends = call()
+    assert backends == {"python"} and not _background._THREADS
+    second, backends = call()
+    assert backends == {"python"} and _background._THREADS  # compiling
+    _background.wait_for_compiles()
+    third, backends = call()
+    assert backends == {"python", "numba"}
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(third, first, rtol=1e-12)
+
+
 def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
     """Small moment-mode requests run op by op in NumPy, large ones compiled by
     Numba: the same numbers (to rounding) for R-sens and R-sens2, means and
@@ -260,6 +287,7 @@ def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
     results, backends = {}, {}
     for backend, work in (("python", np.inf), ("numba", -1)):
         monkeypatch.setattr(_runner, "INTERPRETED_WORK", work)
+        monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
         results[backend] = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)[
             "sensitivity"
         ]
@@ -387,6 +415,7 @@ def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monke
     numbers as the NumPy quadratic forms (two parameters, softplus and clip)."""
     model, idata = _heteroscedastic(rng)
     monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     compiled = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     backends = {
         c.settings["backend"]
@@ -431,6 +460,7 @@ def test_draw_mode_rsens_is_computed_in_the_result_array(backend, containers, rn
     }[containers](rng)
     if backend == "numba":
         monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     run, exact = engine.WhitenedNorm.run, engine.WhitenedNorm.norm_is_exact
     # first, as it compiles every graph used (Numba cannot compile with np.empty patched)
     monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)

@@ -129,6 +129,7 @@ def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
     from pm_sens import _runner
 
     monkeypatch.setattr(_runner, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
+    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.normal(size=(400, 2)), np.ones(400)])
     with pm.Model() as model:

@@ -110,6 +110,7 @@ def test_logistic_interactions_match_closed_form(rng, backend, monkeypatch):
     Fisher information ``1 / (m (1 - m))``. (The compiled graph factors each
     feature's column out of the second backward pass, which this pins.)"""
     monkeypatch.setattr(_runner, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
+    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     model, idata, x, b, a = _logistic(rng)
     out = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)["sensitivity"]
     p = 1 / (1 + np.exp(-(a[:, None] + b @ x.T)))
