@@ -80,13 +80,12 @@ def _as_tensor(var):
     return var.values if isinstance(var, XTensorVariable) else var
 
 
-def _lowered(model):
-    """Each model variable (and observed value) as a lowered tensor graph.
+def _lowered(model, variables):
+    """Each of ``variables`` (`_model_variables`) as a lowered tensor graph.
 
-    Returns the lowered graphs (in the order of `_model_variables`) and the
-    tensor containers that replaced the dims ones.
+    Returns the lowered graphs, in that order, and the tensor containers that
+    replaced the dims ones.
     """
-    variables = _model_variables(model)
     containers = {
         var: _tensor_container(var)
         for var in model.data_vars
@@ -145,7 +144,7 @@ def tensor_model(model):
 
 def _lower(model):
     variables = _model_variables(model)
-    lowered, containers = _lowered(model)
+    lowered, containers = _lowered(model, variables)
     by_role = {}
     for (role, var), low in zip(variables, lowered, strict=True):
         if role in ("free", "observed"):
