@@ -550,8 +550,11 @@ def test_dask_backed_points_give_the_in_memory_values():
     lazy = pm_sens.sensitivity(
         idata, model, points={"x": dask_array.from_array(x, chunks=2)}, **kw
     )["sensitivity"]
+    # equal to rounding: blocks of other lengths take other paths through the
+    # compiled loops (vector and remainder), and the KL over a step of 1e-4
+    # magnifies the last bits of the log densities
     for name in ("rsens", "kl"):
-        np.testing.assert_allclose(lazy[name].values, expected[name].values, rtol=1e-12)
+        np.testing.assert_allclose(lazy[name].values, expected[name].values, rtol=1e-10)
 
 
 @pytest.mark.parametrize(

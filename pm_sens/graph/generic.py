@@ -32,11 +32,7 @@ from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
 from pm_sens.families._renyi import log_rule_term
 from pm_sens.graph.generic_graph import N_NODES, TAIL, LikelihoodGraph
-from pm_sens.graph.generic_rules import (
-    blocks,
-    locate,
-    tiled,
-)
+from pm_sens.graph.generic_rules import blocks, locate
 
 
 class GenericLikelihood(LikelihoodGraph):
@@ -52,25 +48,53 @@ class GenericLikelihood(LikelihoodGraph):
         self.mass_error = 0.0
 
     def log_density(self, phi, y):
-        """The log density ``log p(y | φ)``, broadcasting ``phi`` (..., M) against ``y`` (...)."""
-        shape = np.broadcast_shapes(phi.shape[:-1], np.shape(y))
-        phi = np.broadcast_to(phi, (*shape, phi.shape[-1])).reshape(-1, phi.shape[-1])
-        y = np.broadcast_to(np.asarray(y, dtype=self._rv.dtype), shape).reshape(-1)
-        out = np.empty(len(y))
-        for rows in blocks(len(y), 1):
-            out[rows] = self.functions["logp"](y[rows], *np.ascontiguousarray(phi[rows].T))[0]
-        return out.reshape(shape)
+        """The log density ``log p(y | φ)``, broadcasting ``phi`` (..., M) against ``y`` (...).
 
-    def _score(self, y, phi, second=False):
-        """The log density (L,), score (L, M) and, with ``second``, ∂²log p (L, M, M)."""
-        function = self._second_function() if second else self.functions["score"]
-        outputs = function(y, *np.ascontiguousarray(phi.T))
+        The axes along which only ``y`` varies become the node axis of the
+        compiled log density, so each row's parameters are used once.
+        """
+        shape = np.broadcast_shapes(phi.shape[:-1], np.shape(y))
+        if 0 in shape:
+            return np.zeros(shape)
+        phi = phi.reshape((1,) * (len(shape) + 1 - phi.ndim) + phi.shape)
+        nodes = [a for a, n in enumerate(shape) if n > 1 and phi.shape[a] == 1]
+        rows = [a for a in range(len(shape)) if a not in nodes]
+        row_shape = tuple(shape[a] for a in rows)
+        phi = phi[tuple(0 if a in nodes else slice(None) for a in range(len(shape)))]
+        phi = np.broadcast_to(phi, (*row_shape, phi.shape[-1])).reshape(-1, phi.shape[-1])
+        y = np.broadcast_to(np.asarray(y, dtype=self._rv.dtype), shape).transpose(nodes + rows)
+        out = self._logp_at(y.reshape(-1, len(phi)), phi)
+        return out.reshape(y.shape).transpose(np.argsort(nodes + rows))
+
+    @staticmethod
+    def _by_rows(function, y, phi):
+        """``function``'s outputs at nodes ``y`` (P, R) of rows ``phi`` (R, M), block by block."""
+        parts = [
+            function(np.ascontiguousarray(y[:, rows]), *np.ascontiguousarray(phi[rows].T))
+            for rows in blocks(len(phi), len(y))
+        ]
+        return [np.concatenate(outputs, 1) for outputs in zip(*parts, strict=True)]
+
+    def _derivatives(self, y, phi, order):
+        """The log density and, up to ``order``, its derivatives at nodes of rows.
+
+        At nodes ``y`` (P, R) of rows ``phi`` (R, M): the log density (P, R),
+        with ``order >= 1`` the score (P, R, M), with ``order == 2`` ∂²log p
+        (P, R, M, M).
+        """
+        if order == 0:
+            return [self._logp_at(y, phi)]
+        function = self._second_function() if order == 2 else self.functions["score"]
+        logp, *outputs = self._by_rows(function, y, phi)
         m = phi.shape[-1]
-        score = np.stack(outputs[1 : m + 1], -1)
-        if not second:
-            return outputs[0], score
-        hessian = np.stack(outputs[m + 1 :], -1).reshape(len(y), m, m)
-        return outputs[0], score, hessian
+        derivatives = [np.stack(outputs[:m], -1)]
+        if order == 2:
+            derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
+        return [logp, *derivatives]
+
+    def _logp_at(self, y, phi):
+        """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
+        return self._by_rows(self.functions["logp"], y, phi)[0]
 
     def _rules(self, flat, cells_per_value=1):
         """Blocks of rows with their rule: (row indices, nodes (P, r), weights (P, r)).
@@ -123,19 +147,19 @@ class GenericLikelihood(LikelihoodGraph):
                 sizes[sizes == 0] = top
             top *= 2
 
-    def expectation(self, phi, integrand, second=False):
-        """``E[f]`` per row, summing ``integrand(y, logp, score[, hessian])`` by the rule.
+    def expectation(self, phi, integrand, order=1):
+        """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
 
         ``phi`` (..., M); ``y`` and ``logp`` are (P, R) over the rule's P nodes,
-        ``score`` (P, R, M) and, with ``second``, ``hessian`` (P, R, M, M); the
-        integrand returns (P, R, ...) arrays. Records in ``mass_error`` the
-        largest |Σ weights − 1| seen: how well the rule integrates the density.
+        ``score`` (P, R, M) with ``order >= 1`` and ``hessian`` (P, R, M, M) with
+        ``order == 2``; the integrand returns (P, R, ...) arrays. Records in
+        ``mass_error`` the largest |Σ weights − 1| seen: how well the rule
+        integrates the density.
         """
         flat = phi.reshape(-1, phi.shape[-1])
         out = None
-        for index, y, w in self._rules(flat, 1 + second * flat.shape[1]):
-            logp, *derivatives = self._score(y.reshape(-1), tiled(flat[index], len(y)), second)
-            logp = logp.reshape(y.shape)
+        for index, y, w in self._rules(flat, 1 + (order == 2) * flat.shape[1]):
+            logp, *derivatives = self._derivatives(y, flat[index], order)
             w = np.exp(logp) if w is None else w
             # nodes without mass (or that underflowed onto a boundary) may score nan
             w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
@@ -146,7 +170,6 @@ class GenericLikelihood(LikelihoodGraph):
                     "0, 1, 2, …, the values pm_sens sums over: discrete likelihoods with "
                     "negative values are not supported"
                 )
-            derivatives = [d.reshape(*y.shape, *d.shape[1:]) for d in derivatives]
             with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
                 value = integrand(y, logp, *derivatives)
             w = w.reshape(w.shape + (1,) * (value.ndim - w.ndim))
@@ -166,7 +189,7 @@ class GenericLikelihood(LikelihoodGraph):
 
     def entropy(self, phi):
         """``−E[log p]`` (...); point masses enter with their log mass."""
-        return self.expectation(phi, lambda y, logp, s: -logp)
+        return self.expectation(phi, lambda y, logp: -logp, order=0)
 
     def raw_moments(self, phi, varying, order):
         """``E[y]`` and ``E[y²]`` and their derivatives in the ``varying`` parameters.
@@ -182,11 +205,11 @@ class GenericLikelihood(LikelihoodGraph):
         """
         v = len(varying)
 
-        def integrand(y, logp, score, hessian=None):
+        def integrand(y, logp, score=None, hessian=None):
             powers = np.stack([y, y * y], -1)  # (P, R, 2)
-            score = score[..., varying]
             out = [powers]
             if order >= 1:
+                score = score[..., varying]
                 out.append((powers[..., :, None] * score[..., None, :]).reshape(*y.shape, -1))
             if order == 2:
                 curvature = hessian[..., varying, :][..., :, varying]
@@ -196,7 +219,7 @@ class GenericLikelihood(LikelihoodGraph):
                 )
             return np.concatenate(out, -1)
 
-        flat = self.expectation(phi, integrand, second=order == 2)
+        flat = self.expectation(phi, integrand, order)
         shapes = [(2,), (2, v), (2, v, v)][: order + 1]
         sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
         return [
@@ -211,8 +234,7 @@ class GenericLikelihood(LikelihoodGraph):
         phi_q = np.broadcast_to(phi_q, shape).reshape(-1, shape[-1])
         out = np.empty(len(phi_p))
         for index, y, w in self._rules(phi_p):
-            logp = self.log_density(tiled(phi_p[index], len(y)), y.reshape(-1)).reshape(y.shape)
-            logq = self.log_density(tiled(phi_q[index], len(y)), y.reshape(-1)).reshape(y.shape)
+            logp, logq = (self._logp_at(y, x[index]) for x in (phi_p, phi_q))
             w = np.exp(logp) if w is None else w
             with np.errstate(invalid="ignore", over="ignore"):
                 gap = log1p_gap(np.expm1(logq - logp))
@@ -226,10 +248,7 @@ class GenericLikelihood(LikelihoodGraph):
         terms = np.empty((2, len(flat[0])))
         for own, rows in enumerate(flat):
             for index, y, w in self._rules(rows):
-                log_p, log_q = (
-                    self.log_density(tiled(x[index], len(y)), y.reshape(-1)).reshape(y.shape)
-                    for x in flat
-                )
+                log_p, log_q = (self._logp_at(y, x[index]) for x in flat)
                 with np.errstate(divide="ignore"):
                     log_w = (log_p, log_q)[own] if w is None else np.log(w)
                 terms[own, index] = log_rule_term(log_w, log_p, log_q, alpha)
@@ -240,8 +259,7 @@ class GenericLikelihood(LikelihoodGraph):
         flat = phi.reshape(-1, phi.shape[-1])
         upper = np.empty(len(flat), dtype=int)
         for index, y, _ in self._rules(flat):
-            pmf = np.exp(self.log_density(tiled(flat[index], len(y)), y.reshape(-1)))
-            left = 1 - np.cumsum(pmf.reshape(y.shape), 0)
+            left = 1 - np.cumsum(np.exp(self._logp_at(y, flat[index])), 0)
             upper[index] = np.argmax(left < tail, 0)
         return upper.reshape(phi.shape[:-1])
 

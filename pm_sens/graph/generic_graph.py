@@ -12,7 +12,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.shape_utils import change_dist_size
-from pytensor.graph.replace import graph_replace
+from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from pm_sens.graph.generic_leaves import (
     constant_parameters,
@@ -22,6 +22,17 @@ from pm_sens.graph.generic_leaves import (
 )
 from pm_sens.graph.generic_rules import Parts, lazy_function, locate_functions, support_name
 from pm_sens.graph.model_queries import data_value, replace_rebuilding
+
+
+def at_nodes(outputs, value, nodes):
+    """``outputs``, per-row graphs of ``value`` (R,), at ``nodes`` (P, R).
+
+    Each row's outputs depend on its own value only, so PyTensor's
+    vectorization over a leading node axis gives them per node and row (an
+    output that does not depend on the value is broadcast along the nodes).
+    """
+    return [pt.broadcast_to(out, nodes.shape) for out in vectorize_graph(outputs, {value: nodes})]
+
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
 N_NODES = 64
@@ -113,9 +124,13 @@ class LikelihoodGraph:
         value = pt.vector("y", dtype=self._rv.dtype)
         (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
         scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
+        # y at P nodes per row, (P, R): what depends on the row's parameters only
+        # (a truncation's normalizer, a mixture's log weights) is computed once per row
+        nodes = pt.matrix("y", dtype=self._rv.dtype)
+        logp_at_nodes, *scores_at_nodes = at_nodes([logp, *scores], value, nodes)
         functions = {
-            "logp": lazy_function([value, *phis], [logp], {}),
-            "score": lazy_function([value, *phis], [logp, *scores], {}),
+            "logp": lazy_function([nodes, *phis], [logp_at_nodes], {}),
+            "score": lazy_function([nodes, *phis], [logp_at_nodes, *scores_at_nodes], {}),
             "logcdf": None,
         }
         if self.discrete:
@@ -126,7 +141,7 @@ class LikelihoodGraph:
             else:
                 functions["logcdf"] = lazy_function([value, *phis], [logcdf], replacements)
         # second derivatives are compiled when first needed (moment mode, R-sens2)
-        self._symbolic = ([value, *phis], [logp, *scores])
+        self._symbolic = (value, nodes, phis, [logp, *scores])
         if not self.discrete:
             parts = Parts(self.n_nodes)
             pieces = parts.of(resized, pt.constant(-np.inf), pt.constant(np.inf))
@@ -164,12 +179,12 @@ class LikelihoodGraph:
     def _second_function(self):
         """The compiled log density, score and second derivatives in the parameters."""
         if "second" not in self.functions:
-            inputs, (logp, *scores) = self._symbolic
-            phis = inputs[1:]
+            value, nodes, phis, (logp, *scores) = self._symbolic
             second = [
                 g
                 for score in scores
                 for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
             ]
-            self._functions["second"] = lazy_function(inputs, [logp, *scores, *second], {})
+            outputs = at_nodes([logp, *scores, *second], value, nodes)
+            self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]

@@ -286,11 +286,6 @@ def locate(functions, columns):
     return [z, newton_scale]
 
 
-def tiled(rows, n_nodes):
-    """Parameters (R, M) repeated for each of P nodes: (P·R, M), node-major like y."""
-    return np.broadcast_to(rows, (n_nodes, *rows.shape)).reshape(-1, rows.shape[-1])
-
-
 def blocks(n_rows, per_row):
     """Slices of rows, each holding at most ``_MAX_CELLS`` rows × ``per_row`` values."""
     step = max(1, _MAX_CELLS // max(per_row, 1))

@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.gp import Latent, Marginal
 from pymc.gp.util import JITTER_DEFAULT, stabilize
-from pytensor.tensor.linalg import cholesky, solve_triangular
+from pytensor.tensor.linalg import cho_solve, cholesky, solve_triangular
 
 from pm_sens.graph.model_queries import data_value
 
@@ -49,17 +49,35 @@ def training_inputs(gp, feature_names=None):
 
 def marginal_conditional(gp, x_new):
     """Mean and variance (noise included) of y* for `pm.gp.Marginal` and its sparse kin."""
-    return gp._build_conditional(x_new, True, True, *gp._get_given_vals(None), JITTER_DEFAULT)
+    if type(gp) is not Marginal:  # MarginalApprox's own low-rank conditional
+        return gp._build_conditional(x_new, True, True, *gp._get_given_vals(None), JITTER_DEFAULT)
+    X, y, noise, cov_total, mean_total = gp._get_given_vals(None)
+    chol = cholesky(stabilize(cov_total(X), JITTER_DEFAULT) + noise(X))
+    mean, var = _conditional(gp, X, x_new, chol, y - mean_total(X))
+    return mean, var + noise(x_new, diag=True)
 
 
 def latent_conditional(gp, x_new):
     """Mean and variance of f* | f for `pm.gp.Latent` (diagonal only)."""
     X, f, cov_total, mean_total = gp._get_given_vals(None)
     chol = cholesky(stabilize(cov_total(X), JITTER_DEFAULT))
-    A = solve_triangular(chol, gp.cov_func(X, x_new), lower=True)
-    v = solve_triangular(chol, (f - mean_total(X)).T, lower=True)
-    mean = gp.mean_func(x_new) + pt.dot(pt.transpose(A), v).T
-    var = gp.cov_func(x_new, diag=True) - pt.sum(pt.square(A), 0)
+    return _conditional(gp, X, x_new, chol, f - mean_total(X))
+
+
+def _conditional(gp, X, x_new, chol, residual):
+    """Mean and variance at ``x_new`` given the training Cholesky factor and residual.
+
+    The mean is ``m(x*) + k(x*, X) K⁻¹ r``: the weights ``K⁻¹ r`` are solved
+    once per draw, so the mean (and its derivatives in ``x*``, all that
+    Integrated Gradients needs) costs O(N) per new input. Only the variance
+    ``k(x*, x*) − ‖L⁻¹ k(X, x*)‖²`` needs a triangular solve per new input
+    (PyMC's conditional computes the mean through it too: O(N²)).
+    """
+    k_new = gp.cov_func(X, x_new)
+    weights = cho_solve((chol, True), residual)
+    mean = gp.mean_func(x_new) + pt.dot(weights, k_new)
+    projected = solve_triangular(chol, k_new, lower=True)
+    var = gp.cov_func(x_new, diag=True) - pt.sum(pt.square(projected), 0)
     return mean, var
 
 

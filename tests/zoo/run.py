@@ -131,7 +131,9 @@ def _check_point_means(case, local):
     for name, means in [*out.data_vars.items(), (first, alone[first])]:
         point_dim = local[name].dims[2]
         expected = local[name].mean(point_dim).transpose(*means.dims)
-        np.testing.assert_allclose(means.values, expected.values, rtol=1e-10, atol=1e-14)
+        # equal to rounding; blocks of other shapes sum in other orders, which a
+        # GP's ill-conditioned training covariance magnifies (latent GP: 5e-10)
+        np.testing.assert_allclose(means.values, expected.values, rtol=1e-8, atol=1e-14)
 
 
 def _plots(idata, pairs=True):
