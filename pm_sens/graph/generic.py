@@ -69,11 +69,14 @@ class GenericLikelihood(LikelihoodGraph):
     @staticmethod
     def _by_rows(function, y, phi):
         """``function``'s outputs at nodes ``y`` (P, R) of rows ``phi`` (R, M), block by block."""
-        parts = [
-            function(np.ascontiguousarray(y[:, rows]), *np.ascontiguousarray(phi[rows].T))
-            for rows in blocks(len(phi), len(y))
-        ]
-        return [np.concatenate(outputs, 1) for outputs in zip(*parts, strict=True)]
+        out = None
+        for rows in blocks(len(phi), len(y)):
+            parts = function(np.ascontiguousarray(y[:, rows]), *np.ascontiguousarray(phi[rows].T))
+            if out is None:
+                out = [np.empty(y.shape) for _ in parts]
+            for whole, part in zip(out, parts, strict=True):
+                whole[:, rows] = part
+        return out
 
     def _derivatives(self, y, phi, order):
         """The log density and, up to ``order``, its derivatives at nodes of rows.
