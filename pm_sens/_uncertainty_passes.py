@@ -124,14 +124,14 @@ def parameter_range(ctx, compiled, values):
     return out["low"], out["high"], out["fixed"]
 
 
-def entropy_accumulator(ctx, compiled, values, n_rows):
+def entropy_accumulator(ctx, compiled, values, n_rows, table_mean=False):
     """The accumulator, with each row's support window when the family has one."""
     family = ctx.predictive.likelihood.draw_family
     window = None
     if family.support_window is not None:
         low, high, fixed = parameter_range(ctx, compiled, values)
         window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
-    return EntropyAccumulator(family, n_rows, window=window)
+    return EntropyAccumulator(family, n_rows, window=window, table_mean=table_mean)
 
 
 def mean_rows(ctx, values, n_rows, add):
@@ -148,18 +148,28 @@ def mean_rows(ctx, values, n_rows, add):
     draw_pass(ctx, compiled, values, "mean", consume)
 
 
+def shares_mean(likelihood, entropy):
+    """Whether `uncertainty_rows` gives the per-draw mean from its own evaluation.
+
+    A closed form's mean is a statistic of the same graph; a discrete
+    likelihood without closed forms has it from the pmf tables of the entropy.
+    """
+    return likelihood.generic is None or (entropy and likelihood.draw_family.discrete)
+
+
 def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 
-    ``add_mean(draws, mean)``, given for a closed-form likelihood, is also
-    called with each chunk's per-draw predictive mean (S, R), from the same
-    evaluation of the predictive. ``by_row``: a wide table's `row_indicator`,
+    ``add_mean(draws, mean)``, given where `shares_mean`, is also called with
+    each chunk's per-draw predictive mean (S, R), from the same evaluation of
+    the predictive. ``by_row``: a wide table's `row_indicator`,
     for ``log_likelihood_row``, the mixture log density of each table row's
     cells together.
     """
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
-    statistics = ["mean"] if add_mean is not None else []
+    table_mean = add_mean is not None and likelihood.generic is not None
+    statistics = ["mean"] if add_mean is not None and not table_mean else []
     mixture, matched = None, None
     if entropy and not family.discrete:
         matched = default_moment_family(likelihood)
@@ -179,7 +189,9 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
         statistics=tuple(statistics),
         parameters=not entropy_in_graph,
     )
-    accumulator = entropy_accumulator(ctx, compiled, values, n_rows) if entropy else None
+    accumulator = None
+    if entropy:
+        accumulator = entropy_accumulator(ctx, compiled, values, n_rows, table_mean)
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
     row_density = None
     if log_density is not None and by_row is not None:
@@ -191,20 +203,21 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
         else:
             phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
             if accumulator is not None:
-                accumulator.add(phi, **fixed)
+                mean = accumulator.add(phi, **fixed)
             if log_density is not None:
                 cells = family.log_density(phi, observed_rows, **fixed)
                 log_density.add(cells)
                 if row_density is not None:
                     row_density.add(sum_over_rows(cells, by_row))
         if add_mean is not None:
-            add_mean(draws, chunk.statistics["mean"])
+            add_mean(draws, mean if table_mean else chunk.statistics["mean"])
         if mixture is not None:
             mixture.add_draws(chunk.statistics["mean"], chunk.statistics["variance"])
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
-    sums = accumulator is not None and family.discrete and family.pmf_table is None
+    sums = accumulator is not None and family.discrete
+    sums = sums and (family.pmf_table is None or likelihood.generic is not None)
     draw_pass(
         ctx,
         compiled,
@@ -212,7 +225,7 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
         "predictive draws",
         consume,
         steps=10 if sums else 1,
-        min_draws=DRAWS_TOGETHER if sums else 1,
+        min_draws=DRAWS_TOGETHER if sums and family.pmf_table is None else 1,
     )
     out = {}
     if log_density is not None:

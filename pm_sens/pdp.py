@@ -20,6 +20,7 @@ from pm_sens._uncertainty_passes import (
     feature_groups,
     mean_rows,
     observed_values,
+    shares_mean,
     stacked_copies,
     uncertainty_context,
     uncertainty_rows,
@@ -236,8 +237,8 @@ def _curves(ctx, kinds, values, n_rows, y):
     """
     n = ctx.points.n_points
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
-    # a closed-form likelihood's mean comes from the entropy's evaluation too
-    shared = uncertainty and ctx.predictive.likelihood.generic is None
+    # the mean from the entropy's evaluation, where it gives it
+    shared = uncertainty and shares_mean(ctx.predictive.likelihood, "entropy" in kinds)
     outcomes = ctx.predictive.outcome_shape
     curves = MeanCurves(ctx.draws.count, n_rows, n, outcomes) if "mean" in kinds else None
     if curves is not None and not shared:

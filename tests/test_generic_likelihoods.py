@@ -487,6 +487,35 @@ def test_uncertainty_attribution_on_generic_likelihoods(build, dist, observed):
     assert gap < 1e-6 * np.abs(ig["value"].values).max()
 
 
+def test_pdp_of_a_truncated_count_against_scipy():
+    """A zero-truncated Poisson's PDP: the mean (from the pmf tables of the
+    entropy's sums) equals μ/(1 − e^{−μ}) averaged over draws, the aleatoric and
+    total entropies equal SciPy's pmf summed by hand, on rates 0.05 to 400 (rows
+    whose supports differ a hundredfold in width)."""
+    draws = [0.8, -0.3, 3.0]
+    model, idata, x = _two_draw_model(
+        lambda x, b: pm.Truncated(
+            "y", pm.Poisson.dist(pt.exp(b * x)), lower=1, observed=[1, 2, 5, 1]
+        ),
+        [1, 2, 5, 1],
+        draws,
+    )
+    pdp = pm_sens.partial_dependence(
+        idata, model, grid={"x": [-1.0, 0.5, 2.0]}, progressbar=False
+    )["partial_dependence"]
+    k = np.arange(1, 2000)
+    for g, value in enumerate([-1.0, 0.5, 2.0]):
+        mu = np.exp(np.array(draws) * value)
+        pmf = stats.poisson(mu[:, None]).pmf(k) / -np.expm1(-mu[:, None])  # (draws, k)
+        mean = (mu / -np.expm1(-mu)).mean()
+        np.testing.assert_allclose(pdp["mean_ice"].values[0, g], mean, rtol=1e-9)
+        aleatoric = special.entr(pmf).sum(1).mean()
+        total = special.entr(pmf.mean(0)).sum()
+        entropy = pdp["entropy_ice"].values[0, g]  # (point, component)
+        np.testing.assert_allclose(entropy[:, 0], total, rtol=1e-9)
+        np.testing.assert_allclose(entropy[:, 1], aleatoric, rtol=1e-9)
+
+
 def test_ordered_logistic_in_every_function(rng):
     """An ordered outcome: the mean statistic is the expected category."""
     n = 30

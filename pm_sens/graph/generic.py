@@ -257,6 +257,23 @@ class GenericLikelihood(LikelihoodGraph):
                 terms[own, index] = log_rule_term(log_w, log_p, log_q, alpha)
         return (np.logaddexp(*terms) / (alpha - 1)).reshape(shape[:-1])
 
+    def pmf_table(self, phi):
+        """Discrete: the pmf of 0..W−1 (W arrays (...)) and the entropy (...) per row.
+
+        Each row's pmf is summed over its own support (`_rules`); W is the
+        widest, the counts beyond a row's support have probability 0.
+        """
+        flat = phi.reshape(-1, phi.shape[-1])
+        tables = [(index, self._logp_at(y, flat[index])) for index, y, _ in self._rules(flat)]
+        width = max(len(logp) for _, logp in tables)
+        pmf, entropy = np.zeros((width, len(flat))), np.empty(len(flat))
+        for index, logp in tables:
+            p = np.exp(logp)
+            pmf[: len(p), index] = p
+            with np.errstate(invalid="ignore"):  # 0 · −inf outside the support
+                entropy[index] = -np.where(p > 0, p * logp, 0.0).sum(0)
+        return tuple(pmf.reshape(width, *phi.shape[:-1])), entropy.reshape(phi.shape[:-1])
+
     def support_upper(self, phi, tail):
         """Discrete: a count above which each row's mass is below ``tail``."""
         flat = phi.reshape(-1, phi.shape[-1])
@@ -281,4 +298,5 @@ class GenericLikelihood(LikelihoodGraph):
             support_upper=(lambda phi, tail, **_: self.support_upper(phi, tail))
             if self.discrete
             else None,
+            pmf_table=(lambda phi, **_: self.pmf_table(phi)) if self.discrete else None,
         )

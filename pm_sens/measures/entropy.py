@@ -34,6 +34,9 @@ class EntropyAccumulator:
         all the draws that will be added (`support_window`); each row's pmf sums
         are then held over its own window only. Without it, over ``0..`` the
         largest upper bound met so far, the same for every row.
+    table_mean : bool
+        Families whose pmf table is over the counts 0..W−1 (a likelihood
+        without closed forms): `add` also returns the per-draw means from it.
     """
 
     #: mass left out of the support sums
@@ -41,8 +44,8 @@ class EntropyAccumulator:
     #: most counts one row's support sum may cover
     MAX_SUPPORT = 2**24
 
-    def __init__(self, family, n_rows, tail=TAIL, window=None):
-        self.family, self.tail = family, tail
+    def __init__(self, family, n_rows, tail=TAIL, window=None, table_mean=False):
+        self.family, self.tail, self.table_mean = family, tail, table_mean
         self.count = 0
         self.aleatoric_sum = np.zeros(n_rows)
         self.windowed = window is not None
@@ -58,18 +61,17 @@ class EntropyAccumulator:
         self.pmf_sum = np.zeros(self.offsets[-1])
 
     def add(self, phi, **fixed):
-        """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R))."""
+        """Add draws with per-draw parameters ``phi`` (S, R, M) (``fixed``: (S, R)).
+
+        Returns, with ``table_mean``, the per-draw mean ``Σ_y y p(y)`` (S, R)
+        from the pmf table (`add_tables`), else None.
+        """
         if not self.family.discrete:
             self.add_entropies(self.family.entropy(phi, **fixed))
-            return
-        self.count += len(phi)
+            return None
         if self.family.pmf_table is not None and not self.windowed:
-            pmf, entropy = self.family.pmf_table(phi, **fixed)
-            self._widen(len(pmf))  # every row's counts are 0..W−1
-            by_row = self.pmf_sum.reshape(len(self.widths), len(pmf))
-            by_row += np.stack([p.sum(0) for p in pmf], -1)
-            self.aleatoric_sum += entropy.sum(0)
-            return
+            return self.add_tables(phi, fixed)
+        self.count += len(phi)
         if not self.windowed:
             self._widen(int(self.family.support_upper(phi, self.tail, **fixed).max()) + 1)
         if self.family.pmf_recursion is not None:
@@ -77,6 +79,31 @@ class EntropyAccumulator:
             return
         for rows, width in self._row_groups():
             self._add_rows(rows, width, phi[:, rows], {k: v[:, rows] for k, v in fixed.items()})
+
+    def add_tables(self, phi, fixed):
+        """Add draws by the family's pmf table of 0..W−1; with ``table_mean``, their means (S, R).
+
+        The draws go in blocks whose tables hold about `_MAX_CELLS` values (one
+        draw first, while W is not known).
+        """
+        mean = np.empty(phi.shape[:2]) if self.table_mean else None
+        start = 0
+        while start < len(phi):
+            known = int(self.widths.max(initial=0))
+            size = max(1, _MAX_CELLS // (phi.shape[1] * known)) if known else 1
+            draws = slice(start, start + size)
+            pmf, entropy = self.family.pmf_table(
+                phi[draws], **{k: v[draws] for k, v in fixed.items()}
+            )
+            self._widen(len(pmf))  # every row's counts are 0..W−1
+            by_row = self.pmf_sum.reshape(len(self.widths), -1)
+            by_row[:, : len(pmf)] += np.stack([p.sum(0) for p in pmf], -1)
+            self.aleatoric_sum += entropy.sum(0)
+            if self.table_mean:
+                mean[draws] = sum(k * p for k, p in enumerate(pmf[1:], 1))
+            start += size
+        self.count += len(phi)
+        return mean
 
     def add_entropies(self, entropy):
         """Continuous families: add draws by their per-draw entropies (S, R)."""
