@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from pm_sens import families
-from pm_sens.families import negative_binomial
+from pm_sens.families import negative_binomial, poisson
 from pm_sens.families._base import softplus
 from tests.test_renyi import _continuous_renyi
 
@@ -576,3 +576,25 @@ def test_categorical_and_normal_renyi():
     assert (
         normal.renyi_divergence(np.array([[0.0, 4.0]]), np.array([[0.0, 1.0]]), 2.0)[0] == np.inf
     )
+
+
+def test_hurdle_kl_at_small_rates_against_scipy():
+    """A hurdle Poisson's KL sums its support up to a tail of 1e-15 × (1 − f₀):
+    below 1e-16 at small rates, where ``ppf(1 − tail)`` is infinite (the sum failed
+    with no width); summed by hand with SciPy's pmf."""
+    psi, mu_p, mu_q = 0.3, np.array([1e-3, 0.02]), np.array([1.5e-3, 0.03])
+    phi_p, phi_q = (np.stack([np.full(2, psi), m], -1) for m in (mu_p, mu_q))
+    k = np.arange(1, 200)
+
+    def log_pmf(m):
+        # ψ f(k) / (1 − f(0)) on k >= 1, and 1 − ψ at 0
+        m = m[:, None]
+        positive = np.log(psi) + stats.poisson(m).logpmf(k) - np.log(-np.expm1(-m))
+        return np.concatenate([np.full((len(m), 1), np.log1p(-psi)), positive], 1)
+
+    lp, lq = log_pmf(mu_p), log_pmf(mu_q)
+    expected = (np.exp(lp) * (lp - lq)).sum(1)
+    kl = families.HURDLE_POISSON.kl_divergence(phi_p, phi_q)
+    np.testing.assert_allclose(kl, expected, rtol=1e-9)
+    upper = poisson.support_upper(mu_p[:, None], 1e-20)
+    assert np.all(upper >= 1) and np.all(stats.poisson(mu_p).sf(upper) <= 1e-16)

@@ -7,6 +7,7 @@ expected squared score summed over the support (tail mass below ``tail``).
 import numpy as np
 from scipy.stats import nbinom, poisson
 
+from pm_sens.families import poisson as poisson_family
 from pm_sens.families._base import (
     Family,
     diagonal_factors,
@@ -188,10 +189,8 @@ def log_density(phi, y):
 def _upper(m, a, tail):
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
-    quantile = np.where(
-        finite, nbinom.ppf(1 - tail, safe, safe / (safe + m)), poisson.ppf(1 - tail, m)
-    )
-    return quantile.astype(int)
+    upper = nbinom.isf(tail, safe, safe / (safe + m)).astype(int)
+    return np.where(finite, upper, poisson_family.upper_count(m, tail))
 
 
 def support_window_mean_alpha(low, high, tail):

@@ -32,9 +32,20 @@ def log_density(phi, y):
     return out
 
 
+#: SciPy's inverse survival function of the Poisson is nan below this tail mass
+SMALLEST_TAIL = 1e-16
+
+
+def upper_count(m, tail):
+    """The count above which the mass of Poisson(m) is below ``tail`` (≥ `SMALLEST_TAIL`)."""
+    # isf, not ppf(1 − tail): 1 − tail is 1 for a tail below 1e-16 (a hurdle's
+    # tail times a small 1 − f₀), where ppf is infinite
+    return stats.poisson.isf(np.maximum(tail, SMALLEST_TAIL), m).astype(int)
+
+
 def support_upper(phi, tail):
     """The count above which the mass is below ``tail``."""
-    return stats.poisson.ppf(1 - tail, phi[..., 0]).astype(int)
+    return upper_count(phi[..., 0], tail)
 
 
 def support_window(low, high, tail):

@@ -88,8 +88,11 @@ def _hurdle_fisher(base):
         psi, theta, f0, q0, s0 = _pieces(base, phi)
         info_f = base.family.fisher_information(theta)
         conditional = info_f - (f0 / q0)[..., None, None] * outer(s0)
+        # ψ = 1, a zero-truncated law: I_ψψ is infinite, ψ a constant of no derivative
+        with np.errstate(divide="ignore"):
+            i_psi = 1 / (psi * (1 - psi))
         return _assemble(
-            1 / (psi * (1 - psi)),
+            i_psi,
             np.zeros_like(s0),
             (psi / q0)[..., None, None] * conditional,
         )

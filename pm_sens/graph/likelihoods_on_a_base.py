@@ -55,10 +55,13 @@ def zero_modified_likelihood(observed):
 
     Recognizes PyMC's ``ZeroInflatedPoisson``, ``ZeroInflatedNegativeBinomial``,
     ``HurdlePoisson`` and ``HurdleNegativeBinomial`` (a mixture of a point mass
-    at 0 and the count law, truncated below at 1 for a hurdle). Returns the
+    at 0 and the count law, truncated below at 1 for a hurdle), and the
+    zero-truncated count law (`zero_truncated_likelihood`). Returns the
     `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
     """
     op = observed.owner.op
+    if isinstance(op, TruncatedRV):
+        return zero_truncated_likelihood(observed)
     if not isinstance(op, MixtureRV | _HurdleRV):
         return None
     weights, *components = op.dist_params(observed.owner)
@@ -85,6 +88,35 @@ def zero_modified_likelihood(observed):
         _zero_modified_moments(base, hurdle),
     )
     return likelihood, [weights[..., 1], *params]
+
+
+def zero_truncated_likelihood(observed):
+    """``pm.Truncated`` of a Poisson or negative binomial at ``lower=1``, if it is one.
+
+    The zero-truncated count law is the hurdle law with ``ψ = 1`` (no zeros):
+    its Fisher information in the base parameters is finite there, and ψ, a
+    constant, enters no derivative. Returns the `Likelihood` and its parameters
+    ``[1, *PyMC's base parameters]``, or None.
+    """
+    node = observed.owner
+    *params, lower, upper = node.inputs[2:]
+    base = type(node.op.base_rv_op)
+    family = _ZERO_MODIFIED.get((True, base))
+    bounds = (lower, upper)
+    if family is None or not all(isinstance(b, Constant) for b in bounds):
+        return None
+    if not (np.all(lower.data == 1) and np.all(np.isposinf(upper.data))):
+        return None
+    base_likelihood = LIKELIHOODS[base]
+    likelihood = Likelihood(
+        family.name.replace("hurdle", "zero_truncated"),
+        "count",
+        ("psi", *base_likelihood.parameter_names),
+        family,
+        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
+        _zero_modified_moments(base, hurdle=True),
+    )
+    return likelihood, [pt.constant(1.0), *params]
 
 
 def _censored_normal_moments(mu, sigma, lower, upper):

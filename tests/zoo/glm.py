@@ -196,6 +196,36 @@ def hurdle_poisson(rng):
     return model, known_posterior(model)
 
 
+@zoo_model("a zero-truncated Poisson (pm.Truncated at lower=1) on a NumPy design, with dims")
+def zero_truncated_poisson(rng):
+    n = 25
+    X = rng.normal(size=(n, 2))
+    y = rng.poisson(np.exp(0.5 + X @ [0.6, -0.4])) + 1
+    with pm.Model(coords={"coef": ["temp", "rain"], "obs": np.arange(n)}) as model:
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 0.5, dims="coef")
+        mu = pm.Deterministic("mu", pm.math.exp(a + pm.math.dot(X, b)), dims="obs")
+        pm.Truncated("y", pm.Poisson.dist(mu=mu), lower=1, observed=y, dims="obs")
+    return model, known_posterior(model)
+
+
+@zoo_model("a zero-truncated negative binomial (pm.Truncated at lower=1), scalar alpha")
+def zero_truncated_negative_binomial(rng):
+    n = 25
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        x_ = pm.Data("x", x)
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        alpha = pm.Gamma("alpha", 4, 1)
+        pm.Truncated(
+            "y",
+            pm.NegativeBinomial.dist(mu=pm.math.exp(b[0] + b[1] * x_), alpha=alpha),
+            lower=1,
+            observed=rng.poisson(2, n) + 1,
+        )
+    return model, known_posterior(model)
+
+
 @zoo_model(
     "a multinomial logit (softmax) over 3 classes, the first class's logits fixed at 0",
 )
