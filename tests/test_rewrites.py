@@ -474,3 +474,23 @@ def test_interactions_without_any_rewrite_are_the_same(rng, mode):
             np.testing.assert_allclose(
                 plain[name].values, rewritten[name].values, rtol=1e-12, atol=1e-14
             )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_trigamma_runs_as_elementwise_ops_with_scipys_values(backend):
+    """A beta-binomial's second derivative in its parameters holds ψ₁ (``tri_gamma``),
+    which both backends ran through SciPy one element at a time: rewritten as
+    elementwise ops, equal to SciPy's polygamma(1, x) to 1e-14 for x > 0 and to
+    1e-9 below 0 (the reflection, near the poles as the sine allows)."""
+    from scipy import special
+
+    x = pt.vector("x")
+    function = pytensor.function([x], pt.tri_gamma(x), mode=compile_mode(backend))
+    graph = pytensor.dprint(function, file="str", print_type=False)  # fused ones' too
+    assert "tri_gamma" not in graph.lower() and "trigamma" not in graph.lower()
+    if backend == "python":  # (Numba fuses them into loops of its own)
+        assert not runs_element_by_element(function)
+    positive = np.geomspace(1e-8, 1e10, 3000)
+    np.testing.assert_allclose(function(positive), special.polygamma(1, positive), rtol=1e-14)
+    negative = -np.random.default_rng(0).uniform(0, 30, 3000)
+    np.testing.assert_allclose(function(negative), special.polygamma(1, negative), rtol=1e-9)

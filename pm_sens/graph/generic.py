@@ -131,10 +131,10 @@ class GenericLikelihood(LikelihoodGraph):
         """Per row, K (a power of 2, ≥ 16) with the mass above K − 1 below ``tail``.
 
         From PyMC's logcdf when it has one (one evaluation per row and try),
-        else from the pmf summed over 0..K − 1.
+        else from the pmf summed over 0..K − 1 (each try adding K/2..K − 1).
         """
-        sizes = np.zeros(len(phi), dtype=int)
-        top, logcdf = 16, self.functions["logcdf"]
+        sizes, mass = np.zeros(len(phi), dtype=int), np.zeros(len(phi))
+        low, top, logcdf = 0, 16, self.functions["logcdf"]
         while True:
             pending = np.flatnonzero(sizes == 0)
             if not len(pending):
@@ -144,11 +144,13 @@ class GenericLikelihood(LikelihoodGraph):
                 upper = np.full(len(rows), top - 1, dtype=self._rv.dtype)
                 left = -np.expm1(logcdf(upper, *np.ascontiguousarray(rows.T))[0])
             else:
-                left = 1 - np.exp(self.log_density(rows[None], np.arange(top)[:, None])).sum(0)
+                counts = np.arange(low, top)[:, None]
+                mass[pending] += np.exp(self.log_density(rows[None], counts)).sum(0)
+                left = 1 - mass[pending]
             sizes[pending[left < self.tail]] = top
             if top >= 2**24:  # the tail is too heavy to sum: use what there is
                 sizes[sizes == 0] = top
-            top *= 2
+            low, top = top, top * 2
 
     def expectation(self, phi, integrand, order=1):
         """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.

@@ -201,8 +201,9 @@ class Space:
 def lazy_function(inputs, outputs, replacements):
     """A function of ``outputs`` after ``replacements``; any other graph input is an error.
 
-    A lazy `pm_sens.graph.functions.GraphFunction` in PyTensor's default mode:
-    compiled at its first call (a call may need only some of the functions).
+    A lazy `pm_sens.graph.functions.GraphFunction` in PyTensor's default mode
+    with pm_sens's rewrites (`pm_sens.graph.rewrites.compile_mode`): compiled
+    at its first call (a call may need only some of the functions).
     """
     outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
@@ -214,7 +215,7 @@ def lazy_function(inputs, outputs, replacements):
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    return GraphFunction(inputs, outputs, lazy=True)
+    return GraphFunction(inputs, outputs, "numba", lazy=True)
 
 
 def locate_functions(out, phis, replacements, lower, upper, space):

@@ -9,7 +9,8 @@ to rounding, only slower.
 - `batched`: joins and splits over a draw axis as one op, not one per draw;
 - `contractions`: loops over draws × points × features as matrix products;
 - `layout`: views instead of copies, one array instead of one per feature;
-- `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend).
+- `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
+- `trigamma`: ψ₁ as elementwise ops, which no backend has as a loop.
 """
 
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from pm_sens.graph.rewrites.numpy_linker import (
     local_ufuncs_writing_out,
     runs_element_by_element,
 )
+from pm_sens.graph.rewrites.trigamma import local_trigamma_as_series
 
 #: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
 #: tens of seconds the first time, cached on disk); "python" runs each op as a
@@ -62,6 +64,7 @@ REWRITES = {
     # after the stabilizing rewrites, which write log-sigmoids as softplus
     "local_numpy_ufunc_forms": Rewrite(in2out(local_numpy_ufunc_forms), 48, ("python",)),
     # before the elementwise operations are fused (49)
+    "local_trigamma_as_series": Rewrite(in2out(local_trigamma_as_series), 48.2),
     "local_outer_products_as_a_matrix_product": Rewrite(
         in2out(local_outer_products_as_a_matrix_product), 48.3
     ),
