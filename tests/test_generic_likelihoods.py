@@ -711,8 +711,9 @@ def test_locate_mixes_quartiles_and_newton_row_by_row():
 
 
 def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
-    """A truncated Normal (quadrature route) and a zero-truncated Poisson
-    (summation route) at alpha=0.5: levels are ``sqrt(2 D_α)`` with ``D_α``
+    """A truncated Normal (quadrature route), a Poisson truncated below 2
+    (summation route) and a zero-truncated one (the hurdle law's closed form
+    with ψ = 1) at alpha=0.5: levels are ``sqrt(2 D_α)`` with ``D_α``
     integrated (summed) from SciPy's densities; at alpha=2 they are refused."""
     group = np.array([0, 1, 2, 0, 1, 2])
     a = np.array([[[-0.5, 1.0, 4.0]]])
@@ -722,20 +723,27 @@ def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
         g = pm.Data("g", group)
         mu = pm.Normal("a", shape=3)[g]
         pm.Truncated("y", pm.Normal.dist(mu, 0.8), lower=0.0, observed=np.ones(6))
-    with pm.Model() as discrete:
-        g = pm.Data("g", group)
-        rate = pm.math.exp(pm.Normal("a", shape=3)[g])
-        pm.Truncated("y", pm.Poisson.dist(rate), lower=1, observed=np.ones(6, dtype=int))
+    discrete = {}
+    for lower in (1, 2):
+        with pm.Model() as discrete[lower]:
+            g = pm.Data("g", group)
+            rate = pm.math.exp(pm.Normal("a", shape=3)[g])
+            pm.Truncated("y", pm.Poisson.dist(rate), lower=lower, observed=np.full(6, 2))
 
     def truncated_log_density(k, y):
         return truncated.logpdf(y)[k] - truncated.logsf(0.0)[k]
 
-    def poisson_log_mass(k, y):
+    def poisson_log_mass(k, y, lower):
         law = stats.poisson(np.exp(a[0, 0, k]))
-        return law.logpmf(y) - law.logsf(0)
+        return law.logpmf(y) - law.logsf(lower - 1)
 
-    y = np.arange(1, 400)
-    for model, divergence in (
+    def poisson_divergence(lower):
+        y = np.arange(lower, 400)
+        return lambda k, j: np.sum(
+            np.exp(0.5 * poisson_log_mass(k, y, lower) + 0.5 * poisson_log_mass(j, y, lower))
+        )
+
+    for model, divergence, route in (
         (
             continuous,
             lambda k, j: integrate.quad(
@@ -746,17 +754,14 @@ def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
                 40,
                 epsrel=1e-13,
             )[0],
+            "quadrature",
         ),
-        (
-            discrete,
-            lambda k, j: np.sum(
-                np.exp(0.5 * poisson_log_mass(k, y) + 0.5 * poisson_log_mass(j, y))
-            ),
-        ),
+        (discrete[2], poisson_divergence(2), "summation"),
+        (discrete[1], poisson_divergence(1), "closed form"),
     ):
         kw = dict(mode="draw", progressbar=False, extend_inferencedata=False)
         out = pm_sens.sensitivity(idata, model, alpha=0.5, **kw)["sensitivity"]
-        assert "summation" in out.attrs["fisher"] or "quadrature" in out.attrs["fisher"]
+        assert route in out.attrs["fisher"]
         got = out["levels_g"].values[0, 0]  # (point, level)
         expected = [
             [
