@@ -3,8 +3,15 @@
 import threading
 
 import pytensor
+from pytensor.graph.traversal import applys_between
 
 from pm_sens.graph.rewrites import compile_mode, runs_element_by_element
+
+#: graphs of more nodes than this compile without PyTensor's inplace rewrites,
+#: whose validation (the destroy handler) checks each candidate against the
+#: whole graph: R-sens2 of an ordered probit, 5,350 nodes, compiled in 10.6 s
+#: instead of 27.2 s, and ran as fast (2.4 s against 2.7 s)
+LARGE_GRAPH = 2_000
 
 
 class GraphFunction:
@@ -38,6 +45,8 @@ class GraphFunction:
         if self._function is None:
             arguments, outputs = self._graph
             mode = None if self.backend is None else compile_mode(self.backend)
+            if mode is not None and _n_nodes(arguments, outputs) > LARGE_GRAPH:
+                mode = mode.excluding("inplace")
             self._function = pytensor.function(
                 arguments, outputs, on_unused_input="ignore", mode=mode
             )
@@ -52,6 +61,11 @@ class GraphFunction:
         """The outputs at ``args`` (compiled first if it was lazy)."""
         with self._lock:
             return self._compile()(*args)
+
+
+def _n_nodes(arguments, outputs):
+    """The number of operations between ``arguments`` and ``outputs``."""
+    return sum(1 for _ in applys_between(arguments, outputs))
 
 
 def compiled_function(arguments, outputs, backend):
