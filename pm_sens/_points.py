@@ -90,6 +90,29 @@ def values_at(points, inputs, rows):
     return values
 
 
+def distinct_rows(points, values):
+    """The rows of ``values`` that differ in some per-point variable, and where each row is.
+
+    Rows equal in every per-point variable have the same predictive in a model
+    whose rows depend on their own inputs only: a partial dependence of a
+    model whose one input is the feature moved has one distinct row per grid
+    value. Returns the values at the distinct rows and each row's index among
+    them (R,), or None when more than half the rows differ (nothing to gain).
+    """
+    if any(is_lazy(values[v]) for v in points.per_point):
+        return None
+    table = np.concatenate(
+        [np.reshape(values[v], (len(values[v]), -1)).astype(float) for v in points.per_point], 1
+    )
+    # each row as one opaque value: sorting them is cheaper than np.unique(axis=0)
+    keys = np.ascontiguousarray(table).view(np.dtype((np.void, 8 * table.shape[1])))[:, 0]
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if len(first) > len(keys) // 2:
+        return None
+    distinct = {v: values[v][first] if v in points.per_point else values[v] for v in values}
+    return distinct, inverse
+
+
 def current_value(var, predictive):
     """A data container's value, or the predictive's default for a symbolic input."""
     if hasattr(var, "get_value"):

@@ -3,7 +3,7 @@
 import numpy as np
 import xarray as xr
 
-from pm_sens._points import feature_matrix, values_at
+from pm_sens._points import distinct_rows, feature_matrix, values_at
 from pm_sens._results import (
     attach,
     outcome_coordinates,
@@ -11,9 +11,7 @@ from pm_sens._results import (
     per_draw_shape,
     result_attrs,
 )
-from pm_sens._runner import (
-    DEFAULT_MEMORY_LIMIT,
-)
+from pm_sens._runner import DEFAULT_MEMORY_LIMIT, dependence_of
 from pm_sens._table_rows import ROW_DIM, row_indicator, table_rows
 from pm_sens._uncertainty_passes import (
     check_entropy,
@@ -233,7 +231,8 @@ def _curves(ctx, kinds, values, n_rows, y):
     ``mean_pdp_rows`` (S, R/N): each draw's mean over the points per grid value;
     ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3),
     ``log_likelihood`` (R,) and, for a wide table, ``log_likelihood_row`` as
-    `uncertainty_rows` gives them.
+    `uncertainty_rows` gives them. Rows that repeat another (`distinct_rows`)
+    are evaluated once, in a model whose rows depend on their own inputs only.
     """
     n = ctx.points.n_points
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
@@ -241,17 +240,26 @@ def _curves(ctx, kinds, values, n_rows, y):
     shared = uncertainty and shares_mean(ctx.predictive.likelihood, "entropy" in kinds)
     outcomes = ctx.predictive.outcome_shape
     curves = MeanCurves(ctx.draws.count, n_rows, n, outcomes) if "mean" in kinds else None
+    distinct = None
+    if y is None and dependence_of(ctx).local:
+        distinct = distinct_rows(ctx.points, values)
+    if distinct is not None:
+        values, inverse = distinct
+    evaluated = n_rows if distinct is None else len(values[ctx.points.per_point[0]])
+
+    def add_mean(draws, mean):
+        curves.add(draws, mean if distinct is None else mean[:, inverse])
+
     if curves is not None and not shared:
-        mean_rows(ctx, values, n_rows, curves.add)
+        mean_rows(ctx, values, evaluated, add_mean)
     out = {}
     if uncertainty:
         observed = None if y is None else stacked_copies(y, n_rows // n)
-        add = curves.add if curves is not None and shared else None
+        add = add_mean if curves is not None and shared else None
         table = table_rows(ctx) if y is not None else None  # a wide table: each row's cells
         by_row = None if table is None else row_indicator(table[0], len(table[1]), n_rows // n)
-        out.update(
-            uncertainty_rows(ctx, values, n_rows, "entropy" in kinds, observed, add, by_row)
-        )
+        rows = uncertainty_rows(ctx, values, evaluated, "entropy" in kinds, observed, add, by_row)
+        out.update({k: v if distinct is None else v[inverse] for k, v in rows.items()})
     if curves is not None:
         out.update(mean_pdp_rows=curves.pdp, mean_ice_rows=curves.ice)
     return out

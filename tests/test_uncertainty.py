@@ -515,3 +515,37 @@ def test_logsumexp_over_draws_against_scipy(rng):
     assert got[1] == -np.inf
     x[4, 2] = np.inf
     assert logsumexp_over_draws(x)[2] == np.inf
+
+
+def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch):
+    """A Poisson regression on one input: every point at a grid value is the same
+    row, evaluated once (`distinct_rows` finds one per grid value); the ICE
+    mean is E_s exp(a + b g) at every point and the entropies are SciPy's."""
+    from pm_sens import _points
+
+    x = rng.normal(size=30)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        a, b = pm.Normal("a"), pm.Normal("b")
+        pm.Poisson("y", mu=pm.math.exp(a + b * xd), observed=rng.poisson(1.0, 30))
+    a, b = rng.normal(0.2, 0.1, (1, 6)), rng.normal(0.5, 0.2, (1, 6))
+    found = []
+    distinct_rows = _points.distinct_rows
+    monkeypatch.setattr(
+        "pm_sens.pdp.distinct_rows", lambda *args: found.append(distinct_rows(*args)) or found[-1]
+    )
+    grid = [-1.0, 0.0, 2.0]
+    pdp = pm_sens.partial_dependence(
+        posterior({"a": a, "b": b}), model, grid={"x": grid}, progressbar=False
+    )["partial_dependence"]
+    assert len(found[0][0][model["x"]]) == 3  # 90 rows, 3 distinct
+    rates = np.exp(a[0][:, None] + b[0][:, None] * np.array(grid))  # (draws, grid)
+    ice = pdp["mean_ice"].values[0]  # (grid, point)
+    np.testing.assert_allclose(ice, np.repeat(rates.mean(0)[:, None], 30, 1), rtol=1e-12)
+    k = np.arange(200)
+    pmf = stats.poisson(rates[..., None]).pmf(k)  # (draws, grid, k)
+    aleatoric = special.entr(pmf).sum(-1).mean(0)
+    total = special.entr(pmf.mean(0)).sum(-1)
+    entropy = pdp["entropy_ice"].values[0]  # (grid, point, component)
+    np.testing.assert_allclose(entropy[..., 0], np.repeat(total[:, None], 30, 1), rtol=1e-9)
+    np.testing.assert_allclose(entropy[..., 1], np.repeat(aleatoric[:, None], 30, 1), rtol=1e-9)
