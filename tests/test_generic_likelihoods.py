@@ -775,3 +775,26 @@ def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
         # g is the only input: nothing would be left
         with pytest.raises(ValueError, match=r"categorical inputs \['g'\].*pass alpha=1$"):
             pm_sens.sensitivity(idata, model, alpha=2.0, **kw)
+
+
+def test_pmf_tables_sum_a_bounded_support_to_its_end_only():
+    """A beta-binomial with 41 and 12 trials, no logcdf in PyMC: each row's pmf is
+    summed to the count where its mass passes 1 − 1e-10, in sizes of a quarter
+    octave (48 counts, not 64, for 41 trials), and equals SciPy's."""
+    from pm_sens.graph.generic import GenericLikelihood
+
+    with pm.Model() as model:
+        x = pm.Data("x", np.array([0.1, 0.5]))
+        b = pm.Normal("b")
+        pm.BetaBinomial(
+            "y", n=np.array([41, 12]), alpha=pt.exp(b * x), beta=pt.exp(-b * x), observed=[3, 9]
+        )
+    likelihood = GenericLikelihood(model["y"], set(model.basic_RVs))
+    assert likelihood.labels == ("beta_binomial_0", "beta_binomial_1", "beta_binomial_2")
+    phi = np.array([[41, 2.0, 0.5], [12, 0.7, 3.0]])  # (n, alpha, beta) per row
+    pmf, entropy = likelihood.pmf_table(phi)
+    assert len(pmf) == 48
+    table = np.stack(pmf, -1)  # (row, count)
+    expected = stats.betabinom(*phi.T).pmf(np.arange(48)[:, None])
+    np.testing.assert_allclose(table, expected.T, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(entropy, special.entr(expected).sum(0), rtol=1e-10)

@@ -131,7 +131,10 @@ class GenericLikelihood(LikelihoodGraph):
         """Per row, K (a power of 2, ≥ 16) with the mass above K − 1 below ``tail``.
 
         From PyMC's logcdf when it has one (one evaluation per row and try),
-        else from the pmf summed over 0..K − 1 (each try adding K/2..K − 1).
+        else from the pmf summed over 0..K − 1, each try adding K/2..K − 1 and
+        a row's K the count where its sum passes ``1 − tail``, rounded up to a
+        quarter of its power of 2 (a beta-binomial with 41 trials sums 48
+        counts, not 64; rows come in at most four sizes per octave).
         """
         sizes, mass = np.zeros(len(phi), dtype=int), np.zeros(len(phi))
         low, top, logcdf = 0, 16, self.functions["logcdf"]
@@ -143,11 +146,16 @@ class GenericLikelihood(LikelihoodGraph):
             if logcdf is not None:
                 upper = np.full(len(rows), top - 1, dtype=self._rv.dtype)
                 left = -np.expm1(logcdf(upper, *np.ascontiguousarray(rows.T))[0])
+                sizes[pending[left < self.tail]] = top
             else:
                 counts = np.arange(low, top)[:, None]
-                mass[pending] += np.exp(self.log_density(rows[None], counts)).sum(0)
-                left = 1 - mass[pending]
-            sizes[pending[left < self.tail]] = top
+                sums = mass[pending] + np.cumsum(np.exp(self.log_density(rows[None], counts)), 0)
+                held = sums >= 1 - self.tail  # (counts, rows)
+                done = held[-1]
+                needed = low + np.argmax(held[:, done], 0) + 1
+                step = max(top // 8, 1)  # a quarter of the octave low..top
+                sizes[pending[done]] = np.maximum(-(-needed // step) * step, 16)
+                mass[pending] = sums[-1]
             if top >= 2**24:  # the tail is too heavy to sum: use what there is
                 sizes[sizes == 0] = top
             low, top = top, top * 2
