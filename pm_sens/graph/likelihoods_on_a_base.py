@@ -78,16 +78,7 @@ def zero_modified_likelihood(observed):
     family = _ZERO_MODIFIED.get((hurdle, base))
     if family is None:
         return None
-    base_likelihood = LIKELIHOODS[base]
-    likelihood = Likelihood(
-        family.name,
-        "count",
-        ("psi", *base_likelihood.parameter_names),
-        family,
-        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
-        _zero_modified_moments(base, hurdle),
-    )
-    return likelihood, [weights[..., 1], *params]
+    return _zero_modified(family.name, base, hurdle), [weights[..., 1], *params]
 
 
 def zero_truncated_likelihood(observed):
@@ -102,21 +93,25 @@ def zero_truncated_likelihood(observed):
     *params, lower, upper = node.inputs[2:]
     base = type(node.op.base_rv_op)
     family = _ZERO_MODIFIED.get((True, base))
-    bounds = (lower, upper)
-    if family is None or not all(isinstance(b, Constant) for b in bounds):
+    if family is None or not all(isinstance(b, Constant) for b in (lower, upper)):
         return None
     if not (np.all(lower.data == 1) and np.all(np.isposinf(upper.data))):
         return None
+    name = family.name.replace("hurdle", "zero_truncated")
+    return _zero_modified(name, base, hurdle=True), [pt.constant(1.0), *params]
+
+
+def _zero_modified(name, base, hurdle):
+    """The `Likelihood` of a zero-modified law on the count law ``base``, parameters (ψ, θ)."""
     base_likelihood = LIKELIHOODS[base]
-    likelihood = Likelihood(
-        family.name.replace("hurdle", "zero_truncated"),
+    return Likelihood(
+        name,
         "count",
         ("psi", *base_likelihood.parameter_names),
-        family,
+        _ZERO_MODIFIED[(hurdle, base)],
         lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
-        _zero_modified_moments(base, hurdle=True),
+        _zero_modified_moments(base, hurdle),
     )
-    return likelihood, [pt.constant(1.0), *params]
 
 
 def _censored_normal_moments(mu, sigma, lower, upper):
