@@ -18,7 +18,7 @@ from pm_sens._distributed import RemoteChunks, active_client
 from pm_sens._progress import progress_bar
 from pm_sens._results import per_draw_shape
 from pm_sens._runner import dependence_of
-from pm_sens.graph.compiled import data_for_chunk, evaluate_series
+from pm_sens.graph.compiled import data_for_chunk, evaluate_by_rows
 from pm_sens.measures.mixture import MixtureMoments
 
 #: values (draws × rows × features^order) per chunk of a graph run in NumPy or of
@@ -36,13 +36,58 @@ CACHED_CELLS = 1_500_000
 FORWARD_CACHED_CELLS = 750_000
 
 
-def _chunk_size(ctx, n_rows, n_components, mode, order):
-    """Draws per chunk so that parameters, derivatives and temporaries fit the limit."""
+def _bytes_per_draw(ctx, n_rows, n_components, mode, order, largest):
+    """Working memory per draw for parameters, derivatives and temporaries.
+
+    ``largest``: the elements of the graph's largest array for one draw, four
+    of which may be alive at once (an operation's inputs and output); it may be
+    far larger than the outputs, over an axis inside the graph (a GP's kernel
+    row over its training inputs: before it was counted, a GP's Integrated
+    Gradients ran in chunks with 2.6 GB temporaries against a 1 GB limit).
+    """
     n_features = len(ctx.points.features)
     per_parameter = 4 + (n_features if order else 0)  # temporaries, and gradients
     per_row = (n_components + 1) * per_parameter * (1 + max(order - 1, 0) * n_features)
-    per_draw = 8 * n_rows * per_row * (4 if mode == "draw" else 2)
-    return int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
+    return 8 * max(n_rows * per_row * (4 if mode == "draw" else 2), 4 * largest)
+
+
+def _chunking(ctx, compiled, values, n_components, steps, min_draws, whole_rows):
+    """Draws per chunk of ``compiled`` on ``values``, and how to split the rows.
+
+    The second is `evaluate_by_rows`'s rows per block and flags where the rows
+    are evaluated a block at a time (stacked copies of a series; rows of which
+    one draw would exceed the memory limit), else None (see `_chunks`).
+    ``whole_rows``: the outputs must cover every row in one evaluation.
+    """
+    n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
+    # colored derivatives: a row per colour and point
+    n_rows *= compiled.settings.get("colors", 1)
+
+    def bytes_per_draw(data, rows):
+        largest = compiled.largest_array(data, ctx.draws.chunk(0, 1))
+        return _bytes_per_draw(ctx, rows, n_components, compiled.mode, compiled.order, largest)
+
+    per_draw = bytes_per_draw(data_for_chunk(compiled, values), n_rows)
+    chunk = int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
+    if compiled.settings["backend"] == "python" or compiled.mode == "draw":
+        cells = n_rows * len(ctx.points.features) ** compiled.order
+        cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
+        chunk = min(chunk, max(cached // cells, min_draws, 1))
+    chunk = min(chunk, -(-ctx.draws.count // steps))
+    flags = [var in ctx.points.per_point for var in compiled.data_variables]
+    if not dependence_of(ctx).local:
+        # a series is evaluated one stacked copy at a time
+        return chunk, (ctx.points.n_points, flags)
+    if per_draw <= ctx.memory_limit or whole_rows:
+        return chunk, None
+    # fewer rows, if the memory is theirs (not a draw's covariance over the training inputs)
+    block_rows = max(1, int(n_rows * ctx.memory_limit // per_draw))
+    block = [
+        v[:block_rows] if flag else v
+        for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
+    ]
+    fits = bytes_per_draw(block, block_rows) <= ctx.memory_limit
+    return chunk, ((block_rows, flags) if fits else None)
 
 
 @functools.cache
@@ -76,17 +121,9 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
-    n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
-    # colored derivatives: a row per colour and point
-    n_rows *= compiled.settings.get("colors", 1)
-    chunk = _chunk_size(ctx, n_rows, n_components, compiled.mode, compiled.order)
-    if compiled.settings["backend"] == "python" or compiled.mode == "draw":
-        cells = n_rows * len(ctx.points.features) ** compiled.order
-        cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
-        chunk = min(chunk, max(cached // cells, min_draws, 1))
-    chunk = min(chunk, -(-ctx.draws.count // steps))
+    whole_rows = out is not None or compiled.settings.get("whitened", False)
+    chunk, blocks = _chunking(ctx, compiled, values, n_components, steps, min_draws, whole_rows)
     starts = range(0, ctx.draws.count, chunk)
-    series = _series_of(ctx, compiled)
     client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
         if client is None:
@@ -98,10 +135,10 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
                     size = len(draws[0])
                     given = {} if out is None else {"out": out[start : start + size]}
                     data = data_for_chunk(compiled, values)
-                    if series is None:
+                    if blocks is None:
                         outputs = compiled(data, draws, **given)
                     else:
-                        outputs = evaluate_series(compiled, data, draws, *series)
+                        outputs = evaluate_by_rows(compiled, data, draws, *blocks)
                     check_outputs(ctx, compiled, slice(start, start + size), outputs)
                     yield start, size, outputs
                     advance(size)
@@ -118,7 +155,7 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
                 draws = ctx.draws.chunk(start, start + chunk)
                 size = len(draws[0])
                 data = data_for_chunk(compiled, values)
-                pending.append((start, size, remote.submit(data, draws, series)))
+                pending.append((start, size, remote.submit(data, draws, blocks)))
             # keep a bounded number of chunks in flight; hand results back in order
             while pending and (start is None or len(pending) >= window):
                 done_start, done_size, future = pending.popleft()
@@ -126,15 +163,6 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
                 check_outputs(ctx, compiled, slice(done_start, done_start + done_size), out)
                 yield done_start, done_size, out
                 advance(done_size)
-
-
-def _series_of(ctx, compiled):
-    """``(rows, per-point flags)`` for `evaluate_series` in a model whose rows depend on
-    other rows' inputs (stacked copies of the points are evaluated one at a time); else None."""
-    if dependence_of(ctx).local:
-        return None
-    per_point = [var in ctx.points.per_point for var in compiled.data_variables]
-    return ctx.points.n_points, per_point
 
 
 def moment_pass(ctx, compiled, values, second_moment, description):

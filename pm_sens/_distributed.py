@@ -12,7 +12,7 @@ import hashlib
 import cloudpickle
 
 from pm_sens._validate import native_array
-from pm_sens.graph.compiled import evaluate_series
+from pm_sens.graph.compiled import evaluate_by_rows
 from pm_sens.graph.engine import compile_predictive, data_variables_of
 
 _WORKER_CACHE = {}  # key -> object built once per process (on each worker)
@@ -49,14 +49,14 @@ class RemoteChunks:
         self.digest = hashlib.sha1(job).hexdigest()
         [self.job] = client.scatter([job], broadcast=True)
 
-    def submit(self, data, draws, series=None):
+    def submit(self, data, draws, row_blocks=None):
         """A future for the outputs of the compiled function on one chunk.
 
-        ``series``: `pm_sens.graph.compiled.evaluate_series`'s rows and flags,
-        to evaluate stacked copies of a series one at a time.
+        ``row_blocks``: `pm_sens.graph.compiled.evaluate_by_rows`'s rows per
+        block and flags, to evaluate the rows a block at a time.
         """
         return self.client.submit(
-            _evaluate, self.job, self.digest, data, draws, series, pure=False
+            _evaluate, self.job, self.digest, data, draws, row_blocks, pure=False
         )
 
 
@@ -66,11 +66,11 @@ def _compile_job(job):
     return compile_predictive(predictive, model, inputs, values, draw_values, **settings)
 
 
-def _evaluate(job, digest, data, draws, series):
+def _evaluate(job, digest, data, draws, row_blocks):
     function = worker_cached(digest, lambda: _compile_job(job))
     # arrays arriving from the network may be unaligned, which PyTensor refuses
     aligned = [native_array(a) for a in (*data, *draws)]
     data, draws = aligned[: len(data)], aligned[len(data) :]
-    if series is None:
+    if row_blocks is None:
         return function(data, draws)
-    return evaluate_series(function, data, draws, *series)
+    return evaluate_by_rows(function, data, draws, *row_blocks)

@@ -15,7 +15,11 @@ from pm_sens._results import per_draw_shape
 from pm_sens._runner import colors_for, compiled_for, dependence_of
 from pm_sens._validate import warn
 from pm_sens.graph.compiled import data_for_chunk
-from pm_sens.measures.integrated_gradients import integrated_gradients_at_rows, path_points
+from pm_sens.measures.integrated_gradients import (
+    integrated_gradients_at_rows,
+    one_feature_attribution,
+    path_points,
+)
 from pm_sens.measures.mean_derivatives import absolute_derivative, absolute_expected_derivative
 from pm_sens.measures.rsens import joint_over_colors, rsens2_local, rsens_local
 from pm_sens.measures.var import conditional_points, var_sensitivity
@@ -259,20 +263,24 @@ def ig_measures(ctx, baseline, *, statistic, n_steps):
     """Integrated Gradients per draw and point, with the statistic at the points and baselines.
 
     One evaluation of the statistic and its gradient at every path point, point
-    and baseline (`integrated_gradients_at_rows`). A vector outcome's statistic
+    and baseline (`integrated_gradients_at_rows`). With one feature in a local
+    model, IG is ``F(x) − F(b)`` (`one_feature_attribution`): the statistic
+    alone at the points and baselines, no path. A vector outcome's statistic
     has one value per outcome: an outcome axis after the point axis.
     """
     x = feature_matrix(ctx.points.values, ctx.inputs)
     n, d = x.shape
-    rows = np.concatenate([path_points(x, baseline, n_steps).reshape(-1, d), x, baseline])
+    steps = 0 if d == 1 and dependence_of(ctx).local else n_steps
+    path = path_points(x, baseline, steps).reshape(-1, d) if steps else x[:0]
+    rows = np.concatenate([path, x, baseline])
     values = values_at(ctx.points, ctx.inputs, rows)
-    compiled = compiled_for(ctx, "draw", 1, statistic=statistic, rows=len(rows))
+    compiled = compiled_for(ctx, "draw", int(steps > 0), statistic=statistic, rows=len(rows))
     outcomes = ctx.predictive.outcome_shape
     per_chunk = partial(
         _ig_of_chunk,
         x=x,
         baseline=baseline,
-        n_steps=n_steps,
+        n_steps=steps,
         varying=compiled.varying,
         vector=bool(outcomes),
     )
@@ -283,20 +291,17 @@ def ig_measures(ctx, baseline, *, statistic, n_steps):
 def _ig_of_chunk(chunk, size, *, x, baseline, n_steps, varying, vector):
     """IG of each of the statistic's components (one per outcome); zero where one is constant."""
     rows = chunk.phi.shape[-2]
-    gradients, constant = (
-        dict(zip(varying, chunk.jac, strict=True)),
-        np.zeros((size, rows, x.shape[1])),
-    )
-    parts = [
-        integrated_gradients_at_rows(
-            np.broadcast_to(chunk.phi[..., k], (size, rows)),
-            gradients.get(k, constant),
-            x,
-            baseline,
-            n_steps,
-        )
-        for k in range(chunk.phi.shape[-1])
-    ]
+    gradients = dict(zip(varying, chunk.jac, strict=True)) if n_steps else {}
+    constant = np.zeros((size, rows, x.shape[1]))
+
+    def attribution(k):
+        values = np.broadcast_to(chunk.phi[..., k], (size, rows))
+        if not n_steps:
+            return one_feature_attribution(values, len(x))
+        gradient = gradients.get(k, constant)
+        return integrated_gradients_at_rows(values, gradient, x, baseline, n_steps)
+
+    parts = [attribution(k) for k in range(chunk.phi.shape[-1])]
     if not vector:
         return parts[0]
     return {name: np.stack([part[name] for part in parts], 2) for name in parts[0]}

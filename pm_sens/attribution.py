@@ -122,7 +122,9 @@ def integrated_gradients(
         vector outcome per point (MvNormal, Multinomial) takes ``"mean"``: each
         outcome's mean, attributed separately (an ``outcome`` dim).
     n_steps : int
-        Gauss–Legendre nodes along the path.
+        Gauss–Legendre nodes along the path. Not used with one feature in a
+        model whose rows do not depend on other rows' inputs: IG is then
+        ``F(x) − F(b)`` exactly (completeness), without a path.
     predictive : pm_sens.Predictive, optional
         The per-draw predictive; default from the observed variable.
     num_draws, random_seed : optional

@@ -128,3 +128,19 @@ def test_summary_of_attributions(linear):
     expected = np.abs(draws[:, :, None, :] * (x - x.mean(0))).mean(2).mean((0, 1))
     got = table.set_index("feature")["importance"]
     np.testing.assert_allclose(got.loc[["a", "b", "c"]].values, expected)
+
+
+def test_one_feature_is_the_change_of_the_statistic(rng):
+    """With one feature, IG is F(x) − F(b) (completeness), computed without the path."""
+    x = rng.normal(size=9)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Bernoulli("y", logit_p=0.3 + b * xd, observed=np.zeros(9, int))
+    b_draws = np.array([[1.5, -0.7, 3.0]])
+    out = pm_sens.integrated_gradients(
+        posterior({"b": b_draws}), model, baseline=0.5, n_steps=2, progressbar=False
+    )["attribution"]
+    p, p_base = (special.expit(0.3 + b_draws[0, :, None] * z) for z in (x, 0.5))
+    np.testing.assert_allclose(out["ig"].values[0, :, :, 0], p - p_base, rtol=1e-12)
+    np.testing.assert_array_equal(out["completeness_gap"].values, 0.0)

@@ -537,3 +537,16 @@ def test_draws_are_read_native_and_a_native_array_as_it_is(rng):
     xr.testing.assert_identical(
         got["sensitivity"].to_dataset(), expected["sensitivity"].to_dataset()
     )
+
+
+def test_largest_array_counts_an_axis_inside_the_graph():
+    """A (draws, rows, K) temporary summed away before the outputs: its size is found
+    from the shapes alone; a size known only from values (a nonzero count) is not."""
+    from pm_sens.graph.functions import GraphFunction
+
+    x, w = pt.tensor("x", shape=(None, 1)), pt.matrix("w")  # (rows, 1), (draws, K)
+    kernel = pt.exp(-((x[None, :, :] - w[:, None, :]) ** 2))  # (draws, rows, K)
+    picked = pt.zeros((3, 4, 5))[:, :, : pt.sum(w > 0)]  # its shape needs w's values
+    function = GraphFunction([x, w], [kernel.sum(-1), picked.sum()], "python")
+    assert function.largest_array(np.zeros((7, 1)), np.ones((2, 11))) == 2 * 7 * 11
+    assert GraphFunction([x], [x * 2], "python").largest_array(np.zeros((7, 1))) == 0

@@ -99,6 +99,49 @@ def test_marginal_gp_matches_closed_forms(rng, data):
     assert np.all(np.isfinite(pfi["likelihood_pfi"].values))
 
 
+def test_gp_integrated_gradients_in_blocks_of_rows(rng, data, monkeypatch):
+    """A kernel row over the training inputs per path point: where one draw's
+    temporaries would exceed memory_limit, the rows are evaluated a block at a
+    time; against the GP's closed-form gradient along the Gauss–Legendre path."""
+    from pm_sens import _chunk_passes
+
+    x, x_new = data
+    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1]
+    with pm.Model() as model:
+        ls = pm.HalfNormal("ls", 1, shape=D)
+        eta = pm.HalfNormal("eta", 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
+        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
+    idata = posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+    blocks = []
+    evaluate = _chunk_passes.evaluate_by_rows
+
+    def spy(compiled, data_values, draw_values, block_rows, per_point):
+        blocks.append(block_rows)
+        return evaluate(compiled, data_values, draw_values, block_rows, per_point)
+
+    monkeypatch.setattr(_chunk_passes, "evaluate_by_rows", spy)
+    out = pm_sens.integrated_gradients(
+        idata,
+        model,
+        predictive=pm_sens.Predictive.from_gp(gp),
+        points={"X": x_new},
+        n_steps=7,
+        progressbar=False,
+        # (6 points × 7 nodes + 12) rows × 25 training inputs: 1,350 values per
+        # temporary, 43,200 bytes per draw as `_chunk_passes` counts them
+        memory_limit=3e4,
+    )["attribution"]
+    assert blocks and max(blocks) < 7 * len(x_new)
+    base = x_new.mean(0)
+    t, w = np.polynomial.legendre.leggauss(7)
+    path = base + (t[:, None, None] + 1) / 2 * (x_new - base)  # (7, 6, D)
+    slopes = _conditional(x, y, path.reshape(-1, D), SIGMA**2)[2].reshape(7, -1, D)
+    expected = (x_new - base) * np.tensordot(w / 2, slopes, axes=1)
+    np.testing.assert_allclose(out["ig"].values[0, 0], expected, rtol=1e-9)
+
+
 def _latent_model(x, likelihood, observed):
     with pm.Model() as model:
         ls = pm.HalfNormal("ls", 1, shape=D)

@@ -58,11 +58,13 @@ class CompiledPredictive:
             result.read_rows(self.settings["dependence"].rows_read(result.phi.shape[-2]))
         return result
 
+    def largest_array(self, data_values, draw_values):
+        """Elements of the largest array of 3+ dims the function computes on these arrays."""
+        return self.function.largest_array(*_arguments([*data_values, *draw_values]))
+
     def run(self, *arrays):
         """The compiled function's outputs on ``arrays``, with a clear shape error."""
-        # one array type per argument (Numba compiles the graph again for each
-        # new combination of memory layout and write flag)
-        arguments = [np.require(a, requirements=("A", "C", "W")) for a in arrays]
+        arguments = _arguments(arrays)
         try:
             return self.function(*arguments)
         except ValueError as error:
@@ -127,6 +129,13 @@ class WhitenedNorm(CompiledPredictive):
         result.norm_range = tuple(float(x) for x in norm_range)
         return result
 
+    def largest_array(self, data_values, draw_values):
+        """The forward function's (`CompiledPredictive.largest_array`).
+
+        The norm's graph differentiates it, with temporaries of the same sizes.
+        """
+        return self.forward.largest_array(data_values, draw_values)
+
     def norm_is_exact(self, norm_range):
         """Whether no square behind the norm over- or underflowed (nor any value is nan).
 
@@ -138,6 +147,15 @@ class WhitenedNorm(CompiledPredictive):
         return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
 
 
+def _arguments(arrays):
+    """``arrays`` as the compiled functions take them: one array type per argument.
+
+    Numba compiles the graph again for each new combination of memory layout and
+    write flag.
+    """
+    return [np.require(a, requirements=("A", "C", "W")) for a in arrays]
+
+
 #: below this, a sum of squares under the root may have lost digits to underflow
 _SMALLEST_SAFE_NORM = 1e-140
 
@@ -147,23 +165,24 @@ def data_for_chunk(compiled, values):
     return [values[var] for var in compiled.data_variables]
 
 
-def evaluate_series(compiled, data_values, draw_values, series_rows, per_point):
-    """``compiled`` on stacked copies of one series, one copy at a time.
+def evaluate_by_rows(compiled, data_values, draw_values, block_rows, per_point):
+    """``compiled`` on blocks of ``block_rows`` rows, one block at a time, outputs joined.
 
-    A model whose rows depend on other rows' inputs cannot evaluate copies of
-    the points stacked as one longer series (the last rows of one copy would
-    move the first rows of the next): each copy of ``series_rows`` rows is
-    evaluated alone and the outputs joined. ``per_point`` flags the data
-    arrays with a row per point.
+    Two uses: a model whose rows depend on other rows' inputs cannot evaluate
+    copies of the points stacked as one longer series (the last rows of one copy
+    would move the first rows of the next), so each copy is a block; and a
+    local model whose temporaries over an axis inside the graph would leave the
+    CPU's cache takes fewer rows at a time. ``per_point`` flags the data arrays
+    with a row per point.
     """
     n_rows = next(len(v) for v, flag in zip(data_values, per_point, strict=True) if flag)
-    if n_rows == series_rows:
+    if n_rows <= block_rows:
         return compiled(data_values, draw_values)
     parts = []
-    for start in range(0, n_rows, series_rows):
-        copy = [
-            v[start : start + series_rows] if flag else v
+    for start in range(0, n_rows, block_rows):
+        block = [
+            v[start : start + block_rows] if flag else v
             for v, flag in zip(data_values, per_point, strict=True)
         ]
-        parts.append(compiled(copy, draw_values))
+        parts.append(compiled(block, draw_values))
     return ChunkOutputs.joined(parts)

@@ -1,9 +1,13 @@
 """Compiled PyTensor functions: the one place pm_sens calls ``pytensor.function``."""
 
+import math
 import threading
 
+import numpy as np
 import pytensor
-from pytensor.graph.traversal import applys_between
+import pytensor.tensor as pt
+from pytensor.graph.traversal import applys_between, io_toposort
+from pytensor.tensor.type import TensorType
 
 from pm_sens.graph.rewrites import compile_mode, runs_element_by_element
 
@@ -37,6 +41,8 @@ class GraphFunction:
         self._graph = (list(arguments), list(outputs))
         self.backend = backend
         self._function = None
+        #: `largest_array` per tuple of argument shapes
+        self._largest = {}
         self._lock = threading.Lock()
         if not lazy:
             self._compile()
@@ -61,6 +67,43 @@ class GraphFunction:
         """The outputs at ``args`` (compiled first if it was lazy)."""
         with self._lock:
             return self._compile()(*args)
+
+    def largest_array(self, *args):
+        """Elements of the largest array of three or more dims the graph computes at ``args``.
+
+        From the static shapes PyTensor infers when the graph is rebuilt on
+        arguments of ``args``' shapes, without computing the arrays: an axis
+        inside the graph, as a GP's kernel row over its training inputs, can
+        make a temporary far larger than the outputs. Sizes known only from
+        values do not count.
+        """
+        shapes = tuple(np.shape(value) for value in args)
+        if shapes not in self._largest:
+            self._largest[shapes] = _largest_array(*self._graph, shapes)
+        return self._largest[shapes]
+
+
+def _largest_array(arguments, outputs, shapes):
+    """`GraphFunction.largest_array` for arguments of these shapes."""
+    typed = {
+        a: pt.tensor(dtype=a.type.dtype, shape=shape)
+        for a, shape in zip(arguments, shapes, strict=True)
+        if isinstance(a.type, TensorType)
+    }
+    largest = 0
+    for node in io_toposort(arguments, outputs):
+        try:
+            rebuilt = node.clone_with_new_inputs(
+                [typed.get(x, x) for x in node.inputs], strict=False
+            )
+        except Exception:  # noqa: BLE001 (a shape that needs values: not known)
+            continue
+        for old, new in zip(node.outputs, rebuilt.outputs, strict=True):
+            typed[old] = new
+            shape = getattr(new.type, "shape", ())
+            if len(shape) >= 3 and None not in shape:
+                largest = max(largest, math.prod(shape))
+    return largest
 
 
 def _n_nodes(arguments, outputs):

@@ -42,6 +42,10 @@ class GenericStatistics:
             colors=draws.settings["colors"],
         )
 
+    def largest_array(self, data_values, draw_values):
+        """The leaf parameters' graph's (`CompiledPredictive.largest_array`)."""
+        return self.draws.largest_array(data_values, draw_values)
+
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         n_draws = len(draw_values[0])

@@ -70,6 +70,29 @@ def integrated_gradients_at_rows(values, gradients, x, baseline, n_steps):
     }
 
 
+def one_feature_attribution(values, n):
+    """IG of the only feature, ``F(x) − F(b)``: completeness, exact without the path.
+
+    Parameters
+    ----------
+    values : ndarray, shape (S, 2N)
+        The statistic at the rows [points, baselines].
+    n : int
+        The number of points.
+
+    Returns
+    -------
+    dict
+        ``ig`` (S, N, 1), ``value`` F(x) (S, N) and ``baseline_value`` F(b) (S, N).
+    """
+    value, baseline_value = values[:, :n], values[:, n:]
+    return {
+        "ig": (value - baseline_value)[..., None],
+        "value": value,
+        "baseline_value": baseline_value,
+    }
+
+
 def completeness_gap(ig, value, baseline_value):
     """``Σ_d IG_d − (F(x) − F(b))``: shape of ``value`` (..., N)."""
     return ig.sum(-1) - (value - baseline_value)
