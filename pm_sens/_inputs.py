@@ -3,7 +3,7 @@
 import numpy as np
 
 from pm_sens._points import current_value
-from pm_sens._validate import as_name_list, inform, warn
+from pm_sens._validate import as_name_list, inform_once, warn
 from pm_sens.graph.model_queries import (
     bart_variables,
     count_containers,
@@ -188,12 +188,13 @@ def _raise_no_inputs(predictive, model, other_lengths, n_points):
 def _tell_held_statistics(predictive):
     """Say which statistics of the data the model computes are held at their values."""
     if predictive.held_statistics:
-        inform(
+        inform_once(
+            predictive,
             f"pm_sens holds the {', '.join(predictive.held_statistics)} computed inside the "
             "model at their values on the model's data, so new points are transformed as "
             "the data were (a model of new x with the training mean and sd). To refuse such "
             "a model instead, pass predictive=pm_sens.Predictive.from_observed(model, "
-            "hold_statistics=False)"
+            "hold_statistics=False)",
         )
 
 
@@ -204,10 +205,11 @@ def _tell_numpy_inputs(predictive, chosen):
     """
     raw = [v.name for v in chosen if v in predictive.raw_inputs]
     if raw:
-        inform(
+        inform_once(
+            predictive,
             f"pm_sens takes the raw inputs {raw} as inputs, through design(), in place of "
             f"the design columns of {predictive.design_replaced} (in a copy of the model's "
-            "graph): every measure is per raw input, and points= gives raw values"
+            "graph): every measure is per raw input, and points= gives raw values",
         )
     taken = [v for v in chosen if v in predictive.numpy_inputs]
     if not taken:
@@ -227,7 +229,7 @@ def _tell_numpy_inputs(predictive, chosen):
             "indices): to rank one as an input, give it to the model as a float array or "
             "in a float pm.Data container"
         )
-    inform(message)
+    inform_once(predictive, message)
 
 
 def _warn_held_floats(predictive, held):

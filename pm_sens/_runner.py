@@ -25,7 +25,7 @@ from pm_sens._validate import (
     check_optional_positive_int,
     check_positive,
     check_seed,
-    inform,
+    inform_once,
 )
 from pm_sens.graph.bambi_model import is_bambi_model, rebuild
 from pm_sens.graph.compiled import data_for_chunk
@@ -324,7 +324,10 @@ def dependence_of(ctx):
         raise
     ctx.dependence = found
     if not found.local:
-        inform(f"pm_sens found the model's dependence between rows: {found.describe()}")
+        inform_once(
+            ctx.predictive,
+            f"pm_sens found the model's dependence between rows: {found.describe()}",
+        )
     return found
 
 

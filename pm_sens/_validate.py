@@ -7,6 +7,7 @@ import logging
 import numbers
 import os
 import warnings
+import weakref
 
 import numpy as np
 
@@ -21,6 +22,22 @@ def warn(message):
 def inform(message):
     """An info message on the ``pm_sens`` logger (shown by default, as PyMC's are)."""
     logging.getLogger("pm_sens").info(message)
+
+
+#: the messages said about each predictive (`inform_once`)
+_SAID = weakref.WeakKeyDictionary()
+
+
+def inform_once(about, message):
+    """`inform`, the first time ``message`` is said about ``about`` in the process.
+
+    For what pm_sens finds in a model (a predictive, reused across calls): a
+    notebook's every call would repeat it.
+    """
+    said = _SAID.setdefault(about, set())
+    if message not in said:
+        said.add(message)
+        inform(message)
 
 
 def check_choice(name, value, valid):

@@ -103,7 +103,10 @@ def test_a_polynomial_in_a_data_container(rng):
 
 
 def test_the_message_names_the_raw_inputs_and_the_columns(product, caplog):
-    predictive, on_columns, _, idata = product
+    used, on_columns, _, idata = product
+    # a predictive no other test has used (the message is said once per predictive)
+    raw = {v.name: used.defaults[v] for v in used.raw_inputs}
+    predictive = pm_sens.Predictive.from_observed(on_columns, raw_inputs=raw, design=_product)
     with caplog.at_level(logging.INFO, logger="pm_sens"):
         pm_sens.sensitivity(idata, on_columns, predictive=predictive, **QUIET)
     message = " ".join(r.getMessage() for r in caplog.records if r.name == "pm_sens")
