@@ -49,16 +49,21 @@ def _hyperparameters():
     return {"ls": LS[None, None], "eta": np.array([[ETA]])}
 
 
-def test_marginal_gp_matches_closed_forms(rng, data):
-    x, x_new = data
-    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1] + 0.1 * rng.normal(size=len(x))
+def _marginal(x, y):
+    """A marginal GP on (x, y), its GP and a one-draw posterior at the fixed hyperparameters."""
     with pm.Model() as model:
         ls = pm.HalfNormal("ls", 1, shape=D)
         eta = pm.HalfNormal("eta", 1)
         sigma = pm.HalfNormal("sigma", 1)
         gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
         gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-    idata = posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+    return model, gp, posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+
+
+def test_marginal_gp_matches_closed_forms(rng, data):
+    x, x_new = data
+    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1] + 0.1 * rng.normal(size=len(x))
+    model, gp, idata = _marginal(x, y)
     pred = pm_sens.Predictive.from_gp(gp, feature_names=["u", "v"])
     out = pm_sens.sensitivity(
         idata,
@@ -107,13 +112,7 @@ def test_gp_integrated_gradients_in_blocks_of_rows(rng, data, monkeypatch):
 
     x, x_new = data
     y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1]
-    with pm.Model() as model:
-        ls = pm.HalfNormal("ls", 1, shape=D)
-        eta = pm.HalfNormal("eta", 1)
-        sigma = pm.HalfNormal("sigma", 1)
-        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(D, ls=ls))
-        gp.marginal_likelihood("y", X=x, y=y, sigma=sigma)
-    idata = posterior({**_hyperparameters(), "sigma": np.array([[SIGMA]])})
+    model, gp, idata = _marginal(x, y)
     blocks = []
     evaluate = _chunk_passes.evaluate_by_rows
 
