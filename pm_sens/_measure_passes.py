@@ -292,13 +292,14 @@ def _ig_of_chunk(chunk, size, *, x, baseline, n_steps, varying, vector):
     """IG of each of the statistic's components (one per outcome); zero where one is constant."""
     rows = chunk.phi.shape[-2]
     gradients = dict(zip(varying, chunk.jac, strict=True)) if n_steps else {}
-    constant = np.zeros((size, rows, x.shape[1]))
 
     def attribution(k):
         values = np.broadcast_to(chunk.phi[..., k], (size, rows))
         if not n_steps:
             return one_feature_attribution(values, len(x))
-        gradient = gradients.get(k, constant)
+        gradient = gradients.get(k)
+        if gradient is None:  # a constant component
+            gradient = np.zeros((size, rows, x.shape[1]))
         return integrated_gradients_at_rows(values, gradient, x, baseline, n_steps)
 
     parts = [attribution(k) for k in range(chunk.phi.shape[-1])]
