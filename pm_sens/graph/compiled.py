@@ -60,7 +60,7 @@ class CompiledPredictive:
 
     def largest_array(self, data_values, draw_values):
         """Elements of the largest array of 3+ dims the function computes on these arrays."""
-        return self.function.largest_array(*_arguments([*data_values, *draw_values]))
+        return self.function.largest_array(*data_values, *draw_values)  # shapes only
 
     def run(self, *arrays):
         """The compiled function's outputs on ``arrays``, with a clear shape error."""
@@ -171,9 +171,9 @@ def evaluate_by_rows(compiled, data_values, draw_values, block_rows, per_point):
     Two uses: a model whose rows depend on other rows' inputs cannot evaluate
     copies of the points stacked as one longer series (the last rows of one copy
     would move the first rows of the next), so each copy is a block; and a
-    local model whose temporaries over an axis inside the graph would leave the
-    CPU's cache takes fewer rows at a time. ``per_point`` flags the data arrays
-    with a row per point.
+    local model of which one draw's temporaries over all rows would exceed the
+    memory limit takes fewer rows at a time. ``per_point`` flags the data
+    arrays with a row per point.
     """
     n_rows = next(len(v) for v, flag in zip(data_values, per_point, strict=True) if flag)
     if n_rows <= block_rows:
