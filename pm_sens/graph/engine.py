@@ -177,7 +177,10 @@ def compile_predictive(
         second_moment=None,
     )
     generic = predictive.likelihood.generic
-    if generic is not None and (mode == "moment" or statistic in ("mean", "variance")):
+    by_rule = mode == "moment" or statistic in ("mean", "variance")
+    # a mean PyMC gives in closed form is a statistic of the graph, as a closed form's
+    by_rule = by_rule and not (statistic == "mean" and predictive.likelihood.mean is not None)
+    if generic is not None and by_rule:
         draws = per_draw_graph(order=order, backend=backend, dependence=dependence, colors=colors)
         return GenericStatistics(
             draws,

@@ -11,8 +11,12 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
+from pymc.exceptions import UndefinedMomentException
 from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
 
 from pm_sens.graph.generic_leaves import (
     constant_parameters,
@@ -20,7 +24,13 @@ from pm_sens.graph.generic_leaves import (
     likelihood_leaves,
     with_parameters,
 )
-from pm_sens.graph.generic_rules import Parts, lazy_function, locate_functions, support_name
+from pm_sens.graph.generic_rules import (
+    Parts,
+    lazy_function,
+    locate_functions,
+    support_bounds,
+    support_name,
+)
 from pm_sens.graph.model_queries import data_value, replace_rebuilding
 
 
@@ -118,6 +128,33 @@ class LikelihoodGraph:
             start += leaf.size
         return resized, replacements
 
+    def pymc_mean(self):
+        """``mean``, where PyMC has the distribution's mean E[y], else None.
+
+        None where PyMC has no mean for it (a truncated or censored law, a
+        mixture with such a component) or gives the location of an angle
+        (VonMises: its circular mean, not E[y] over (−π, π]): E[y] then comes
+        from the summation or quadrature rule.
+        """
+        placeholders = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+        return None if self.mean(*placeholders) is None else self.mean
+
+    def mean(self, *params):
+        """E[y] (the shape of the leaf ``params``, broadcast) by PyMC's mean; None if none."""
+        params = pt.broadcast_arrays(*(pt.as_tensor_variable(p) for p in params))
+        resized, replacements = self._rebuilt([p.reshape((-1,)) for p in params])
+        laws = [
+            v for v in ancestors([resized]) if v.owner and isinstance(v.owner.op, RandomVariable)
+        ]
+        if any(_circular(law) for law in laws):
+            return None
+        try:
+            mean = pm_mean(resized)
+        except (NotImplementedError, UndefinedMomentException):
+            return None
+        (mean,) = replace_rebuilding([mean], replacements)
+        return mean.reshape(params[0].shape)
+
     def _compile(self):
         phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
         resized, replacements = self._rebuilt(phis)
@@ -188,3 +225,12 @@ class LikelihoodGraph:
             outputs = at_nodes([logp, *scores, *second], value, nodes)
             self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]
+
+
+def _circular(law):
+    """Whether ``law`` is a distribution of angles (its support is (−π, π])."""
+    try:
+        low, high = support_bounds(law)
+    except NotImplementedError:
+        return False
+    return isinstance(low, float) and (low, high) == (-np.pi, np.pi)

@@ -47,6 +47,7 @@ def _generic_likelihood(rv, model):
         draw_family=generic.family(),
         draw_parameters=lambda *params: list(params),
         moments=None,
+        mean=generic.pymc_mean(),
         route=generic.route,
         generic=generic,
     )
