@@ -107,7 +107,7 @@ class GenericLikelihood(LikelihoodGraph):
         weights are None (the pmf, computed with the score).
         """
         if self.discrete:
-            sizes = self._support_sizes(flat)
+            sizes, _ = self._support_sizes(flat)
             for top in np.unique(sizes):
                 index = np.flatnonzero(sizes == top)
                 for rows in blocks(len(index), top * cells_per_value):
@@ -135,21 +135,25 @@ class GenericLikelihood(LikelihoodGraph):
         a row's K the count where its sum passes ``1 − tail``, rounded up to a
         quarter of its power of 2 (a beta-binomial with 41 trials sums 48
         counts, not 64; rows come in at most four sizes per octave).
+
+        Returns the sizes (R,) and, where they came from the pmf, the log pmf
+        (W, R) at 0..W − 1 it summed, W the largest size (−inf from a row's
+        own size on); else None.
         """
         sizes, mass = np.zeros(len(phi), dtype=int), np.zeros(len(phi))
         low, top, logcdf = 0, 16, self.functions["logcdf"]
-        while True:
+        summed = []  # (rows, first count, log pmf (counts, rows)) of each try
+        while np.any(sizes == 0):
             pending = np.flatnonzero(sizes == 0)
-            if not len(pending):
-                return sizes
             rows = phi[pending]
             if logcdf is not None:
                 upper = np.full(len(rows), top - 1, dtype=self._rv.dtype)
                 left = -np.expm1(logcdf(upper, *np.ascontiguousarray(rows.T))[0])
                 sizes[pending[left < self.tail]] = top
             else:
-                counts = np.arange(low, top)[:, None]
-                sums = mass[pending] + np.cumsum(np.exp(self.log_density(rows[None], counts)), 0)
+                log_pmf = self.log_density(rows[None], np.arange(low, top)[:, None])
+                summed.append((pending, low, log_pmf))
+                sums = mass[pending] + np.cumsum(np.exp(log_pmf), 0)
                 held = sums >= 1 - self.tail  # (counts, rows)
                 done = held[-1]
                 needed = low + np.argmax(held[:, done], 0) + 1
@@ -159,6 +163,7 @@ class GenericLikelihood(LikelihoodGraph):
             if top >= 2**24:  # the tail is too heavy to sum: use what there is
                 sizes[sizes == 0] = top
             low, top = top, top * 2
+        return sizes, _log_pmf_table(summed, sizes) if summed else None
 
     def expectation(self, phi, integrand, order=1):
         """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
@@ -270,18 +275,20 @@ class GenericLikelihood(LikelihoodGraph):
     def pmf_table(self, phi):
         """Discrete: the pmf of 0..W−1 (W arrays (...)) and the entropy (...) per row.
 
-        Each row's pmf is summed over its own support (`_rules`); W is the
-        widest, the counts beyond a row's support have probability 0.
+        Each row's pmf is summed over its own support (`_support_sizes`),
+        from the values that found it where it was found by summing the pmf;
+        W is the widest, the counts beyond a row's support have probability 0.
         """
         flat = phi.reshape(-1, phi.shape[-1])
-        tables = [(index, self._logp_at(y, flat[index])) for index, y, _ in self._rules(flat)]
-        width = max(len(logp) for _, logp in tables)
-        pmf, entropy = np.zeros((width, len(flat))), np.empty(len(flat))
-        for index, logp in tables:
-            p = np.exp(logp)
-            pmf[: len(p), index] = p
-            with np.errstate(invalid="ignore"):  # 0 · −inf outside the support
-                entropy[index] = -np.where(p > 0, p * logp, 0.0).sum(0)
+        sizes, log_pmf = self._support_sizes(flat)
+        if log_pmf is None:
+            log_pmf = np.full((sizes.max(), len(flat)), -np.inf)
+            for index, y, _ in self._rules(flat):
+                log_pmf[: len(y), index] = self._logp_at(y, flat[index])
+        pmf = np.exp(log_pmf)
+        with np.errstate(invalid="ignore"):  # 0 · −inf outside the support
+            entropy = -np.where(pmf > 0, pmf * log_pmf, 0.0).sum(0)
+        width = len(pmf)
         return tuple(pmf.reshape(width, *phi.shape[:-1])), entropy.reshape(phi.shape[:-1])
 
     def support_upper(self, phi, tail):
@@ -310,3 +317,14 @@ class GenericLikelihood(LikelihoodGraph):
             else None,
             pmf_table=(lambda phi, **_: self.pmf_table(phi)) if self.discrete else None,
         )
+
+
+def _log_pmf_table(summed, sizes):
+    """The log pmf (W, R) at 0..W − 1 from `_support_sizes`' tries, −inf from each size on."""
+    table = np.full((sizes.max(), len(sizes)), -np.inf)
+    for rows, low, log_pmf in summed:
+        counts = min(len(table) - low, len(log_pmf))
+        if counts > 0:
+            table[low : low + counts, rows] = log_pmf[:counts]
+    table[np.arange(len(table))[:, None] >= sizes] = -np.inf
+    return table
