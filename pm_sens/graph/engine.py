@@ -20,7 +20,7 @@ from pytensor.graph.traversal import graph_inputs
 from pm_sens.graph.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.derivatives import point_derivatives, whitened_norm
 from pm_sens.graph.functions import compiled_function, evaluate
-from pm_sens.graph.generic_statistics import GenericStatistics
+from pm_sens.graph.generic_statistics import GenericStatistics, by_rule
 from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.model_queries import (
     data_containers,
@@ -176,15 +176,11 @@ def compile_predictive(
         mode="draw",
         second_moment=None,
     )
-    generic = predictive.likelihood.generic
-    by_rule = mode == "moment" or statistic in ("mean", "variance")
-    # a mean PyMC gives in closed form is a statistic of the graph, as a closed form's
-    by_rule = by_rule and not (statistic == "mean" and predictive.likelihood.mean is not None)
-    if generic is not None and by_rule:
+    if by_rule(predictive.likelihood, mode, statistic):
         draws = per_draw_graph(order=order, backend=backend, dependence=dependence, colors=colors)
         return GenericStatistics(
             draws,
-            generic,
+            predictive.likelihood.generic,
             mode=mode,
             order=order,
             second_moment=second_moment,

@@ -5,6 +5,16 @@ import numpy as np
 from pm_sens.graph.chunk import ChunkOutputs
 
 
+def by_rule(likelihood, mode, statistic):
+    """Whether the moments come from a generic likelihood's summation or quadrature rule.
+
+    A mean PyMC gives in closed form is a statistic of the graph, as a closed form's.
+    """
+    if likelihood.generic is None or not (mode == "moment" or statistic in ("mean", "variance")):
+        return False
+    return not (statistic == "mean" and likelihood.mean is not None)
+
+
 class GenericStatistics:
     """The mean and variance of a likelihood without closed forms, as a compiled predictive.
 

@@ -40,7 +40,7 @@ from pm_sens.graph.wide_table import cells_of_wide_table, row_coordinate
 def _generic_likelihood(rv, model):
     """A likelihood without closed forms: PyMC's logp by summation or quadrature."""
     generic = GenericLikelihood(rv, {*model.free_RVs, *model.observed_RVs})
-    likelihood = Likelihood(
+    return Likelihood(
         name=generic.name,
         support=generic.support,
         parameter_names=generic.labels,
@@ -50,8 +50,7 @@ def _generic_likelihood(rv, model):
         mean=generic.pymc_mean(),
         route=generic.route,
         generic=generic,
-    )
-    return likelihood, generic.per_point_parameters()
+    ), generic.per_point_parameters()
 
 
 def _likelihood_and_parameters(rv, model, vector):
