@@ -113,11 +113,11 @@ def fisher_information_logit(phi):
 
 
 def _logit_scale(phi):
-    """``sqrt(σ(η)σ(−η)) = e/(1 + e²)`` with ``e = exp(−|η|/2)`` (one exponential)."""
-    e = np.abs(phi[..., 0])
-    e *= -0.5
-    np.exp(e, out=e)
-    return e / (1 + e * e)
+    """``sqrt(σ(η)σ(−η)) = 1/(2 cosh(η/2))``, 0 once cosh overflows (|η| > 1420)."""
+    half = phi[..., 0] * 0.5
+    with np.errstate(over="ignore"):
+        np.cosh(half, out=half)
+    return np.divide(0.5, half, out=half)
 
 
 fisher_factors_logit = diagonal_factors(_logit_scale)
