@@ -136,13 +136,12 @@ class GenericLikelihood(LikelihoodGraph):
         quarter of its power of 2 (a beta-binomial with 41 trials sums 48
         counts, not 64; rows come in at most four sizes per octave).
 
-        Returns the sizes (R,) and, where they came from the pmf, the log pmf
-        (W, R) at 0..W − 1 it summed, W the largest size (−inf from a row's
-        own size on); else None.
+        Returns the sizes (R,) and, where they came from the pmf, the pmf and
+        log pmf (W, R) at 0..W − 1 it summed (`_tables`); else None.
         """
         sizes, mass = np.zeros(len(phi), dtype=int), np.zeros(len(phi))
         low, top, logcdf = 0, 16, self.functions["logcdf"]
-        summed = []  # (rows, first count, log pmf (counts, rows)) of each try
+        summed = []  # (rows, first count, log pmf and pmf (counts, rows)) of each try
         while np.any(sizes == 0):
             pending = np.flatnonzero(sizes == 0)
             rows = phi[pending]
@@ -152,8 +151,9 @@ class GenericLikelihood(LikelihoodGraph):
                 sizes[pending[left < self.tail]] = top
             else:
                 log_pmf = self.log_density(rows[None], np.arange(low, top)[:, None])
-                summed.append((pending, low, log_pmf))
-                sums = mass[pending] + np.cumsum(np.exp(log_pmf), 0)
+                pmf = np.exp(log_pmf)
+                summed.append((pending, low, log_pmf, pmf))
+                sums = mass[pending] + np.cumsum(pmf, 0)
                 held = sums >= 1 - self.tail  # (counts, rows)
                 done = held[-1]
                 needed = low + np.argmax(held[:, done], 0) + 1
@@ -163,7 +163,7 @@ class GenericLikelihood(LikelihoodGraph):
             if top >= 2**24:  # the tail is too heavy to sum: use what there is
                 sizes[sizes == 0] = top
             low, top = top, top * 2
-        return sizes, _log_pmf_table(summed, sizes) if summed else None
+        return sizes, _tables(summed, sizes) if summed else None
 
     def expectation(self, phi, integrand, order=1):
         """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
@@ -280,14 +280,16 @@ class GenericLikelihood(LikelihoodGraph):
         W is the widest, the counts beyond a row's support have probability 0.
         """
         flat = phi.reshape(-1, phi.shape[-1])
-        sizes, log_pmf = self._support_sizes(flat)
-        if log_pmf is None:
+        sizes, tables = self._support_sizes(flat)
+        if tables is None:
             log_pmf = np.full((sizes.max(), len(flat)), -np.inf)
             for index, y, _ in self._rules(flat):
                 log_pmf[: len(y), index] = self._logp_at(y, flat[index])
-        pmf = np.exp(log_pmf)
-        with np.errstate(invalid="ignore"):  # 0 · −inf outside the support
-            entropy = -np.where(pmf > 0, pmf * log_pmf, 0.0).sum(0)
+            pmf = np.exp(log_pmf)
+            np.copyto(log_pmf, 0.0, where=pmf == 0)  # 0 · log 0 = 0
+        else:
+            pmf, log_pmf = tables
+        entropy = -np.einsum("kr,kr->r", pmf, log_pmf)
         width = len(pmf)
         return tuple(pmf.reshape(width, *phi.shape[:-1])), entropy.reshape(phi.shape[:-1])
 
@@ -319,12 +321,18 @@ class GenericLikelihood(LikelihoodGraph):
         )
 
 
-def _log_pmf_table(summed, sizes):
-    """The log pmf (W, R) at 0..W − 1 from `_support_sizes`' tries, −inf from each size on."""
-    table = np.full((sizes.max(), len(sizes)), -np.inf)
-    for rows, low, log_pmf in summed:
-        counts = min(len(table) - low, len(log_pmf))
+def _tables(summed, sizes):
+    """The pmf and log pmf (W, R) at 0..W − 1 from `_support_sizes`' tries.
+
+    Both 0 from each row's size on, and the log pmf 0 wherever the pmf is
+    (so that ``pmf · log pmf`` is 0 there, not ``0 · −inf``).
+    """
+    pmf, log_pmf = np.zeros((2, sizes.max(), len(sizes)))
+    for rows, low, log_p, p in summed:
+        counts = min(len(pmf) - low, len(p))
         if counts > 0:
-            table[low : low + counts, rows] = log_pmf[:counts]
-    table[np.arange(len(table))[:, None] >= sizes] = -np.inf
-    return table
+            pmf[low : low + counts, rows] = p[:counts]
+            log_pmf[low : low + counts, rows] = log_p[:counts]
+    pmf[np.arange(len(pmf))[:, None] >= sizes] = 0.0
+    np.copyto(log_pmf, 0.0, where=pmf == 0)
+    return pmf, log_pmf
