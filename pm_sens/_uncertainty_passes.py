@@ -157,6 +157,25 @@ def shares_mean(likelihood, entropy):
     return likelihood.generic is None or (entropy and likelihood.draw_family.discrete)
 
 
+def _mean_from_tables(ctx, entropy):
+    """Whether the entropy's pmf tables give the per-draw mean ``Σ_y y p(y)``.
+
+    Those of a discrete family over the counts 0..W−1 held whole (no support
+    window), with one outcome per point: the Bernoulli's ``(1 − p, p)``, the
+    categorical's class probabilities (mean ``Σ k p_k``, as its mean
+    statistic), a likelihood without closed forms. The graph then needs no mean
+    of its own (the logistic's sigmoid: a third of a default PDP's time).
+    """
+    family = ctx.predictive.likelihood.draw_family
+    return (
+        entropy
+        and family.discrete
+        and family.pmf_table is not None
+        and family.support_window is None
+        and not ctx.predictive.outcome_shape
+    )
+
+
 def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 
@@ -168,7 +187,7 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
     """
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
-    table_mean = add_mean is not None and likelihood.generic is not None
+    table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
     statistics = ["mean"] if add_mean is not None and not table_mean else []
     mixture, matched = None, None
     if entropy and not family.discrete:

@@ -229,6 +229,53 @@ def test_pdp_mean_and_entropy_from_one_evaluation_equal_closed_forms(linear):
     np.testing.assert_allclose(ice.sel(component="aleatoric").values, aleatoric, rtol=1e-12)
 
 
+def _categories(eta, cutpoints):
+    """Ordered-logistic class probabilities (S, N, K) at linear predictors (S, N)."""
+    cdf = special.expit(cutpoints[:, None, :] - eta[..., None])
+    ones = np.ones(eta.shape + (1,))
+    return np.diff(np.concatenate([0 * ones, cdf, ones], -1), axis=-1)
+
+
+@pytest.mark.parametrize("likelihood", ["bernoulli", "ordered_logistic"])
+def test_pdp_mean_from_the_entropys_tables_equals_the_closed_form(rng, likelihood):
+    """With the entropy, a Bernoulli's or a categorical's per-draw mean comes from
+    the pmf tables the entropy sums (p; Σ k p_k) instead of a mean computed in the
+    graph: both equal the closed form σ(η) or Σ k p_k at every grid value, per
+    draw, and the mean asked alone."""
+    n, s = 30, 24
+    x = rng.normal(size=(n, 2))
+    beta = rng.normal(size=(1, s, 2))
+    cutpoints = np.sort(rng.normal(size=(1, s, 3)), -1)
+    with pm.Model(coords={"obs": range(n), "col": ["a", "b"]}) as model:
+        xd = pm.Data("X", x, dims=("obs", "col"))
+        b = pm.Normal("b", dims="col")
+        eta = pm.math.dot(xd, b)
+        if likelihood == "bernoulli":
+            pm.Bernoulli("y", logit_p=eta, observed=np.zeros(n), dims="obs")
+            draws = {"b": beta}
+        else:
+            c = pm.Normal("c", shape=3, transform=pm.distributions.transforms.ordered)
+            pm.OrderedLogistic("y", eta=eta, cutpoints=c, observed=np.zeros(n), dims="obs")
+            draws = {"b": beta, "c": cutpoints}
+    options = dict(features=["a"], grid={"a": [-1.0, 0.5]}, progressbar=False)
+    options["extend_inferencedata"] = False
+    idata = posterior(draws, dims={"b": ["col"]}, coords={"col": ["a", "b"]})
+    both = pm_sens.partial_dependence(idata, model, kind=("mean", "entropy"), **options)
+    alone = pm_sens.partial_dependence(idata, model, kind="mean", **options)
+    both, alone = both["partial_dependence"], alone["partial_dependence"]
+    b = beta[0]
+    etas = [v * b[:, :1] + x[:, 1] * b[:, 1:] for v in (-1.0, 0.5)]  # (S, N) per grid value
+    if likelihood == "bernoulli":
+        means = [special.expit(e) for e in etas]
+    else:
+        means = [(_categories(e, cutpoints[0]) * np.arange(4)).sum(-1) for e in etas]
+    expected = np.stack([m.mean(1) for m in means], -1)  # (S, K): each draw's mean over points
+    for result in (both, alone):
+        pdp = result["mean_pdp"].sel(feature="a").values.reshape(s, -1)
+        np.testing.assert_allclose(pdp, expected, rtol=1e-12)
+    np.testing.assert_allclose(both["mean_ice"].values, alone["mean_ice"].values, rtol=1e-12)
+
+
 _SCALE_LINKED = {
     # likelihood(location, log scale) -> the PyMC RV, and scipy's law at the same values
     "normal": (

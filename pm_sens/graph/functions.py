@@ -71,15 +71,18 @@ class GraphFunction:
     def largest_array(self, *args):
         """Elements of the largest array of three or more dims the graph computes at ``args``.
 
-        From the static shapes PyTensor infers when the graph is rebuilt on
-        arguments of ``args``' shapes, without computing the arrays: an axis
-        inside the graph, as a GP's kernel row over its training inputs, can
-        make a temporary far larger than the outputs. Sizes known only from
-        values do not count.
+        From the static shapes PyTensor infers when the compiled graph is
+        rebuilt on arguments of ``args``' shapes, without computing the arrays:
+        an axis inside the graph, as a GP's kernel row over its training
+        inputs, can make a temporary far larger than the outputs. Sizes known
+        only from values do not count. The compiled graph, not the one given:
+        a design matrix times coefficients is a (draws, rows, columns) product
+        there, a matrix product once compiled.
         """
         shapes = tuple(np.shape(value) for value in args)
         if shapes not in self._largest:
-            self._largest[shapes] = _largest_array(*self._graph, shapes)
+            fgraph = self.maker.fgraph
+            self._largest[shapes] = _largest_array(fgraph.inputs, fgraph.outputs, shapes)
         return self._largest[shapes]
 
 
