@@ -568,3 +568,40 @@ def test_largest_array_is_the_compiled_graphs():
     assert _largest_array([x, draws], outputs, shapes) == 1000 * 30  # as written
     function = GraphFunction([x, draws], outputs, "python")
     assert function.largest_array(*(np.zeros(shape) for shape in shapes)) == 1000
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_class_probability_derivatives_equal_the_closed_form(rng, monkeypatch, batched):
+    """An ordered logistic's 4 class probabilities p_k = σ(c_k − η) − σ(c_{k−1} − η),
+    η = x·b: per draw and point, ∂p_k/∂x = −b Δ_k σ' and ∂²p_k/∂x∂x = b bᵀ Δ_k σ'',
+    whether the derivatives of the classes come from one backward pass batched
+    over them (`_over_components`) or one pass each."""
+    from pm_sens.graph import derivatives
+
+    if not batched:
+        monkeypatch.setattr(derivatives, "BATCHED_COMPONENTS", 99)
+    n, s = 7, 5
+    x = rng.normal(size=(n, 2))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        c = pm.Normal("c", shape=3, transform=pm.distributions.transforms.ordered)
+        pm.OrderedLogistic("y", eta=xd @ b, cutpoints=c, observed=np.zeros(n, dtype=int))
+    draws = {"b": rng.normal(size=(1, s, 2)), "c": np.sort(rng.normal(size=(1, s, 3)), -1)}
+    ctx = _default_context(posterior(draws), model)
+    compiled = _runner.compiled_for(ctx, "draw", 2)
+    out = compiled(data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, s))
+    beta, cutpoints = draws["b"][0], draws["c"][0]
+    z = cutpoints[:, None, :] - (beta @ x.T)[..., None]  # (S, N, 3)
+    sigma = special.expit(z)
+    slope, curvature = sigma * (1 - sigma), sigma * (1 - sigma) * (1 - 2 * sigma)
+
+    def over_classes(t):  # Δ_k t = t(z_k) − t(z_{k−1}), t = 0 past both ends
+        padded = np.concatenate([np.zeros((s, n, 1)), t, np.zeros((s, n, 1))], -1)
+        return np.moveaxis(np.diff(padded, axis=-1), -1, 0)  # (K, S, N)
+
+    jac = -over_classes(slope)[..., None] * beta[:, None, :]
+    outer = beta[:, :, None] * beta[:, None, :]  # (S, D, D)
+    hess = over_classes(curvature)[..., None, None] * outer[:, None]
+    np.testing.assert_allclose(np.stack(out.jac), jac, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(np.stack(out.hess), hess, rtol=1e-10, atol=1e-14)

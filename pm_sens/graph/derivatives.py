@@ -72,6 +72,13 @@ def _feature_columns(grads, one_dimensional, features_last=False):
     return pt.concatenate(columns, axis=-1) if len(columns) > 1 else columns[0]
 
 
+#: components from which `point_derivatives` of a graph run in NumPy come from one
+#: backward pass batched over them (`_over_components`): a categorical's classes.
+#: Two (a location and a scale) keep a pass each: a GP's interactions took 16 s
+#: cold and 8.6 s warm batched, against 14 s and 7.9 s
+BATCHED_COMPONENTS = 3
+
+
 def point_derivatives(components, wrts, one_dimensional, n_features, order, batched, colors=1):
     """Per order up to ``order``, the list of each component's derivatives.
 
@@ -81,10 +88,13 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
     ``batched``: second derivatives from one backward pass batched over the D
     rows (`_point_hessian`), a graph D times smaller to rewrite, for graphs run
     in NumPy; else from D backward passes, which compiled run faster (the
-    batched pass multiplies every row by the whole identity).
+    batched pass multiplies every row by the whole identity). Batched too:
+    `BATCHED_COMPONENTS` or more components from one pass over them.
     """
     if order == 0:
         return []
+    if batched and colors == 1 and len(components) >= BATCHED_COMPONENTS:
+        return _over_components(components, wrts, one_dimensional, n_features, order)
     jac = [colored_gradient(c, wrts, one_dimensional, colors) for c in components]
     if order == 1:
         return [jac]
@@ -108,6 +118,25 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
         for j in jac
     ]
     return [jac, hess]
+
+
+def _over_components(components, wrts, one_dimensional, n_features, order):
+    """`point_derivatives` of K components from one backward pass batched over them.
+
+    The derivatives of ``Σ_k w_k λ_k`` for a weight vector w, at each row of
+    the identity: a graph of one component's size to rewrite, not K (an
+    ordered probit's 4 class probabilities: R-sens2's graph 1,405 nodes after
+    rewriting in 10.7 s, now 591 nodes in 4.4 s; the call 13.8 s -> 7.8 s).
+    """
+    weight = pt.vector("weight", dtype=components[0].dtype, shape=(len(components),))
+    combined = pt.add(*(weight[k] * c for k, c in enumerate(components)))
+    identity = pt.eye(len(components), dtype=weight.dtype)
+    jac = _point_gradient(combined, wrts, one_dimensional)
+    derivatives = [jac]
+    if order == 2:
+        derivatives.append(_point_hessian(jac, wrts, one_dimensional, n_features))
+    batched = [_over_tangents(d, weight, identity) for d in derivatives]
+    return [[d[k] for k in range(len(components))] for d in batched]
 
 
 def _colored_hessian(jac, wrts, one_dimensional, n_features, colors):
