@@ -72,11 +72,34 @@ def _feature_columns(grads, one_dimensional, features_last=False):
     return pt.concatenate(columns, axis=-1) if len(columns) > 1 else columns[0]
 
 
-#: components from which `point_derivatives` of a graph run in NumPy come from one
-#: backward pass batched over them (`_over_components`): a categorical's classes.
+#: components from which derivatives of a graph run in NumPy come from one
+#: backward pass batched over them (`over_components`): a categorical's classes.
 #: Two (a location and a scale) keep a pass each: a GP's interactions took 16 s
 #: cold and 8.6 s warm batched, against 14 s and 7.9 s
 BATCHED_COMPONENTS = 3
+
+
+def over_components(derivative, components, batched):
+    """``[derivative(c) for c in components]``, from one pass batched over them.
+
+    ``derivative(expr)`` gives a tensor or a list of tensors. With ``batched``
+    and `BATCHED_COMPONENTS` or more components, it is taken once, of
+    ``Σ_k w_k λ_k`` for a weight vector w, and evaluated at each row of the
+    identity: a graph of one component's size to rewrite, not K (an ordered
+    probit's 4 class probabilities: R-sens2's graph 1,405 nodes after
+    rewriting in 10.7 s, now 591 nodes in 4.4 s; the call 13.8 s -> 7.8 s).
+    """
+    if not batched or len(components) < BATCHED_COMPONENTS:
+        return [derivative(c) for c in components]
+    weight = pt.vector("weight", dtype=components[0].dtype, shape=(len(components),))
+    value = derivative(pt.add(*(weight[k] * c for k, c in enumerate(components))))
+    identity = pt.eye(len(components), dtype=weight.dtype)
+    rows = range(len(components))
+    if not isinstance(value, list):
+        value = _over_tangents(value, weight, identity)
+        return [value[k] for k in rows]
+    per_value = [_over_tangents(v, weight, identity) for v in value]
+    return [[v[k] for v in per_value] for k in rows]
 
 
 def point_derivatives(components, wrts, one_dimensional, n_features, order, batched, colors=1):
@@ -86,19 +109,17 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
     derivatives by `colored_gradient`, second by `_colored_hessian`.
 
     ``batched``: second derivatives from one backward pass batched over the D
-    rows (`_point_hessian`), a graph D times smaller to rewrite, for graphs run
+    rows (`_point_hessian`), a graph D times smaller to rewrite, and many
+    components' derivatives from one pass (`over_components`), for graphs run
     in NumPy; else from D backward passes, which compiled run faster (the
-    batched pass multiplies every row by the whole identity). Batched too:
-    `BATCHED_COMPONENTS` or more components from one pass over them.
+    batched pass multiplies every row by the whole identity).
     """
     if order == 0:
         return []
-    if batched and colors == 1 and len(components) >= BATCHED_COMPONENTS:
-        return _over_components(components, wrts, one_dimensional, n_features, order)
-    jac = [colored_gradient(c, wrts, one_dimensional, colors) for c in components]
-    if order == 1:
-        return [jac]
     if colors > 1:
+        jac = [colored_gradient(c, wrts, one_dimensional, colors) for c in components]
+        if order == 1:
+            return [jac]
         hess = [
             _colored_hessian(
                 colored_gradient(c, wrts, one_dimensional, colors, batched=True),
@@ -110,33 +131,19 @@ def point_derivatives(components, wrts, one_dimensional, n_features, order, batc
             for c in components
         ]
         return [jac, hess]
-    if batched:
-        return [jac, [_point_hessian(j, wrts, one_dimensional, n_features) for j in jac]]
-    rows = range(n_features)
-    hess = [
-        pt.stack([_point_gradient(j[..., d], wrts, one_dimensional) for d in rows], axis=-2)
-        for j in jac
-    ]
-    return [jac, hess]
 
+    def derivatives(expr):
+        jac = _point_gradient(expr, wrts, one_dimensional)
+        if order == 1:
+            return [jac]
+        if batched:
+            return [jac, _point_hessian(jac, wrts, one_dimensional, n_features)]
+        rows = range(n_features)
+        columns = [_point_gradient(jac[..., d], wrts, one_dimensional) for d in rows]
+        return [jac, pt.stack(columns, axis=-2)]
 
-def _over_components(components, wrts, one_dimensional, n_features, order):
-    """`point_derivatives` of K components from one backward pass batched over them.
-
-    The derivatives of ``Σ_k w_k λ_k`` for a weight vector w, at each row of
-    the identity: a graph of one component's size to rewrite, not K (an
-    ordered probit's 4 class probabilities: R-sens2's graph 1,405 nodes after
-    rewriting in 10.7 s, now 591 nodes in 4.4 s; the call 13.8 s -> 7.8 s).
-    """
-    weight = pt.vector("weight", dtype=components[0].dtype, shape=(len(components),))
-    combined = pt.add(*(weight[k] * c for k, c in enumerate(components)))
-    identity = pt.eye(len(components), dtype=weight.dtype)
-    jac = _point_gradient(combined, wrts, one_dimensional)
-    derivatives = [jac]
-    if order == 2:
-        derivatives.append(_point_hessian(jac, wrts, one_dimensional, n_features))
-    batched = [_over_tangents(d, weight, identity) for d in derivatives]
-    return [[d[k] for k in range(len(components))] for d in batched]
+    per_component = over_components(derivatives, components, batched)
+    return [list(by_order) for by_order in zip(*per_component, strict=True)]
 
 
 def _colored_hessian(jac, wrts, one_dimensional, n_features, colors):

@@ -18,7 +18,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.compiled import CompiledPredictive, WhitenedNorm
-from pm_sens.graph.derivatives import point_derivatives, whitened_norm
+from pm_sens.graph.derivatives import over_components, point_derivatives, whitened_norm
 from pm_sens.graph.functions import compiled_function, evaluate
 from pm_sens.graph.generic_statistics import GenericStatistics, by_rule
 from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, statistic_expression
@@ -374,7 +374,11 @@ def _whitened_outputs(graph, components, n_varying, backend, point_sums):
     ``point_sums``: each draw's sum over the points, and the values' range.
     """
     scales = pt.tensor("scales", dtype="float64", shape=(None, None, n_varying))
-    grads = [pytensor.grad(c.sum(), graph.wrts, disconnected_inputs="ignore") for c in components]
+    grads = over_components(
+        lambda c: pytensor.grad(c.sum(), graph.wrts, disconnected_inputs="ignore"),
+        components,
+        batched=backend == "python",
+    )
     norm = whitened_norm(grads, scales, graph.one_dimensional)
     if point_sums:  # the range only where squares may over- or underflow
         ranges = [norm.min(), norm.max()] if n_varying > 1 else []
