@@ -40,6 +40,22 @@ def test_import_pm_sens_loads_no_heavy_or_optional_package():
     assert out.stdout.strip() == "[]"
 
 
+def test_scipy_stats_loads_only_when_a_family_needs_it():
+    """Loading every family and a module-level use of them does not import
+    ``scipy.stats``; a family's quantile (the Poisson's support) does."""
+    code = (
+        "import sys, numpy as np\n"
+        "from pm_sens import families\n"
+        "from pm_sens.families import poisson\n"
+        "print('scipy.stats' in sys.modules)\n"
+        "poisson.upper_count(np.array([3.0]), 1e-10)\n"
+        "print('scipy.stats' in sys.modules)"
+    )
+    out = _run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+
+
 def test_public_names_load_on_first_use_and_stay_the_same():
     """Every name in ``__all__`` resolves, to the function of its module, and
     ``pm_sens.summary`` is the function (its module is ``pm_sens.ranking``)."""

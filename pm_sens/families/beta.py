@@ -1,6 +1,5 @@
 """Beta(mean, variance): concentration κ = m(1−m)/v − 1, α = mκ, β = (1−m)κ."""
 
-from scipy import stats
 from scipy.special import betaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
@@ -53,6 +52,8 @@ def renyi_divergence(phi_p, phi_q, alpha):
 
 def log_density(phi, y):
     """Log density at 0 < y < 1."""
+    from scipy import stats
+
     a, b = _shapes(phi)
     return stats.beta.logpdf(y, a, b)
 

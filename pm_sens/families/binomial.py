@@ -1,7 +1,6 @@
 """Binomial(n, p) with n fixed; like the Bernoulli, may carry ``1 − p`` as a column."""
 
 import numpy as np
-from scipy import stats
 from scipy.special import gammaln
 
 from pm_sens.families import bernoulli
@@ -26,6 +25,8 @@ def kl_divergence(phi_p, phi_q, n):
 
 def log_density(phi, y, n):
     """Log pmf at y ∈ {0, …, n}."""
+    from scipy import stats
+
     return stats.binom.logpmf(y, np.asarray(n).astype(int), phi[..., 0])
 
 

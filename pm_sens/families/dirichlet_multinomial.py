@@ -10,7 +10,6 @@ its KL divergence and entropy are sums over every split of the n trials
 """
 
 import numpy as np
-from scipy import stats
 from scipy.special import gammaln, polygamma
 
 from pm_sens.families import _compositions, dirichlet
@@ -19,6 +18,8 @@ from pm_sens.families._base import Family, raw_moment_family
 
 def fisher_information(phi, n):
     """The information in α (see the module), reparametrized to ``(m, v)``."""
+    from scipy import stats
+
     alpha = dirichlet.concentrations(phi)
     total = alpha.sum(-1)
     n = np.asarray(n, dtype=float)

@@ -1,7 +1,6 @@
 """Exponential(mean)."""
 
 import numpy as np
-from scipy import stats
 
 from pm_sens.families._base import Family, log1p_gap
 from pm_sens.families._renyi import renyi_exponential_family
@@ -32,6 +31,8 @@ def renyi_divergence(phi_p, phi_q, alpha):
 
 def log_density(phi, y):
     """Log density at y >= 0."""
+    from scipy import stats
+
     return stats.expon.logpdf(y, scale=phi[..., 0])
 
 

@@ -1,7 +1,6 @@
 """Gamma(mean, variance): shape m²/v, rate m/v."""
 
 import numpy as np
-from scipy import stats
 from scipy.special import gammaln, polygamma, psi
 
 from pm_sens.families._base import (
@@ -80,6 +79,8 @@ def kl_divergence(phi_p, phi_q):
 
 def log_density(phi, y):
     """Log density at y > 0."""
+    from scipy import stats
+
     return stats.gamma.logpdf(y, phi[..., 0] ** 2 / phi[..., 1], scale=phi[..., 1] / phi[..., 0])
 
 
@@ -180,6 +181,8 @@ def kl_divergence_mean_shape(phi_p, phi_q):
 
 def log_density_mean_shape(phi, y):
     """Log density at y > 0."""
+    from scipy import stats
+
     return stats.gamma.logpdf(y, phi[..., 1], scale=phi[..., 0] / phi[..., 1])
 
 

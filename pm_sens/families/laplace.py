@@ -1,7 +1,6 @@
 """Laplace(mean, variance); PyMC's scale b gives variance 2b²."""
 
 import numpy as np
-from scipy import stats
 
 from pm_sens.families._base import Family, diagonal_matrix, log1p_gap
 
@@ -51,6 +50,8 @@ def renyi_divergence(phi_p, phi_q, alpha):
 
 def log_density(phi, y):
     """Log density at y (scale b = sqrt(v/2))."""
+    from scipy import stats
+
     return stats.laplace.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1] / 2))
 
 

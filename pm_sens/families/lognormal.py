@@ -1,7 +1,6 @@
 """LogNormal(mean, variance) of y (not of log y)."""
 
 import numpy as np
-from scipy import stats
 
 from pm_sens.families import normal
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
@@ -38,6 +37,8 @@ def renyi_divergence(phi_p, phi_q, alpha):
 
 def log_density(phi, y):
     """Log density at y > 0."""
+    from scipy import stats
+
     log_moments = _log_moments(phi)
     return stats.lognorm.logpdf(y, np.sqrt(log_moments[..., 1]), scale=np.exp(log_moments[..., 0]))
 

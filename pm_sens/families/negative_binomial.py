@@ -5,7 +5,6 @@ expected squared score summed over the support (tail mass below ``tail``).
 """
 
 import numpy as np
-from scipy.stats import nbinom, poisson
 
 from pm_sens.families import poisson as poisson_family
 from pm_sens.families._base import (
@@ -22,6 +21,8 @@ _MAX_CELLS = 4_000_000  # elements × support values summed at once
 
 
 def _alpha_information_block(m, a, tail):
+    from scipy.stats import nbinom
+
     p = a / (a + m)
     y = np.arange(int(nbinom.ppf(1 - tail, a, p).max()) + 2)
     # ψ(y + a) − ψ(a) as a running sum of 1/(a + k), k < y: stable when a ≫ y
@@ -33,6 +34,8 @@ def _alpha_information_block(m, a, tail):
 
 def alpha_information(m, a, tail=1e-12):
     """Expected squared score of α, ``E[(∂ log p / ∂α)²]``, for NB(m, α)."""
+    from scipy.stats import nbinom
+
     m, a = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(m, a))
     flat_m, flat_a = m.ravel(), a.ravel()
     out = np.empty_like(flat_m)
@@ -97,6 +100,8 @@ def fisher_information(phi):
 
 def _logpmf(y, m, a):
     """NB(m, α) log pmf; Poisson(m) where α is infinite."""
+    from scipy.stats import nbinom, poisson
+
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
     return np.where(finite, nbinom.logpmf(y, safe, safe / (safe + m)), poisson.logpmf(y, m))
@@ -117,6 +122,8 @@ def _log_ratio(y, m1, a1, m2, a2):
 
 def _sf(top, m, a):
     """P(Y > top) under NB(m, α); Poisson(m) where α is infinite."""
+    from scipy.stats import nbinom, poisson
+
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
     return np.where(finite, nbinom.sf(top, safe, safe / (safe + m)), poisson.sf(top, m))
@@ -187,6 +194,8 @@ def log_density(phi, y):
 
 
 def _upper(m, a, tail):
+    from scipy.stats import nbinom
+
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
     upper = nbinom.isf(tail, safe, safe / (safe + m)).astype(int)
@@ -204,6 +213,8 @@ def support_window_mean_alpha(low, high, tail):
 
 
 def _lower(m, a, tail):
+    from scipy.stats import nbinom, poisson
+
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
     quantile = np.where(finite, nbinom.ppf(tail, safe, safe / (safe + m)), poisson.ppf(tail, m))

@@ -1,7 +1,7 @@
 """Poisson(mean)."""
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from pm_sens.families._base import Family, clip_positive, diagonal_factors, log1p_gap
 
@@ -38,6 +38,8 @@ SMALLEST_TAIL = 1e-16
 
 def upper_count(m, tail):
     """The count above which the mass of Poisson(m) is below ``tail`` (≥ `SMALLEST_TAIL`)."""
+    from scipy import stats
+
     # isf, not ppf(1 − tail): 1 − tail is 1 for a tail below 1e-16 (a hurdle's
     # tail times a small 1 − f₀), where ppf is infinite
     return stats.poisson.isf(np.maximum(tail, SMALLEST_TAIL), m).astype(int)
@@ -50,6 +52,8 @@ def support_upper(phi, tail):
 
 def support_window(low, high, tail):
     """Counts holding all but ``tail`` of the mass for every rate in [low, high]."""
+    from scipy import stats
+
     lower = stats.poisson.ppf(tail / 2, low[..., 0])
     return np.maximum(lower, 0).astype(int), support_upper(high, tail / 2)
 

@@ -10,7 +10,6 @@ match as every ν grows.
 
 import numpy as np
 from scipy.special import betaln, polygamma, psi
-from scipy.stats import t as student_t
 
 from pm_sens.families._base import Family, diagonal_matrix, reparametrize, stack_matrix
 from pm_sens.families._renyi import renyi_by_rules
@@ -44,6 +43,8 @@ def kl_divergence(phi_p, phi_q):
     trapezoid rule on fixed nodes (p's) is accurate from ν ≈ 0.2 (they reach
     |y| ≈ 10⁸³ σ) to the Normal limit.
     """
+    from scipy.stats import t as student_t
+
     shape = (-1, *([1] * (phi_p.ndim - 1)))
     mu, scale, nu = phi_p[..., 0], np.sqrt(phi_p[..., 1]), phi_p[..., 2]
     y = mu + scale * _Z.reshape(shape)
@@ -97,6 +98,8 @@ def renyi_divergence(phi_p, phi_q, alpha):
 
 def log_density(phi, y):
     """Log density at y."""
+    from scipy.stats import t as student_t
+
     return student_t.logpdf(y, phi[..., 2], phi[..., 0], np.sqrt(phi[..., 1]))
 
 
