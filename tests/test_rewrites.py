@@ -303,10 +303,12 @@ def test_numpy_linker_ufuncs_write_into_their_output(rng):
             assert storage[0][0] is arrays[inplace[0]], name
 
     # in compiled graphs: float ops are rewritten and agree with PyTensor's own
-    # implementation; integer ones are left to it
+    # implementation, products with masks too (two masks fold into one); integer
+    # ones are left to it
     z, k = pt.matrix("z"), pt.matrix("k", dtype="int64")
     for expr, inputs, rewritten in [
         (pt.exp(z) + a + c, [z, a, c], True),
+        (pt.exp(z) * (a > 0) * a * (c < 0.5) * c, [z, a, c], True),
         (k + 2 * k + k, [k], False),
     ]:
         function = pytensor.function(inputs, expr, mode=compile_mode("python"))

@@ -69,10 +69,18 @@ class UfuncWithOut(Elemwise):
             i, j = (0, 1) if same_shape else _smallest_pair(shapes)
             shape = _broadcast_shape(shapes[i], shapes[j])
             read = read or terms[i] is target or terms[j] is target
-            if read and target is not None and target.shape == shape:
+            dtype = np.result_type(terms[i], terms[j])  # two masks: a mask
+            if read and target is not None and target.shape == shape and target.dtype == dtype:
                 out = target
             else:
-                out = next((terms[k] for k in (i, j) if partial[k] and shapes[k] == shape), None)
+                out = next(
+                    (
+                        terms[k]
+                        for k in (i, j)
+                        if partial[k] and shapes[k] == shape and terms[k].dtype == dtype
+                    ),
+                    None,
+                )
             terms[i], shapes[i], partial[i] = ufunc(terms[i], terms[j], out=out), shape, True
             del terms[j], shapes[j], partial[j]
         return terms[0]
@@ -155,9 +163,11 @@ def _writes_with_out(node):
     if not isinstance(import_func_from_string(spec[0]), np.ufunc):
         return False
     dtypes = {x.dtype for x in [*node.inputs, *node.outputs]}
+    variadic = isinstance(op.scalar_op, ps.Add | ps.Mul) and len(node.inputs) > 2
+    if variadic and isinstance(op.scalar_op, ps.Mul):
+        dtypes.discard("bool")  # masks of PyTensor's switch sinks: a product with them is exact
     if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
         return False
-    variadic = isinstance(op.scalar_op, ps.Add | ps.Mul) and len(node.inputs) > 2
     return bool(op.inplace_pattern) and len(node.inputs) == spec[1] or variadic
 
 
