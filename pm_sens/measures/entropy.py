@@ -20,6 +20,16 @@ DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
 
 
+def _sum_over_draws(x):
+    """``x.sum(0)``, or ``x[0]`` of one draw.
+
+    NumPy's reduction over a length-1 axis is a loop over the rows: 1 s of a
+    30-input logistic's default PDP, whose Bernoulli tables come one draw at a
+    time.
+    """
+    return x[0] if len(x) == 1 else x.sum(0)
+
+
 class EntropyAccumulator:
     """Aleatoric entropy and (discrete) mixture pmf, summed over chunks of draws.
 
@@ -99,10 +109,13 @@ class EntropyAccumulator:
             )
             self._widen(len(pmf))  # every row's counts are 0..W−1
             by_row = self.pmf_sum.reshape(len(self.widths), -1)
-            by_row[:, : len(pmf)] += np.stack([p.sum(0) for p in pmf], -1)
-            self.aleatoric_sum += entropy.sum(0)
-            if self.table_mean:
-                mean[draws] = sum(k * p for k, p in enumerate(pmf[1:], 1))
+            for k, p in enumerate(pmf):  # each count's column, without stacking them first
+                by_row[:, k] += _sum_over_draws(p)
+            self.aleatoric_sum += _sum_over_draws(entropy)
+            if self.table_mean:  # Σ_y y p(y), from the count 1 on
+                mean[draws] = pmf[1] if len(pmf) > 1 else 0.0
+                for k, p in enumerate(pmf[2:], 2):
+                    mean[draws] += k * p
             start += size
         self.count += len(phi)
         return mean
