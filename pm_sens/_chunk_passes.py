@@ -38,7 +38,8 @@ FORWARD_CACHED_CELLS = 750_000
 #: `FORWARD_CACHED_CELLS` (no chunk stays in the cache): its inputs are read once
 #: for this many draws, not once per draw (a 30-input logistic's default PDP,
 #: 853,500 rows, re-read its design matrix per draw: 19-21 s in chunks of one
-#: draw, 15 s in chunks of 8, with no higher memory peak)
+#: draw, 15 s in chunks of 8, with no higher memory peak; the default 1 GB
+#: limit allows it 6)
 DRAWS_PER_READ = 8
 
 

@@ -164,7 +164,7 @@ def _mean_from_tables(ctx, entropy):
     window), with one outcome per point: the Bernoulli's ``(1 − p, p)``, the
     categorical's class probabilities (mean ``Σ k p_k``, as its mean
     statistic), a likelihood without closed forms. The graph then needs no mean
-    of its own (the logistic's sigmoid: a third of a default PDP's time).
+    of its own (the logistic's sigmoid: a quarter of a default PDP's time).
     """
     family = ctx.predictive.likelihood.draw_family
     return (

@@ -96,8 +96,8 @@ def over_components(derivative, components, batched):
     identity = pt.eye(len(components), dtype=weight.dtype)
     rows = range(len(components))
     if not isinstance(value, list):
-        value = _over_tangents(value, weight, identity)
-        return [value[k] for k in rows]
+        stacked = _over_tangents(value, weight, identity)
+        return [stacked[k] for k in rows]
     per_value = [_over_tangents(v, weight, identity) for v in value]
     return [[v[k] for v in per_value] for k in rows]
 
