@@ -286,9 +286,9 @@ class GenericLikelihood(LikelihoodGraph):
             for index, y, _ in self._rules(flat):
                 log_pmf[: len(y), index] = self._logp_at(y, flat[index])
             pmf = np.exp(log_pmf)
-            np.copyto(log_pmf, 0.0, where=pmf == 0)  # 0 · log 0 = 0
         else:
             pmf, log_pmf = tables
+        np.copyto(log_pmf, 0.0, where=pmf == 0)  # 0 · log 0 = 0, not 0 · −inf
         entropy = -np.einsum("kr,kr->r", pmf, log_pmf)
         width = len(pmf)
         return tuple(pmf.reshape(width, *phi.shape[:-1])), entropy.reshape(phi.shape[:-1])
@@ -324,8 +324,7 @@ class GenericLikelihood(LikelihoodGraph):
 def _tables(summed, sizes):
     """The pmf and log pmf (W, R) at 0..W − 1 from `_support_sizes`' tries.
 
-    Both 0 from each row's size on, and the log pmf 0 wherever the pmf is
-    (so that ``pmf · log pmf`` is 0 there, not ``0 · −inf``).
+    Both 0 from each row's size on.
     """
     pmf, log_pmf = np.zeros((2, sizes.max(), len(sizes)))
     for rows, low, log_p, p in summed:
@@ -334,5 +333,4 @@ def _tables(summed, sizes):
             pmf[low : low + counts, rows] = p[:counts]
             log_pmf[low : low + counts, rows] = log_p[:counts]
     pmf[np.arange(len(pmf))[:, None] >= sizes] = 0.0
-    np.copyto(log_pmf, 0.0, where=pmf == 0)
     return pmf, log_pmf
