@@ -11,6 +11,7 @@ log density pays for it.
 from pm_sens.families import (
     bernoulli,
     beta,
+    beta_binomial,
     binomial,
     categorical,
     censored_normal,
@@ -69,6 +70,7 @@ DEFAULT_MOMENT_FAMILY = {
 }
 
 STUDENTT = studentt.FAMILY
+BETA_BINOMIAL = beta_binomial.FAMILY
 CENSORED_NORMAL = censored_normal.FAMILY
 NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
 NORMAL_MEAN_SD = normal.FAMILY_MEAN_SD
@@ -99,6 +101,7 @@ def get_moment_family(name: str) -> Family:
 
 __all__ = [
     "BERNOULLI_LOGIT",
+    "BETA_BINOMIAL",
     "BINOMIAL_LOGIT",
     "CENSORED_NORMAL",
     "DEFAULT_MOMENT_FAMILY",

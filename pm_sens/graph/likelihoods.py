@@ -169,6 +169,12 @@ def _negative_binomial_moments(n, p):
     return mean, mean * (1 + odds)
 
 
+def _beta_binomial_moments(n, a, b):
+    total = a + b
+    mean = n * a / total
+    return mean, mean * b * (total + n) / (total * (total + 1))
+
+
 def _category_mean(p):
     """The expected category ``Σ_k k p_k`` (meaningful for ordered outcomes)."""
     return (p * pt.arange(p.shape[-1])).sum(-1)
@@ -272,6 +278,16 @@ LIKELIHOODS: dict[type, Likelihood] = {
         fixed=lambda n, p: {"n": n},
         mean=lambda n, p: n * p,
         complement=lambda n, p: _complement(p),
+    ),
+    rv.BetaBinomialRV: Likelihood(
+        "beta_binomial",
+        "count",
+        ("n", "alpha", "beta"),
+        families.BETA_BINOMIAL,
+        lambda n, a, b: [a, b],
+        _beta_binomial_moments,
+        fixed=lambda n, a, b: {"n": n},
+        matched_fixed=False,
     ),
     rv.CategoricalRV: Likelihood(
         "categorical",

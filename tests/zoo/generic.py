@@ -7,7 +7,6 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from tests.zoo._registry import known_posterior, zoo_model
-from tests.zoo.glm import _trials_are_not_an_input
 
 
 @zoo_model("the truncated regression notebook: pm.Truncated Normal with a scalar sigma")
@@ -160,31 +159,6 @@ def mixture_components_from_dims(rng):
         tau = pm.Gamma("tau", 2, 2, dims="K")
         mu = gamma + 0.5 * x_[:, None]
         pm.NormalMixture("obs", w, mu, sigma=1 / pt.sqrt(tau), observed=x, dims="N")
-    return model, known_posterior(model)
-
-
-@zoo_model(
-    "a beta-binomial regression with trials per row in pm.Data",
-    check=_trials_are_not_an_input,
-)
-def beta_binomial_trials(rng):
-    n = 20
-    dose = rng.normal(size=n)
-    trials = rng.integers(10, 40, n)
-    with pm.Model() as model:
-        dose_ = pm.Data("dose", dose)
-        trials_ = pm.Data("trials", trials)
-        a = pm.Normal("a", 0, 1)
-        b = pm.Normal("b", 0, 1)
-        kappa = pm.Gamma("kappa", 10, 1)
-        p = pm.math.invlogit(a + b * dose_)
-        pm.BetaBinomial(
-            "y",
-            n=trials_,
-            alpha=p * kappa,
-            beta=(1 - p) * kappa,
-            observed=rng.binomial(trials, 0.4),
-        )
     return model, known_posterior(model)
 
 

@@ -301,6 +301,31 @@ def binomial_trials(rng):
 
 
 @zoo_model(
+    "a beta-binomial regression with trials per row in pm.Data (closed form)",
+    check=_trials_are_not_an_input,
+)
+def beta_binomial_trials(rng):
+    n = 20
+    dose = rng.normal(size=n)
+    trials = rng.integers(10, 40, n)
+    with pm.Model() as model:
+        dose_ = pm.Data("dose", dose)
+        trials_ = pm.Data("trials", trials)
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        kappa = pm.Gamma("kappa", 10, 1)
+        p = pm.math.invlogit(a + b * dose_)
+        pm.BetaBinomial(
+            "y",
+            n=trials_,
+            alpha=p * kappa,
+            beta=(1 - p) * kappa,
+            observed=rng.binomial(trials, 0.4),
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
     "a multi-output regression: MvNormal(mu=X @ B, chol) with an LKJ covariance over 2 outcomes",
 )
 def multi_output_regression(rng):

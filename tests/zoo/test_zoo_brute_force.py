@@ -90,6 +90,32 @@ class PoissonOffset:
         return np.stack([total, aleatoric, total - aleatoric], -1)
 
 
+class BetaBinomialTrials:
+    """``beta_binomial_trials``: BetaBinomial(trials, p κ, (1 − p) κ), p = invlogit(a + b x);
+    each row keeps its trials (not an input)."""
+
+    name, features, discrete = "beta_binomial_trials", ["dose"], True
+
+    def __init__(self, case):
+        self.a, self.b = _draws(case, "a"), _draws(case, "b")
+        self.kappa = _draws(case, "kappa")[:, None]
+        self.trials = case.model["trials"].get_value()
+
+    def law(self, x):
+        p = special.expit(self.a[:, None] + self.b[:, None] * x[:, 0])
+        return stats.betabinom(self.trials, p * self.kappa, (1 - p) * self.kappa)
+
+    def mean(self, x):
+        return self.law(x).mean()
+
+    def entropy(self, x):
+        support = np.arange(self.trials.max() + 1)[:, None, None]
+        pmf = self.law(x).pmf(support)  # (Y, S, N)
+        total = special.entr(pmf.mean(1)).sum(0)
+        aleatoric = special.entr(pmf).sum(0).mean(0)
+        return np.stack([total, aleatoric, total - aleatoric], -1)
+
+
 class BartRegression(NormalLinear):
     """``bart_regression``: Normal(the sum of trees at x, sigma), the trees of each
     draw evaluated by pymc-bart itself (one chain: its history is in draw order)."""
@@ -110,7 +136,7 @@ class BartRegression(NormalLinear):
         return stats.norm(mu, np.broadcast_to(self.sigma[:, None], mu.shape))
 
 
-SMOOTH = [NormalLinear, BernoulliLogit, PoissonOffset]
+SMOOTH = [NormalLinear, BernoulliLogit, PoissonOffset, BetaBinomialTrials]
 #: PFI and PDP evaluate the predictive at moved points only: trees too
 MODELS = [*SMOOTH, BartRegression]
 
@@ -119,7 +145,7 @@ def _inputs(case, reference):
     model = case.model
     columns = [
         model[name].get_value()
-        for name in ("x1", "x2", "data", "x", "log_exposure", "X")
+        for name in ("x1", "x2", "data", "x", "log_exposure", "X", "dose")
         if name in model.named_vars
     ]
     return np.column_stack(columns).astype(float), reference
@@ -232,7 +258,7 @@ def test_integrated_gradients_equal_quadrature_of_finite_differences(smooth_setu
 def _conditionals(x):
     """Mean (N, D) and sd (D,) of x_d given the other columns, by the Schur
     complement of the sample covariance (pm_sens goes through the precision)."""
-    mu, cov = x.mean(0), np.cov(x.T)
+    mu, cov = x.mean(0), np.atleast_2d(np.cov(x.T))
     means, sds = np.empty_like(x), np.empty(x.shape[1])
     for d in range(x.shape[1]):
         rest = [k for k in range(x.shape[1]) if k != d]
