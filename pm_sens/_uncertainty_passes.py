@@ -131,7 +131,9 @@ def entropy_accumulator(ctx, compiled, values, n_rows, table_mean=False):
     if family.support_window is not None:
         low, high, fixed = parameter_range(ctx, compiled, values)
         window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
-    return EntropyAccumulator(family, n_rows, window=window, table_mean=table_mean)
+    return EntropyAccumulator(
+        family, n_rows, window=window, table_mean=table_mean, draws=ctx.draws.count
+    )
 
 
 def mean_rows(ctx, values, n_rows, add):

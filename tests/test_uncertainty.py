@@ -487,11 +487,13 @@ def test_zero_modified_mixture_entropies_against_brute_force(rng, family, base, 
     ],
     ids=["poisson", "nb_mean_alpha", "nb_mean_variance", "zip", "hurdle_poisson"],
 )
-def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
+@pytest.mark.parametrize("draws", [None, 40], ids=["compiled", "numpy"])
+def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi, draws):
     """Sums by recurrence equal sums of the log pmf, in rows whose draws are far apart
     (rate 1 and 3000 in one row: a draw's pmf underflows over most of the row's
     window, and where the row's draws walk together the pmf of rate 1 has underflowed:
-    those walk alone)."""
+    those walk alone), in the compiled loop and, for a pass of few draws × counts
+    (`NUMPY_CELLS`), in NumPy."""
     means = np.exp(rng.uniform(0, 8, size=(40, 5)))
     means[:, 0] = np.where(np.arange(40) % 2, 1.0, 3000.0)
     params = phi(means)
@@ -500,7 +502,8 @@ def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi):
         if family.support_window
         else None
     )
-    by_recurrence = EntropyAccumulator(family, 5, window=window)
+    by_recurrence = EntropyAccumulator(family, 5, window=window, draws=draws)
+    assert by_recurrence.in_numpy == (draws is not None and window is not None)
     by_log_pmf = EntropyAccumulator(
         dataclasses.replace(family, pmf_recursion=None), 5, window=window
     )

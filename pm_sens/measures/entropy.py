@@ -12,12 +12,18 @@ fixed variance).
 import numpy as np
 from scipy import special
 
+from pm_sens.measures._walk import walk_sums
+
 #: draws × rows × support values held at once: tables of 16 MB, not 160 MB (a
 #: beta-binomial's default PDP, its tables built from pieces: 36.5 s -> 30.9 s)
 _MAX_CELLS = 2_000_000
 #: draws per call of the support sums that keep their vector loops over draws full
 DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
+#: draws × counts up to which a pass's support sums run in NumPy (`walk_sums`, about
+#: 3 ns each), beyond which in the loop Numba compiles (`recursion_sums`, about 1 ns
+#: each, but 6 s to compile the first time an environment uses it)
+NUMPY_CELLS = 500_000_000
 
 
 def _sum_over_draws(x):
@@ -49,6 +55,10 @@ class EntropyAccumulator:
     table_mean : bool
         Families whose pmf table is over the counts 0..W−1 (a likelihood
         without closed forms): `add` also returns the per-draw means from it.
+    draws : int, optional
+        With a window: how many draws will be added. Support sums of at most
+        `NUMPY_CELLS` draws × counts (from the windows' lowest count to each
+        row's last) run in NumPy, larger ones in a compiled loop.
     """
 
     #: mass left out of the support sums
@@ -56,15 +66,17 @@ class EntropyAccumulator:
     #: most counts one row's support sum may cover
     MAX_SUPPORT = 2**24
 
-    def __init__(self, family, n_rows, tail=TAIL, window=None, table_mean=False):
+    def __init__(self, family, n_rows, tail=TAIL, window=None, table_mean=False, draws=None):
         self.family, self.tail, self.table_mean = family, tail, table_mean
         self.count = 0
         self.aleatoric_sum = np.zeros(n_rows)
-        self.windowed = window is not None
+        self.windowed, self.in_numpy = window is not None, False
         if self.windowed:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
             self._check_support(self.widths)
+            cells = (upper - self.lower.min() + 1).sum() * (draws or np.inf)
+            self.in_numpy = cells <= NUMPY_CELLS
         else:
             self.lower = np.zeros(n_rows, dtype=int)
             self.widths = np.zeros(n_rows, dtype=int)
@@ -161,6 +173,10 @@ class EntropyAccumulator:
         shape = phi.shape[:2]
         a, b = np.broadcast_arrays(a, b)
         upper = self.lower + self.widths - 1
+        if self.in_numpy:
+            rows = (self.lower, upper, self.offsets)
+            walk_sums(a, b, log_base, zero, scale, rows, self.pmf_sum, self.aleatoric_sum)
+            return
         with np.errstate(divide="ignore", invalid="ignore"):
             mode = np.floor(np.where(a < 1, b / (1 - a), 0.0))
         mode = np.clip(mode, self.lower, upper).astype(np.int64)
