@@ -20,6 +20,7 @@ equals that route's (R-sens does not depend on the parametrization).
 import numpy as np
 from scipy.special import gammaln
 
+from pm_sens.families import binomial
 from pm_sens.families._base import Family, log1p_gap, stack_matrix
 from pm_sens.families._renyi import renyi_from_log_masses
 
@@ -140,11 +141,6 @@ def renyi_divergence(phi_p, phi_q, alpha, n):
     return renyi_from_log_masses(log_p, log_q, alpha)
 
 
-def support_upper(phi, tail, n):
-    """No count exceeds the trials."""
-    return np.broadcast_to(np.asarray(n), phi.shape[:-1]).astype(int)
-
-
 FAMILY = Family(
     "beta_binomial",
     "count",
@@ -152,7 +148,7 @@ FAMILY = Family(
     fisher_information,
     kl_divergence,
     log_density,
-    support_upper=support_upper,
+    support_upper=binomial.support_upper,  # no count exceeds the trials
     pmf_table=pmf_table,
     renyi_divergence=renyi_divergence,
 )
