@@ -5,7 +5,7 @@ for rows whose counts span few values: all draws and rows step together from
 the smallest count of the windows to the largest, the log pmf moving by
 ``log(a + b/y)`` (for a Poisson ``log b − log y``), a vector operation per
 count. No compiling: Numba compiles that loop in about 6 s the first time an
-environment uses it, which a narrow support sums in a fraction of.
+environment uses it, longer than a narrow support's sums take here.
 """
 
 import numpy as np
@@ -39,12 +39,15 @@ def walk_sums(a, b, log_base, zero, scale, rows, pmf_sum, aleatoric_sum):
         Added to in place: the pmf sums, and per row (R,) the draws' entropies.
     """
     lower, upper, offsets = rows
+    if not len(upper):
+        return
     order = np.argsort(-upper, kind="stable")
     lower, upper, starts = lower[order], upper[order], offsets[:-1][order]
-    first = int(lower.min())
+    first, shape = int(lower.min()), np.shape(b)
 
     def by_order(x):
-        return None if x is None else np.broadcast_to(x, np.shape(b))[:, order]
+        """(S, R) in the rows' order (None stays None)."""
+        return None if x is None else np.broadcast_to(x, shape)[:, order]
 
     a, b, zero, scale = (by_order(x) for x in (a, b, zero, scale))
     log_p = by_order(log_base(first)).astype(float)
