@@ -5,9 +5,12 @@ One input x, linear predictor ``b·x`` with b = 1 (two identical draws), so that
 the points themselves sweep the parameter across its range.
 """
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 
 import pm_sens
 from tests.conftest import posterior
@@ -119,3 +122,48 @@ def test_moment_mode_is_exact_or_refuses_with_the_cause(kind):
     if bad:
         with pytest.raises(ValueError, match="mode='draw'"):
             _rsens(model, "moment", subset(bad))
+
+
+def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
+    """Rows of 0 to 100 trials, draws of concentration κ = 1e6 (the binomial limit)
+    and 1e-3 (the mass at 0 and n): every function's results are finite, with no
+    floating-point warning, and draw-mode R-sens equals the central finite-difference
+    KL. Moment mode refuses the rows of 0 trials (a predictive of variance 0), naming
+    the cause."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=12)
+    trials = np.array([0, 1, 2, 5, 40, 0, 3, 7, 100, 1, 9, 30])
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        a, b, kappa = pm.Normal("a"), pm.Normal("b"), pm.HalfNormal("kappa", 10)
+        p = pm.math.invlogit(a + b * xd)
+        pm.BetaBinomial(
+            "y", n=trials, alpha=p * kappa, beta=(1 - p) * kappa, observed=np.minimum(trials, 1)
+        )
+    kappa = np.repeat([[1e6], [1e-3]], 20, axis=1)
+    idata = posterior(
+        {"a": rng.normal(size=(2, 20)), "b": rng.normal(size=(2, 20)), "kappa": kappa}
+    )
+    observed = xr.Dataset({"y": ("y_dim_0", np.minimum(trials, 1))})
+    idata["observed_data"] = xr.DataTree(observed)
+    quiet = dict(progressbar=False, extend_inferencedata=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = pm_sens.sensitivity(
+            idata, model, mode="draw", interactions=True, method=["rsens", "kl"], **quiet
+        )["sensitivity"]
+        results = [out] + [
+            call(idata, model, **quiet)
+            for call in (
+                pm_sens.permutation_importance,
+                pm_sens.partial_dependence,
+                pm_sens.integrated_gradients,
+            )
+        ]
+    for result in results:
+        for dataset in [result, *getattr(result, "children", {}).values()]:
+            for name, values in getattr(dataset, "data_vars", {}).items():
+                assert np.isfinite(values.values).all(), name
+    np.testing.assert_allclose(out["rsens"].values, out["kl"].values, rtol=1e-4, atol=1e-12)
+    with pytest.raises(ValueError, match=r"variance is not finite and positive.*mode='draw'"):
+        pm_sens.sensitivity(idata, model, **quiet)
