@@ -128,8 +128,8 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
     """Rows of 0 to 100 trials, draws of concentration κ = 1e6 (the binomial limit)
     and 1e-3 (the mass at 0 and n): every function's results are finite, with no
     floating-point warning, and draw-mode R-sens equals the central finite-difference
-    KL. Moment mode refuses the rows of 0 trials (a predictive of variance 0), naming
-    the cause."""
+    KL, and where one trial makes it a Bernoulli, that law's closed form. Moment mode
+    refuses the rows of 0 trials (a predictive of variance 0), naming the cause."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=12)
     trials = np.array([0, 1, 2, 5, 40, 0, 3, 7, 100, 1, 9, 30])
@@ -165,5 +165,11 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
             for name, values in getattr(dataset, "data_vars", {}).items():
                 assert np.isfinite(values.values).all(), name
     np.testing.assert_allclose(out["rsens"].values, out["kl"].values, rtol=1e-4, atol=1e-12)
+    # one trial: a Bernoulli of p for any κ, whose R-sens is |b| sqrt(p (1 − p))
+    a, b = (idata["posterior"][name].values[..., None] for name in ("a", "b"))
+    p = 1 / (1 + np.exp(-(a + b * x)))
+    one = trials == 1
+    expected = (np.abs(b) * np.sqrt(p * (1 - p)))[..., one]
+    np.testing.assert_allclose(out["rsens"].values[..., one, 0], expected, rtol=1e-8)
     with pytest.raises(ValueError, match=r"variance is not finite and positive.*mode='draw'"):
         pm_sens.sensitivity(idata, model, **quiet)
