@@ -20,10 +20,13 @@ _MAX_CELLS = 2_000_000
 #: draws per call of the support sums that keep their vector loops over draws full
 DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
-#: draws × counts up to which a pass's support sums run in NumPy (`walk_sums`, about
-#: 3 ns each), beyond which in the loop Numba compiles (`recursion_sums`, about 1 ns
-#: each, but 6 s to compile the first time an environment uses it)
-NUMPY_CELLS = 500_000_000
+#: a pass's support sums run in NumPy (`walk_sums`) where that takes about this
+#: long or less, else in the loop Numba compiles (`recursion_sums`: about 1 ns per
+#: draw and count, but 6 s to compile the first time an environment uses it)
+NUMPY_SECONDS = 1.5
+#: `walk_sums`' cost: per draw and count, and per count of each chunk of draws (the
+#: NumPy calls themselves: rates of 1 and 2e5 in one row took 2.4 s for 4 draws)
+_NUMPY_PER_CELL, _NUMPY_PER_COUNT = 3e-9, 12e-6
 
 
 def _sum_over_draws(x):
@@ -56,9 +59,10 @@ class EntropyAccumulator:
         Families whose pmf table is over the counts 0..W−1 (a likelihood
         without closed forms): `add` also returns the per-draw means from it.
     draws : int, optional
-        With a window: how many draws will be added. Support sums of at most
-        `NUMPY_CELLS` draws × counts (from the windows' lowest count to each
-        row's last) run in NumPy, larger ones in a compiled loop.
+        With a window: how many draws will be added. Support sums that NumPy
+        runs in about `NUMPY_SECONDS` or less (by their draws × counts, from the
+        windows' lowest count to each row's last) run in NumPy, others in a
+        compiled loop.
     """
 
     #: mass left out of the support sums
@@ -75,8 +79,7 @@ class EntropyAccumulator:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
             self._check_support(self.widths)
-            cells = (upper - self.lower.min() + 1).sum() * (draws or np.inf)
-            self.in_numpy = cells <= NUMPY_CELLS
+            self.in_numpy = draws is not None and _numpy_seconds(window, draws) <= NUMPY_SECONDS
         else:
             self.lower = np.zeros(n_rows, dtype=int)
             self.widths = np.zeros(n_rows, dtype=int)
@@ -237,6 +240,14 @@ _NEGLIGIBLE_PMF = 1e-20
 #: a draw whose log pmf at its row's common start is below this walks from its own
 #: mode (the pmf, ~1e-261 there, can grow back by products without underflow)
 _LOG_SMALLEST_START = -600.0
+
+
+def _numpy_seconds(window, draws):
+    """`walk_sums`' time, roughly, for ``draws`` over the counts of ``window``."""
+    lower, upper = window
+    counts = upper - lower.min() + 1
+    chunks = -(-draws // DRAWS_TOGETHER)
+    return draws * counts.sum() * _NUMPY_PER_CELL + chunks * counts.max() * _NUMPY_PER_COUNT
 
 
 def recursion_sums(
