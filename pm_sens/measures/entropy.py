@@ -245,9 +245,10 @@ _LOG_SMALLEST_START = -600.0
 def _numpy_seconds(window, draws):
     """`walk_sums`' time, roughly, for ``draws`` over the counts of ``window``."""
     lower, upper = window
-    counts = upper - lower.min() + 1
+    counts = upper - (lower.min() if len(lower) else 0) + 1
     chunks = -(-draws // DRAWS_TOGETHER)
-    return draws * counts.sum() * _NUMPY_PER_CELL + chunks * counts.max() * _NUMPY_PER_COUNT
+    widest = counts.max(initial=0)
+    return draws * counts.sum() * _NUMPY_PER_CELL + chunks * widest * _NUMPY_PER_COUNT
 
 
 def recursion_sums(
