@@ -54,7 +54,8 @@ def check_matched(phi, family):
         (
             ~(np.isfinite(variance) & (variance > 0)),
             "variance is not finite and positive",
-            "a scale that underflows to 0 (or is nan) at these inputs; use mode='draw'",
+            "a scale that underflows to 0 (or is nan) at these inputs, or a predictive "
+            "that is one value there (a row with 0 trials); use mode='draw'",
         ),
     ]
     for bad, what, cause in checks:

@@ -171,5 +171,5 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
     one = trials == 1
     expected = (np.abs(b) * np.sqrt(p * (1 - p)))[..., one]
     np.testing.assert_allclose(out["rsens"].values[..., one, 0], expected, rtol=1e-8)
-    with pytest.raises(ValueError, match=r"variance is not finite and positive.*mode='draw'"):
+    with pytest.raises(ValueError, match=r"not finite and positive.*0 trials\); use mode='draw'"):
         pm_sens.sensitivity(idata, model, **quiet)
