@@ -37,13 +37,18 @@ FORWARD_CACHED_CELLS = 750_000
 #: draws per chunk of a forward graph whose rows for one draw already exceed
 #: `FORWARD_CACHED_CELLS` (no chunk stays in the cache): its inputs are read once
 #: for this many draws, not once per draw (a 30-input logistic's default PDP,
-#: 853,500 rows, re-read its design matrix per draw: 19-21 s in chunks of one
-#: draw, 15 s in chunks of 8, with no higher memory peak; the default 1 GB
-#: limit allows it 6)
-DRAWS_PER_READ = 8
+#: 853,500 rows, re-read its 205 MB design matrix per chunk: 19-21 s in chunks of
+#: one draw, 15 s in chunks of 8, 9.7 s in chunks of 12, 12.2 s in the 6 that
+#: the old memory estimate of 24 arrays per row allowed, with the same 920 MB
+#: peak)
+DRAWS_PER_READ = 16
+#: arrays of a forward graph's rows (one draw) its consumers hold at once: the
+#: parameters, log densities, entropies, a recurrence's coefficients (a
+#: logistic's PDP held about 2 per row and draw: 12 MB per draw of 853,500 rows)
+FORWARD_ARRAYS = 12
 
 
-def _bytes_per_draw(ctx, n_rows, n_components, mode, order, largest):
+def _bytes_per_draw(ctx, n_rows, mode, order, largest):
     """Working memory per draw for parameters, derivatives and temporaries.
 
     ``largest``: the elements of the graph's largest array for one draw, four
@@ -53,13 +58,16 @@ def _bytes_per_draw(ctx, n_rows, n_components, mode, order, largest):
     Gradients ran in chunks with 2.6 GB temporaries against a 1 GB limit).
     """
     n_features = len(ctx.points.features)
-    per_parameter = 4 + (n_features if order else 0)  # temporaries, and gradients
-    per_row = (n_components + 1) * per_parameter * (1 + max(order - 1, 0) * n_features)
-    per_row *= 4 if mode == "draw" and order else 2  # a derivative's consumers hold more
+    if order:
+        per_parameter = 4 + n_features  # temporaries, and gradients
+        per_row = 3 * per_parameter * (1 + (order - 1) * n_features)
+        per_row *= 4 if mode == "draw" else 2  # a derivative's consumers hold more
+    else:
+        per_row = FORWARD_ARRAYS
     return 8 * max(n_rows * per_row, 4 * largest)
 
 
-def _chunking(ctx, compiled, values, n_components, steps, min_draws, whole_rows):
+def _chunking(ctx, compiled, values, steps, min_draws, whole_rows):
     """Draws per chunk of ``compiled`` on ``values``, and how to split the rows.
 
     The second is `evaluate_by_rows`'s rows per block and flags where the rows
@@ -73,7 +81,7 @@ def _chunking(ctx, compiled, values, n_components, steps, min_draws, whole_rows)
 
     def bytes_per_draw(data, rows):
         largest = compiled.largest_array(data, ctx.draws.chunk(0, 1))
-        return _bytes_per_draw(ctx, rows, n_components, compiled.mode, compiled.order, largest)
+        return _bytes_per_draw(ctx, rows, compiled.mode, compiled.order, largest)
 
     per_draw = bytes_per_draw(data_for_chunk(compiled, values), n_rows)
     chunk = int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
@@ -118,7 +126,7 @@ def _serial_blas():
         yield
 
 
-def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws=1, out=None):
+def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     A graph run in NumPy, or a per-draw graph, gets chunks of about
@@ -131,7 +139,7 @@ def _chunks(ctx, compiled, values, n_components, description, steps=1, min_draws
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
     whole_rows = out is not None or compiled.settings.get("whitened", False)
-    chunk, blocks = _chunking(ctx, compiled, values, n_components, steps, min_draws, whole_rows)
+    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows)
     starts = range(0, ctx.draws.count, chunk)
     client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
@@ -178,7 +186,7 @@ def moment_pass(ctx, compiled, values, second_moment, description):
     """Mixture moments (and derivatives) over all draws, merged chunk by chunk."""
     moments = MixtureMoments(second_moment)
     fixed = {}
-    for _, size, out in _chunks(ctx, compiled, values, 2, description):
+    for _, size, out in _chunks(ctx, compiled, values, description):
         moments.add(size, out.phi, out.jac, out.hess)
         fixed = {k: v[0] if np.ndim(v) > 1 else v for k, v in out.fixed.items()}
     return moments, fixed
@@ -191,7 +199,7 @@ def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1,
     ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
     works best with; ``out``: see `_chunks`.
     """
-    chunks = _chunks(ctx, compiled, values, 2, description, steps, min_draws, out)
+    chunks = _chunks(ctx, compiled, values, description, steps, min_draws, out)
     for start, size, chunk in chunks:
         consume(slice(start, start + size), chunk)
 

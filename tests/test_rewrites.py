@@ -397,6 +397,52 @@ def test_joins_and_splits_over_draws_are_one_op(rng):
                 np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def test_blockwise_increments_are_broadcast_by_the_inferred_shapes(rng):
+    """The gradient of a per-draw function of a slice of a deep graph of the data,
+    vectorized over draws, increments zeros without the draw axis. The rewrite
+    broadcasts them over the draws by shapes of the graph's inputs, not by the
+    shape of the deep intermediate (whose static shape PyTensor infers on a clone
+    of all its ancestors); the compiled function has the same values, with or
+    without it."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.traversal import applys_between
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.rewriting.shape import ShapeFeature
+    from pytensor.tensor.subtensor import IncSubtensor
+
+    from pm_sens.graph.rewrites.batched import local_blockwise_inc_subtensor_buffer
+
+    x, b = pt.vector("x"), pt.scalar("b")
+    deep = x
+    for _ in range(20):
+        deep = pt.sin(deep) + x
+    grad = pytensor.grad(pt.exp(b * deep[1:]).sum(), x)
+    batched_b = pt.vector("batched_b")
+    inputs = [x, batched_b]
+    outputs = [pytensor.graph.replace.vectorize_graph(grad, {b: batched_b})]
+    fgraph = FunctionGraph(inputs, outputs, features=[ShapeFeature()], clone=False)
+    increments = [
+        node
+        for node in fgraph.apply_nodes
+        if isinstance(node.op, Blockwise) and isinstance(node.op.core_op, IncSubtensor)
+    ]
+    assert increments
+    for node in increments:
+        (new,) = local_blockwise_inc_subtensor_buffer.transform(fgraph, node)
+        buffer = new.owner.inputs[0]
+        assert not any(buffer.type.broadcastable[:1])
+        shape_graph = list(applys_between(inputs, buffer.owner.inputs[1:]))
+        assert len(shape_graph) < 10, len(shape_graph)
+        assert len(list(applys_between(inputs, [node.inputs[0].shape[1]]))) > 20
+    values = [rng.normal(size=9), rng.normal(size=4)]
+    reference = pytensor.function(inputs, outputs, mode="FAST_COMPILE")(*values)
+    for backend in BACKENDS:
+        for skipped in [(), ("local_blockwise_inc_subtensor_buffer",)]:
+            with excluding(*skipped):
+                function = pytensor.function(inputs, outputs, mode=compile_mode(backend))
+            np.testing.assert_allclose(function(*values)[0], reference[0], rtol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(REWRITES))
 def test_every_rewrite_can_be_excluded_by_name(name):
     rewrite = REWRITES[name]

@@ -10,6 +10,7 @@ from scipy import special, stats
 
 import pm_sens
 from pm_sens import families
+from pm_sens.measures import entropy
 from pm_sens.measures.entropy import EntropyAccumulator, MixtureLogDensity
 from tests.conftest import posterior
 
@@ -99,6 +100,51 @@ def test_bernoulli_mixture_entropy_is_the_mean_probability_entropy(rng):
     acc.add(p[..., None])
     np.testing.assert_allclose(acc.mixture_entropy(), stats.bernoulli(p.mean(0)).entropy())
     np.testing.assert_allclose(acc.aleatoric(), stats.bernoulli(p).entropy().mean(0))
+
+
+@pytest.mark.parametrize(
+    ("family", "phi", "pmf"),
+    [
+        (
+            families.BERNOULLI_LOGIT,
+            lambda r: np.log(r)[..., None],
+            lambda r, n: stats.bernoulli(r / (1 + r)),
+        ),
+        (
+            families.MOMENT_FAMILIES["categorical"],
+            lambda r: np.stack([r, 1 + 0 * r, 2 / r], -1) / (r + 1 + 2 / r)[..., None],
+            lambda r, n: None,
+        ),
+        (
+            families.BETA_BINOMIAL,
+            lambda r: np.stack([r, 3 + 0 * r], -1),
+            lambda r, n: stats.betabinom(n, r, 3),
+        ),
+    ],
+    ids=["bernoulli_logit", "categorical", "beta_binomial"],
+)
+def test_pmf_tables_in_blocks_of_rows_and_draws_give_the_brute_force_sums(
+    rng, monkeypatch, family, phi, pmf
+):
+    """Tables built a few rows and draws at a time (`_TABLE_CELLS`: 5 of 11 rows × 2
+    counts, then blocks sized by the counts the first one found), rows of 0 to 19
+    trials: the mixture and aleatoric entropies and each draw's mean from the table
+    equal sums of the pmf over the whole support."""
+    monkeypatch.setattr(entropy, "_TABLE_CELLS", 10)
+    rates = rng.uniform(0.2, 5, size=(7, 11))
+    trials = np.broadcast_to(np.arange(0, 20, 2)[np.arange(11) % 10], rates.shape)
+    fixed = {"n": trials} if family is families.BETA_BINOMIAL else {}
+    acc = EntropyAccumulator(family, 11, table_mean=True)
+    means = np.concatenate([acc.add(chunk, **fixed) for chunk in np.array_split(phi(rates), 2)])
+    y = np.arange(25)
+    if family is families.MOMENT_FAMILIES["categorical"]:
+        probabilities = np.pad(phi(rates), ((0, 0), (0, 0), (0, len(y) - 3)))
+    else:
+        probabilities = pmf(rates[..., None], trials[..., None]).pmf(y)
+    mixture = probabilities.mean(0)
+    np.testing.assert_allclose(acc.mixture_entropy(), special.entr(mixture).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(acc.aleatoric(), special.entr(probabilities).sum(-1).mean(0))
+    np.testing.assert_allclose(means, (probabilities * y).sum(-1), rtol=1e-12)
 
 
 def test_mixture_log_density_is_logsumexp_over_draws(rng):

@@ -6,7 +6,8 @@ excluded. The rewrites change how a graph is computed, never what: with all
 of them excluded (``with excluding(*REWRITES): ...``) every result is the same
 to rounding, only slower.
 
-- `batched`: joins and splits over a draw axis as one op, not one per draw;
+- `batched`: joins and splits over a draw axis as one op, not one per draw,
+  and increments broadcast over it by the shapes PyTensor inferred;
 - `contractions`: loops over draws × points × features as matrix products;
 - `layout`: views instead of copies, one array instead of one per feature;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
@@ -22,7 +23,11 @@ from pytensor.graph.rewriting.basic import GraphRewriter, in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.vm import VMLinker
 
-from pm_sens.graph.rewrites.batched import local_blockwise_join, local_blockwise_split
+from pm_sens.graph.rewrites.batched import (
+    local_blockwise_inc_subtensor_buffer,
+    local_blockwise_join,
+    local_blockwise_split,
+)
 from pm_sens.graph.rewrites.contractions import (
     DotsSharingTheirLeft,
     local_draw_sums_as_products,
@@ -59,6 +64,9 @@ class Rewrite:
 REWRITES = {
     # before the canonical rewrites (1), which then see one op over all draws
     "local_blockwise_join": Rewrite(in2out(local_blockwise_join), 0.9),
+    "local_blockwise_inc_subtensor_buffer": Rewrite(
+        in2out(local_blockwise_inc_subtensor_buffer), 0.9
+    ),
     # after them: the gradient's split sizes lose their draw axis there
     "local_blockwise_split": Rewrite(in2out(local_blockwise_split), 2.9),
     # after the stabilizing rewrites, which write log-sigmoids as softplus
