@@ -127,10 +127,12 @@ def test_pmf_tables_in_blocks_of_rows_and_draws_give_the_brute_force_sums(
     rng, monkeypatch, family, phi, pmf
 ):
     """Tables built a few rows and draws at a time (`_TABLE_CELLS`: 5 of 11 rows × 2
-    counts, then blocks sized by the counts the first one found), rows of 0 to 19
+    counts, then blocks sized by the counts the first one found, at least 3 rows ×
+    draws: `_TABLE_LEAST`), rows of 0 to 19
     trials: the mixture and aleatoric entropies and each draw's mean from the table
     equal sums of the pmf over the whole support."""
     monkeypatch.setattr(entropy, "_TABLE_CELLS", 10)
+    monkeypatch.setattr(entropy, "_TABLE_LEAST", 3)
     rates = rng.uniform(0.2, 5, size=(7, 11))
     trials = np.broadcast_to(np.arange(0, 20, 2)[np.arange(11) % 10], rates.shape)
     fixed = {"n": trials} if family is families.BETA_BINOMIAL else {}
