@@ -22,15 +22,18 @@ from pm_sens.graph.compiled import data_for_chunk, evaluate_by_rows
 from pm_sens.measures.mixture import MixtureMoments
 
 #: values (draws × rows × features^order, or × the graph's largest array for one
-#: draw where it is larger) per chunk of a graph run in NumPy or of a per-draw
-#: graph, so that its temporaries stay in the CPU's cache and below the
-#: allocator's 32 MB threshold, above which every chunk's arrays are fresh pages
-#: (chunks as large as memory allows made a default partial dependence 30 %
-#: slower, and draw-mode R-sens 2x slower). Counting the largest array: an
-#: ordered probit's Integrated Gradients, 4 classes per row, 8.0 -> 7.1 s and
-#: R-sens2 2.7 -> 1.4 s; a GP's draw-mode R-sens, a kernel row per point,
-#: 5.2 -> 2.4 s
+#: draw where it holds several values per row) per chunk of a graph run in NumPy
+#: or of a per-draw graph, so that its temporaries stay in the CPU's cache and
+#: below the allocator's 32 MB threshold, above which every chunk's arrays are
+#: fresh pages (chunks as large as memory allows made a default partial
+#: dependence 30 % slower, and draw-mode R-sens 2x slower). Counting the largest
+#: array: an ordered probit's R-sens2, 4 classes per row, 2.7 -> 1.4 s; a GP's
+#: draw-mode R-sens, a kernel row per point, 5.2 -> 2.4 s
 CACHED_CELLS = 1_500_000
+#: the largest array counts where it holds this many values per row or more (a
+#: Bernoulli's p and 1 − p, 2 per row, made the logistic GLM's permutation
+#: importance 2.9 -> 3.3 s in chunks half as large)
+SEVERAL_PER_ROW = 4
 #: the same for a graph of the parameters alone (order 0), whose consumers hold
 #: several arrays of the chunk's size at once (statistics, deviations from the
 #: chunk's mean): the quickstart's default partial dependence took 0.82 s in
@@ -96,8 +99,9 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows):
         cells = n_rows * len(ctx.points.features) ** compiled.order
         cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
         fewest = DRAWS_PER_READ if not compiled.order and cells > cached else 1
-        # counted in the graph's largest array where it holds more per row (K classes)
-        chunk = min(chunk, max(cached // max(cells, largest), min_draws, fewest))
+        if largest >= SEVERAL_PER_ROW * cells:  # K classes per row, a kernel row per point
+            cells = largest
+        chunk = min(chunk, max(cached // cells, min_draws, fewest))
     chunk = min(chunk, -(-ctx.draws.count // steps))
     flags = [var in ctx.points.per_point for var in compiled.data_variables]
     if not dependence_of(ctx).local:
