@@ -7,6 +7,7 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
+from pytensor.tensor.elemwise import Elemwise
 
 import pm_sens
 from pm_sens import _runner
@@ -19,6 +20,7 @@ from pm_sens.graph.rewrites import (
     runs_element_by_element,
 )
 from pm_sens.graph.rewrites._along import constant_along
+from pm_sens.graph.rewrites.branches import COSTLY_FUNCTIONS, WhereSelected
 from pm_sens.graph.rewrites.numpy_linker import GemmByBlas, UfuncWithOut
 from tests.conftest import posterior
 
@@ -542,3 +544,81 @@ def test_trigamma_runs_as_elementwise_ops_with_scipys_values(backend):
     np.testing.assert_allclose(function(positive), special.polygamma(1, positive), rtol=1e-14)
     negative = -np.random.default_rng(0).uniform(0, 30, 3000)
     np.testing.assert_allclose(function(negative), special.polygamma(1, negative), rtol=1e-9)
+
+
+def _special_function_nodes(function):
+    """``{(op, whether masked, mask's op)}``: a compiled function's special functions."""
+    found = set()
+    for node in function.maker.fgraph.apply_nodes:
+        if isinstance(node.op, WhereSelected):
+            mask = node.inputs[0].owner
+            scalar = type(node.op.elemwise.scalar_op).__name__
+            found.add((scalar, True, None if mask is None else type(mask.op.scalar_op).__name__))
+        elif isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, COSTLY_FUNCTIONS):
+            found.add((type(node.op.scalar_op).__name__, False, None))
+    return found
+
+
+def test_special_functions_under_a_select_run_only_where_it_selects_them(rng):
+    """PyMC's log-CDF difference (three regions, nested selects) and log-CDF, with
+    their gradients, on arrays whose rows come before their draws in memory: on
+    the NumPy backend each erfcx/erf/erfc runs only where its select picks it
+    (nested ones where both do), with the same values as PyTensor's graph; a
+    special function also used outside a select and the Numba backend stay
+    as they are."""
+    from pymc.distributions.dist_math import log_diff_normal_cdf, normal_lcdf
+
+    z = pt.tensor("z", shape=(None, None, 3))
+    cut = pt.tensor("cut", shape=(3,))
+    upper, lower = z[..., 1:] - cut[1:], z[..., :-1] - cut[:-1]
+    log_p = log_diff_normal_cdf(0.0, 1.0, upper, lower).sum() + normal_lcdf(0.0, 1.0, z).sum()
+    outside = pt.erfc(z)  # used by the output too: computed everywhere
+    outputs = [log_p, pt.grad(log_p, z), (pt.switch(z > 0, outside, 1.0) + outside).sum()]
+    values = [rng.normal(0, 2, size=(400, 6, 3)).transpose(1, 0, 2), np.array([-1.0, 0.2, 1.5])]
+    reference = pytensor.function([z, cut], outputs, mode="FAST_COMPILE")(*values)
+    for backend in BACKENDS:
+        function = pytensor.function([z, cut], outputs, mode=compile_mode(backend))
+        with excluding("special_functions_where_selected"):
+            plain = pytensor.function([z, cut], outputs, mode=compile_mode(backend))
+        got, unmasked = function(*values), plain(*values)
+        for new, old, expected in zip(got, unmasked, reference, strict=True):
+            np.testing.assert_array_equal(new, old)
+            # PyTensor's own rewrites reorder the gradient's cancelling terms
+            np.testing.assert_allclose(new, expected, rtol=1e-12, atol=1e-13)
+        found = _special_function_nodes(function)
+        assert not any(masked for _, masked, _ in _special_function_nodes(plain))
+        if backend == "numba":
+            assert not any(masked for _, masked, _ in found)
+            continue
+        assert ("Erfc", False, None) in found  # the one used outside its select
+        assert ("Erf", True, "AND") in found  # the innermost region: both selects'
+        assert {scalar for scalar, masked, _ in found if masked} == {"Erfcx", "Erf", "Erfc"}
+
+
+def test_an_ordered_probits_curves_are_the_same_with_special_functions_where_selected(rng):
+    """An ordered probit (class probabilities from PyMC's log-CDFs) through
+    partial dependence and draw-mode R-sens: the same values to 1e-13 with and
+    without the rewrite, and its compiled forward graph masks its erfcx."""
+    x = rng.normal(size=(40, 2))
+    with pm.Model() as model:
+        b = pm.Normal("b", shape=2)
+        cut = pm.Normal("cut", [-1.0, 0.0, 1.0], transform=pm.distributions.transforms.ordered)
+        pm.OrderedProbit("y", eta=x @ b, cutpoints=cut, sigma=1.0, observed=rng.integers(0, 4, 40))
+    cuts = np.sort(rng.normal(size=(2, 6, 3)), axis=-1)
+    idata = posterior({"b": rng.normal(size=(2, 6, 2)), "cut": cuts})
+    kw = dict(progressbar=False, extend_inferencedata=False)
+
+    def results():
+        curves = pm_sens.partial_dependence(idata, model, grid_resolution=5, **kw)
+        local = pm_sens.sensitivity(idata, model, mode="draw", **kw)
+        return [curves["partial_dependence"], local["sensitivity"]]
+
+    rewritten = results()
+    with excluding("special_functions_where_selected"):
+        plain = results()
+    for new, old in zip(rewritten, plain, strict=True):
+        for name, values in new.data_vars.items():
+            np.testing.assert_allclose(values.values, old[name].values, rtol=1e-13, atol=1e-300)
+    compiled = _runner.predictive_for(model, None).compiled
+    forward = [c for key, c in compiled.items() if key[:3] == ("draw", 0, "python")]
+    assert any(masked for c in forward for _, masked, _ in _special_function_nodes(c.function))

@@ -6,6 +6,7 @@ excluded. The rewrites change how a graph is computed, never what: with all
 of them excluded (``with excluding(*REWRITES): ...``) every result is the same
 to rounding, only slower.
 
+- `branches`: special functions under a select computed only where it selects them;
 - `batched`: joins and splits over a draw axis as one op, not one per draw,
   and increments broadcast over it by the shapes PyTensor inferred;
 - `contractions`: loops over draws × points × features as matrix products;
@@ -28,6 +29,7 @@ from pm_sens.graph.rewrites.batched import (
     local_blockwise_join,
     local_blockwise_split,
 )
+from pm_sens.graph.rewrites.branches import SpecialFunctionsWhereSelected
 from pm_sens.graph.rewrites.contractions import (
     DotsSharingTheirLeft,
     local_draw_sums_as_products,
@@ -80,6 +82,10 @@ REWRITES = {
     "local_join_of_like_elementwise": Rewrite(in2out(local_join_of_like_elementwise), 48.45),
     "local_select_only_into_a_loop": Rewrite(in2out(local_select_only_into_a_loop), 48.46),
     "local_draw_sums_as_products": Rewrite(in2out(local_draw_sums_as_products), 48.5),
+    # after the switches sink into products (specialize, 2), before the inplace rewrites
+    "special_functions_where_selected": Rewrite(
+        SpecialFunctionsWhereSelected(), 48.6, ("python",)
+    ),
     # after the merge (49), which makes the per-feature products' left sides one
     "dots_sharing_their_left": Rewrite(DotsSharingTheirLeft(), 49.2),
     # after the inplace rewrites (50.5)
