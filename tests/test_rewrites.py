@@ -622,3 +622,26 @@ def test_an_ordered_probits_curves_are_the_same_with_special_functions_where_sel
     compiled = _runner.predictive_for(model, None).compiled
     forward = [c for key, c in compiled.items() if key[:3] == ("draw", 0, "python")]
     assert any(masked for c in forward for _, masked, _ in _special_function_nodes(c.function))
+
+
+def test_a_view_vectorized_over_draws_is_the_array_itself(rng):
+    """A ViewOp (``pm.Deterministic``) vectorized over draws becomes a Blockwise
+    copying draw by draw in Python; compiled with pm_sens's rewrites it is gone
+    on both backends, with the same values."""
+    from pytensor.compile.ops import view_op
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.blockwise import Blockwise
+
+    row = pt.vector("row")
+    draws = pt.matrix("draws")
+    expr = pt.exp(vectorize_graph(view_op(pt.sin(row)), {row: draws}))
+    assert any(
+        isinstance(node.op, Blockwise)
+        for node in pytensor.graph.traversal.applys_between([draws], [expr])
+    )
+    values = rng.normal(size=(7, 5))
+    for backend in BACKENDS:
+        function = pytensor.function([draws], expr, mode=compile_mode(backend))
+        ops = [node.op for node in function.maker.fgraph.apply_nodes]
+        assert not any(isinstance(op, Blockwise) for op in ops), (backend, ops)
+        np.testing.assert_allclose(function(values), np.exp(np.sin(values)), rtol=1e-15)
