@@ -14,8 +14,9 @@ from scipy import special
 
 from pm_sens.measures._walk import walk_sums
 
-#: draws × rows × support values held at once: tables of 16 MB, not 160 MB (a
-#: beta-binomial's default PDP, its tables built from pieces: 36.5 s -> 30.9 s)
+#: draws × rows × support values of the summation route's log densities held at
+#: once (`_add_rows`): 16 MB, not 160 MB (measured when a beta-binomial took that
+#: route: its default PDP 36.5 s -> 30.9 s)
 _MAX_CELLS = 2_000_000
 #: the same for a family's pmf table, built in blocks of rows and draws that
 #: keep its arrays in the CPU's cache (a 30-input logistic's default PDP built
