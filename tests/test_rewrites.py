@@ -645,3 +645,26 @@ def test_a_view_vectorized_over_draws_is_the_array_itself(rng):
         ops = [node.op for node in function.maker.fgraph.apply_nodes]
         assert not any(isinstance(op, Blockwise) for op in ops), (backend, ops)
         np.testing.assert_allclose(function(values), np.exp(np.sin(values)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("offset", [0, 1, -2])
+def test_diagonal_matrices_per_draw_are_allocated_at_once(rng, offset):
+    """A diagonal matrix per draw (a marginal GP's noise ``σ² I``) vectorized over
+    draws is a Blockwise that builds one draw at a time in Python; with
+    pm_sens's rewrites it is one AllocDiag over all draws, on both backends, with
+    NumPy's values."""
+    from pytensor.graph.replace import vectorize_graph
+
+    row = pt.vector("row")
+    draws = pt.matrix("draws")
+    expr = vectorize_graph(pt.diag(pt.exp(row), k=offset) + 1.0, {row: draws})
+    values = rng.normal(size=(4, 5))
+    expected = np.stack([np.diag(np.exp(r), k=offset) + 1.0 for r in values])
+    for backend in BACKENDS:
+        for skipped, batched in [((), False), (("local_blockwise_alloc_diag",), True)]:
+            with excluding(*skipped):
+                function = pytensor.function([draws], expr, mode=compile_mode(backend))
+            ops = [type(node.op).__name__ for node in function.maker.fgraph.apply_nodes]
+            # Numba's form of a Blockwise: BlockwiseWithCoreShape
+            assert any(op.startswith("Blockwise") for op in ops) == batched, (backend, ops)
+            np.testing.assert_allclose(function(values), expected, rtol=1e-15)

@@ -8,8 +8,8 @@ to rounding, only slower.
 
 - `branches`: special functions under a select computed only where it selects them;
 - `batched`: joins and splits over a draw axis as one op, not one per draw,
-  increments broadcast over it by the shapes PyTensor inferred, and no
-  per-draw copies of a Deterministic;
+  increments broadcast over it by the shapes PyTensor inferred, no per-draw
+  copies of a Deterministic, per-draw diagonal matrices allocated at once;
 - `contractions`: loops over draws × points × features as matrix products;
 - `layout`: views instead of copies, one array instead of one per feature;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
@@ -26,6 +26,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.vm import VMLinker
 
 from pm_sens.graph.rewrites.batched import (
+    local_blockwise_alloc_diag,
     local_blockwise_inc_subtensor_buffer,
     local_blockwise_join,
     local_blockwise_split,
@@ -69,6 +70,7 @@ REWRITES = {
     # before the canonical rewrites (1), which then see one op over all draws
     "local_blockwise_join": Rewrite(in2out(local_blockwise_join), 0.9),
     "local_blockwise_view": Rewrite(in2out(local_blockwise_view), 0.9),
+    "local_blockwise_alloc_diag": Rewrite(in2out(local_blockwise_alloc_diag), 0.9),
     "local_blockwise_inc_subtensor_buffer": Rewrite(
         in2out(local_blockwise_inc_subtensor_buffer), 0.9
     ),

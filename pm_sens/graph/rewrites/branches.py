@@ -112,7 +112,7 @@ def _side_nodes(fgraph, selects, k):
 
 def _maskable(node, cond):
     """Whether ``node`` applies a special function (masked or not) of ``cond``'s shape."""
-    if node.outputs[0].type.broadcastable != cond.type.broadcastable:
+    if len(node.outputs) != 1 or node.outputs[0].type.broadcastable != cond.type.broadcastable:
         return False
     if isinstance(node.op, WhereSelected):
         return True
