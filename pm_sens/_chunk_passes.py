@@ -76,15 +76,17 @@ def _bytes_per_draw(ctx, n_rows, mode, order, largest):
     return 8 * max(n_rows * per_row, 4 * largest)
 
 
-def _chunking(ctx, compiled, values, steps, min_draws, whole_rows):
+def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None):
     """Draws per chunk of ``compiled`` on ``values``, and how to split the rows.
 
     The second is `evaluate_by_rows`'s rows per block and flags where the rows
     are evaluated a block at a time (stacked copies of a series; rows of which
     one draw would exceed the memory limit), else None (see `_chunks`).
     ``whole_rows``: the outputs must cover every row in one evaluation.
+    ``rows``: how many rows the outputs are spread over, if more than
+    ``values``' (its distinct rows, evaluated once).
     """
-    n_rows = len(next(iter(v for v in values.values() if np.ndim(v))))
+    n_rows = rows or len(next(iter(v for v in values.values() if np.ndim(v))))
     # colored derivatives: a row per colour and point
     n_rows *= compiled.settings.get("colors", 1)
 
@@ -138,7 +140,7 @@ def _serial_blas():
         yield
 
 
-def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None):
+def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, spread=None):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     A graph run in NumPy, or a per-draw graph, gets chunks of about
@@ -146,12 +148,22 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None):
     ``min_draws`` if the consumer needs more (within the memory limit).
     ``out`` (S, ...): passed on to ``compiled`` sliced to the chunk's draws,
     for a function that computes its result in it
-    (`pm_sens.graph.compiled.WhitenedNorm`).
+    (`pm_sens.graph.compiled.WhitenedNorm`). ``spread`` (R,): where each row
+    of the consumer is among ``values``' rows, if those are its distinct rows:
+    the outputs are spread over the R rows before they are screened.
     In process by default; on the workers of an active dask.distributed client
     when the posterior is dask-backed (chunks are submitted ahead, read in order).
     """
     whole_rows = out is not None or compiled.settings.get("whitened", False)
-    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows)
+    rows = None if spread is None else len(spread)
+    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows)
+
+    def checked(start, size, outputs):
+        if spread is not None:
+            outputs.spread(spread)
+        check_outputs(ctx, compiled, slice(start, start + size), outputs)
+        return outputs
+
     starts = range(0, ctx.draws.count, chunk)
     client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
@@ -168,8 +180,7 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None):
                         outputs = compiled(data, draws, **given)
                     else:
                         outputs = evaluate_by_rows(compiled, data, draws, *blocks)
-                    check_outputs(ctx, compiled, slice(start, start + size), outputs)
-                    yield start, size, outputs
+                    yield start, size, checked(start, size, outputs)
                     advance(size)
             return
         sample = (
@@ -188,9 +199,7 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None):
             # keep a bounded number of chunks in flight; hand results back in order
             while pending and (start is None or len(pending) >= window):
                 done_start, done_size, future = pending.popleft()
-                out = future.result()
-                check_outputs(ctx, compiled, slice(done_start, done_start + done_size), out)
-                yield done_start, done_size, out
+                yield done_start, done_size, checked(done_start, done_size, future.result())
                 advance(done_size)
 
 
@@ -204,14 +213,16 @@ def moment_pass(ctx, compiled, values, second_moment, description):
     return moments, fixed
 
 
-def draw_pass(ctx, compiled, values, description, consume, steps=1, min_draws=1, out=None):
+def draw_pass(
+    ctx, compiled, values, description, consume, steps=1, min_draws=1, out=None, spread=None
+):
     """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
 
     ``steps``: at least this many chunks, so that the progress bar moves when
     ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
-    works best with; ``out``: see `_chunks`.
+    works best with; ``out``, ``spread``: see `_chunks`.
     """
-    chunks = _chunks(ctx, compiled, values, description, steps, min_draws, out)
+    chunks = _chunks(ctx, compiled, values, description, steps, min_draws, out, spread)
     for start, size, chunk in chunks:
         consume(slice(start, start + size), chunk)
 

@@ -5,7 +5,8 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._chunk_passes import draw_pass, moment_pass
-from pm_sens._runner import compiled_for, make_context
+from pm_sens._points import distinct_rows
+from pm_sens._runner import compiled_for, dependence_of, make_context
 from pm_sens._table_rows import sum_over_rows
 from pm_sens._validate import (
     check_finite_array,
@@ -124,12 +125,19 @@ def parameter_range(ctx, compiled, values):
     return out["low"], out["high"], out["fixed"]
 
 
-def entropy_accumulator(ctx, compiled, values, n_rows, table_mean=False):
-    """The accumulator, with each row's support window when the family has one."""
+def entropy_accumulator(ctx, compiled, values, n_rows, table_mean=False, inverse=None):
+    """The accumulator, with each row's support window when the family has one.
+
+    ``values``: the rows evaluated; ``inverse``: where each of the ``n_rows``
+    rows is among them, if they are its distinct rows (`_distinct_evaluation`).
+    """
     family = ctx.predictive.likelihood.draw_family
     window = None
     if family.support_window is not None:
         low, high, fixed = parameter_range(ctx, compiled, values)
+        if inverse is not None:
+            low, high = low[inverse], high[inverse]
+            fixed = {k: v[inverse] for k, v in fixed.items()}
         window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
     return EntropyAccumulator(
         family, n_rows, window=window, table_mean=table_mean, draws=ctx.draws.count
@@ -185,8 +193,10 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
     each chunk's per-draw predictive mean (S, R), from the same evaluation of
     the predictive. ``by_row``: a wide table's `row_indicator`,
     for ``log_likelihood_row``, the mixture log density of each table row's
-    cells together.
+    cells together. Rows that repeat another are evaluated once
+    (`_distinct_evaluation`).
     """
+    evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
     table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
@@ -212,7 +222,7 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
     )
     accumulator = None
     if entropy:
-        accumulator = entropy_accumulator(ctx, compiled, values, n_rows, table_mean)
+        accumulator = entropy_accumulator(ctx, compiled, evaluated, n_rows, table_mean, inverse)
     log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
     row_density = None
     if log_density is not None and by_row is not None:
@@ -242,11 +252,12 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
     draw_pass(
         ctx,
         compiled,
-        values,
+        evaluated,
         "predictive draws",
         consume,
         steps=10 if sums else 1,
         min_draws=DRAWS_TOGETHER if sums and family.pmf_table is None else 1,
+        spread=inverse,
     )
     out = {}
     if log_density is not None:
@@ -263,3 +274,17 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
             total = matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
     return out
+
+
+def _distinct_evaluation(ctx, values, by_row):
+    """The rows to evaluate and, if fewer than ``values``' rows, where each row is among them.
+
+    In a model whose rows depend on their own inputs only, rows equal in every
+    per-point variable have the same predictive (`distinct_rows`): the
+    permutations of a model's only input are its points again. A wide table's
+    rows are left as they are.
+    """
+    if by_row is not None or not dependence_of(ctx).local:
+        return values, None
+    distinct = distinct_rows(ctx.points, values)
+    return (values, None) if distinct is None else distinct

@@ -64,7 +64,9 @@ def permutation_importance(
       mixture ``log q(y|x) = logsumexp_s log p(y|λ_s(x)) − log S`` — how much the
       feature helps predict the observations.
 
-    All permuted copies are evaluated in one pass over the draws.
+    All permuted copies are evaluated in one pass over the draws; rows that
+    repeat another (the permutations of a model's only input are its points
+    again, so its entropy PFI is exactly 0) are evaluated once.
 
     Parameters
     ----------

@@ -665,3 +665,47 @@ def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch)
     entropy = pdp["entropy_ice"].values[0]  # (grid, point, component)
     np.testing.assert_allclose(entropy[..., 0], np.repeat(total[:, None], 30, 1), rtol=1e-9)
     np.testing.assert_allclose(entropy[..., 1], np.repeat(aleatoric[:, None], 30, 1), rtol=1e-9)
+
+
+@pytest.mark.parametrize("likelihood", ["normal", "poisson"])
+def test_pfi_of_a_models_only_input_evaluates_its_points_once(rng, monkeypatch, likelihood):
+    """Permuting a model's only input gives its points again, in another order:
+    the predictive is evaluated on the 25 distinct rows, not the 100 stacked
+    ones. The entropy importance is then 0 (the same entropies, averaged over
+    the points in another order) and the likelihood importance equals that
+    of the evaluation of every row."""
+    from pm_sens import _uncertainty_passes
+
+    x = rng.normal(size=25)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        a, b = pm.Normal("a"), pm.Normal("b")
+        if likelihood == "normal":
+            pm.Normal("y", mu=a + b * xd, sigma=pm.math.exp(0.3 * xd), observed=x + 1)
+        else:
+            pm.Poisson("y", mu=pm.math.exp(a + b * xd), observed=rng.poisson(1.0, 25))
+    idata = posterior({"a": rng.normal(0.2, 0.1, (2, 5)), "b": rng.normal(0.5, 0.2, (2, 5))})
+    idata["observed_data"] = xr.Dataset(
+        {"y": ("obs", x + 1 if likelihood == "normal" else rng.poisson(1.0, 25))}
+    )
+    kw = dict(n_repeats=3, random_seed=1, progressbar=False, extend_inferencedata=False)
+    evaluated = []
+    distinct = _uncertainty_passes._distinct_evaluation
+
+    def spy(ctx, values, by_row):
+        found = distinct(ctx, values, by_row)
+        evaluated.append(len(found[0][model["x"]]))
+        return found
+
+    monkeypatch.setattr(_uncertainty_passes, "_distinct_evaluation", spy)
+    once = pm_sens.permutation_importance(idata, model, **kw)["permutation_importance"]
+    assert evaluated == [25]
+    monkeypatch.setattr(
+        _uncertainty_passes, "_distinct_evaluation", lambda ctx, values, by_row: (values, None)
+    )
+    every = pm_sens.permutation_importance(idata, model, **kw)["permutation_importance"]
+    np.testing.assert_allclose(once["entropy_pfi"].values, 0.0, atol=1e-12)
+    assert np.abs(once["likelihood_pfi"].values).min() > 1e-3
+    np.testing.assert_allclose(
+        once["likelihood_pfi"].values, every["likelihood_pfi"].values, rtol=1e-12
+    )

@@ -66,6 +66,12 @@ class ChunkOutputs:
             for k, v in self.fixed.items()
         }
 
+    def spread(self, inverse):
+        """Outputs of distinct rows spread over all rows (``inverse``: each row's), in place."""
+        if self.phi is not None:  # None where the graph returns statistics only
+            self.read_rows(inverse)
+        self.statistics = {k: np.take(v, inverse, axis=1) for k, v in self.statistics.items()}
+
     @classmethod
     def joined(cls, parts):
         """The outputs of several sets of rows as one, rows in order."""
