@@ -104,29 +104,40 @@ def distinct_rows(points, values):
     table = np.concatenate(
         [np.reshape(values[v], (len(values[v]), -1)).astype(float) for v in points.per_point], 1
     )
-    if _distinct_hashes(table) > len(table) // 2:
+    found = _equal_rows(table)
+    if found is None:
         return None
-    # each row as one opaque value: sorting them is cheaper than np.unique(axis=0)
-    keys = np.ascontiguousarray(table).view(np.dtype((np.void, 8 * table.shape[1])))[:, 0]
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if len(first) > len(keys) // 2:
-        return None
+    first, inverse = found
     distinct = {v: values[v][first] if v in points.per_point else values[v] for v in values}
     return distinct, inverse
 
 
-def _distinct_hashes(table):
-    """How many distinct 64-bit hashes the rows' bits have: at most as many as distinct rows.
+def _equal_rows(table):
+    """A row of each set of equal rows and each row's set, or None if most rows differ.
 
-    Equal rows have equal hashes (a sum of the bits times odd multipliers,
-    modulo 2**64), and counting R sorted integers is a sort of R integers
-    instead of R rows: a 30-input logistic's default PDP, 853,500 distinct
-    rows, found to differ in 0.02 s instead of 0.9 s.
+    Rows are grouped by a 64-bit hash of their bits (a sum of the bits times
+    odd multipliers, modulo 2**64): sorting R integers instead of R rows (a
+    30-input logistic's default PDP, 853,500 distinct rows, found to differ in
+    0.02 s instead of 0.9 s; 71,000 rows of 17 columns, 20,500 distinct,
+    grouped in 8 ms instead of 40 ms). Each row's bits are then checked
+    equal to its group's first; if two rows that differ share a hash, the rows
+    are grouped by sorting their bits instead.
     """
     bits = np.ascontiguousarray(table).view(np.uint64)
     multipliers = np.random.default_rng(0).integers(0, 2**63, table.shape[1], dtype=np.uint64)
-    hashes = np.sort(bits @ (2 * multipliers + 1))
-    return 1 + np.count_nonzero(hashes[1:] != hashes[:-1])
+    hashes = bits @ (2 * multipliers + 1)
+    order = np.argsort(hashes, kind="stable")
+    starts = np.r_[True, hashes[order][1:] != hashes[order][:-1]]
+    if np.count_nonzero(starts) > len(table) // 2:
+        return None
+    inverse = np.empty(len(table), dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    first = order[starts]
+    if np.array_equal(bits, bits[first][inverse]):
+        return first, inverse
+    keys = np.ascontiguousarray(table).view(np.dtype((np.void, 8 * table.shape[1])))[:, 0]
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return None if len(first) > len(keys) // 2 else (first, inverse)
 
 
 def current_value(var, predictive):

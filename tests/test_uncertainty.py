@@ -709,3 +709,21 @@ def test_pfi_of_a_models_only_input_evaluates_its_points_once(rng, monkeypatch, 
     np.testing.assert_allclose(
         once["likelihood_pfi"].values, every["likelihood_pfi"].values, rtol=1e-12
     )
+
+
+def test_equal_rows_are_grouped_by_their_bits(rng):
+    """200 rows drawn from 30 (one with a NaN, one with −0.0 beside 0.0): one
+    group per distinct row of bits, as NumPy's unique on the rows' bytes gives,
+    each row equal to its group's first; None when most rows differ."""
+    from pm_sens._points import _equal_rows
+
+    base = rng.normal(size=(30, 4))
+    base[3, 1], base[4] = np.nan, 0.0
+    base[5], base[5, 2] = 0.0, -0.0
+    table = base[rng.integers(0, 30, 200)]
+    first, inverse = _equal_rows(table)
+    bits = table.view(np.uint64)
+    np.testing.assert_array_equal(bits[first][inverse], bits)
+    keys = np.ascontiguousarray(table).view(np.dtype((np.void, 32)))[:, 0]
+    assert len(first) == len(np.unique(keys)) <= 30
+    assert _equal_rows(rng.normal(size=(50, 3))) is None
