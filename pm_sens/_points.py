@@ -127,7 +127,8 @@ def _equal_rows(table):
     multipliers = np.random.default_rng(0).integers(0, 2**63, table.shape[1], dtype=np.uint64)
     hashes = bits @ (2 * multipliers + 1)
     order = np.argsort(hashes, kind="stable")
-    starts = np.r_[True, hashes[order][1:] != hashes[order][:-1]]
+    ordered = hashes[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
     if np.count_nonzero(starts) > len(table) // 2:
         return None
     inverse = np.empty(len(table), dtype=np.intp)
