@@ -76,7 +76,7 @@ def values_at(points, inputs, rows):
     copies = len(rows) // points.n_points
     values = {}
     for var, value in points.values.items():
-        if var in points.per_point:
+        if var in points.per_point and var not in inputs:
             values[var] = np.concatenate([value] * copies)
         else:
             values[var] = value
@@ -85,7 +85,8 @@ def values_at(points, inputs, rows):
         value = points.values[var]
         width = 1 if np.ndim(value) == 1 else np.shape(value)[1]
         block = rows[:, start : start + width]
-        values[var] = (block[:, 0] if np.ndim(value) == 1 else block).astype(value.dtype)
+        block = block[:, 0] if np.ndim(value) == 1 else block
+        values[var] = block.astype(value.dtype, copy=False)
         start += width
     return values
 
@@ -101,10 +102,11 @@ def distinct_rows(points, values):
     """
     if any(is_lazy(values[v]) for v in points.per_point):
         return None
-    table = np.concatenate(
-        [np.reshape(values[v], (len(values[v]), -1)).astype(float) for v in points.per_point], 1
-    )
-    found = _equal_rows(table)
+    columns = [
+        np.reshape(values[v], (len(values[v]), -1)).astype(float, copy=False)
+        for v in points.per_point
+    ]
+    found = _equal_rows(columns[0] if len(columns) == 1 else np.concatenate(columns, 1))
     if found is None:
         return None
     first, inverse = found

@@ -186,7 +186,9 @@ def _mean_from_tables(ctx, entropy):
     )
 
 
-def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None):
+def uncertainty_rows(
+    ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None, repeats=True
+):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 
     ``add_mean(draws, mean)``, given where `shares_mean`, is also called with
@@ -194,9 +196,12 @@ def uncertainty_rows(ctx, values, n_rows, entropy, observed_rows, add_mean=None,
     the predictive. ``by_row``: a wide table's `row_indicator`,
     for ``log_likelihood_row``, the mixture log density of each table row's
     cells together. Rows that repeat another are evaluated once
-    (`_distinct_evaluation`).
+    (`_distinct_evaluation`); ``repeats=False``: the caller has already kept
+    one of each.
     """
-    evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
+    evaluated, inverse = values, None
+    if repeats:
+        evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
     table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)

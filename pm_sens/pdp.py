@@ -258,7 +258,16 @@ def _curves(ctx, kinds, values, n_rows, y):
         add = add_mean if curves is not None and shared else None
         table = table_rows(ctx) if y is not None else None  # a wide table: each row's cells
         by_row = None if table is None else row_indicator(table[0], len(table[1]), n_rows // n)
-        rows = uncertainty_rows(ctx, values, evaluated, "entropy" in kinds, observed, add, by_row)
+        rows = uncertainty_rows(
+            ctx,
+            values,
+            evaluated,
+            "entropy" in kinds,
+            observed,
+            add,
+            by_row,
+            repeats=y is not None,
+        )
         out.update({k: v if distinct is None else v[inverse] for k, v in rows.items()})
     if curves is not None:
         out.update(mean_pdp_rows=curves.pdp, mean_ice_rows=curves.ice)

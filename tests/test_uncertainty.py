@@ -635,26 +635,35 @@ def test_logsumexp_over_draws_against_scipy(rng):
 
 def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch):
     """A Poisson regression on one input: every point at a grid value is the same
-    row, evaluated once (`distinct_rows` finds one per grid value); the ICE
-    mean is E_s exp(a + b g) at every point and the entropies are SciPy's."""
+    row, evaluated once (`distinct_rows` finds one per grid value, and the
+    rows are not looked through again); the ICE mean is E_s exp(a + b g) at
+    every point, the entropies are SciPy's, and with the observed y (each
+    point's own) the log density is log E_s Poisson(y_i | exp(a + b g))."""
     from pm_sens import _points
 
     x = rng.normal(size=30)
+    y = rng.poisson(1.0, 30)
     with pm.Model() as model:
         xd = pm.Data("x", x)
         a, b = pm.Normal("a"), pm.Normal("b")
-        pm.Poisson("y", mu=pm.math.exp(a + b * xd), observed=rng.poisson(1.0, 30))
+        pm.Poisson("y", mu=pm.math.exp(a + b * xd), observed=y)
     a, b = rng.normal(0.2, 0.1, (1, 6)), rng.normal(0.5, 0.2, (1, 6))
-    found = []
+    found, again = [], []
     distinct_rows = _points.distinct_rows
     monkeypatch.setattr(
         "pm_sens.pdp.distinct_rows", lambda *args: found.append(distinct_rows(*args)) or found[-1]
     )
+    monkeypatch.setattr(
+        "pm_sens._uncertainty_passes.distinct_rows",
+        lambda *args: again.append(distinct_rows(*args)) or again[-1],
+    )
     grid = [-1.0, 0.0, 2.0]
-    pdp = pm_sens.partial_dependence(
-        posterior({"a": a, "b": b}), model, grid={"x": grid}, progressbar=False
-    )["partial_dependence"]
+    idata = posterior({"a": a, "b": b})
+    pdp = pm_sens.partial_dependence(idata, model, grid={"x": grid}, progressbar=False)[
+        "partial_dependence"
+    ]
     assert len(found[0][0][model["x"]]) == 3  # 90 rows, 3 distinct
+    assert again == []
     rates = np.exp(a[0][:, None] + b[0][:, None] * np.array(grid))  # (draws, grid)
     ice = pdp["mean_ice"].values[0]  # (grid, point)
     np.testing.assert_allclose(ice, np.repeat(rates.mean(0)[:, None], 30, 1), rtol=1e-12)
@@ -665,6 +674,13 @@ def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch)
     entropy = pdp["entropy_ice"].values[0]  # (grid, point, component)
     np.testing.assert_allclose(entropy[..., 0], np.repeat(total[:, None], 30, 1), rtol=1e-9)
     np.testing.assert_allclose(entropy[..., 1], np.repeat(aleatoric[:, None], 30, 1), rtol=1e-9)
+    idata["observed_data"] = xr.Dataset({"y": ("obs", y)})
+    density = pm_sens.partial_dependence(
+        idata, model, grid={"x": grid}, kind="log_likelihood", progressbar=False
+    )["partial_dependence"]["log_likelihood_ice"].values[0]  # (grid, point)
+    assert len(again[0][0][model["x"]]) == 3  # evaluated once per grid value
+    expected = special.logsumexp(stats.poisson(rates[..., None]).logpmf(y), axis=0) - np.log(6)
+    np.testing.assert_allclose(density, expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("likelihood", ["normal", "poisson"])
