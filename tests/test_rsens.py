@@ -72,6 +72,53 @@ def test_chunking_does_not_change_results(rng):
         np.testing.assert_allclose(tiny[name].values, full[name].values, rtol=rtol, err_msg=name)
 
 
+def _mixture_moments(mu, d_mu, dd_mu, sigma2):
+    """The mixture's mean and variance over the draws given, with their derivatives.
+
+    Per draw ``mu`` (S, N), ``d_mu`` (S, N, D), ``dd_mu`` (S, N, D, D) and
+    ``sigma2`` (S, N), constant in x. Returns phi (N, 2), jac (2, N, D), hess
+    (2, N, D, D).
+    """
+    m, dm, ddm = mu.mean(0), d_mu.mean(0), dd_mu.mean(0)
+    second = (sigma2 + mu**2).mean(0)
+    d_second = (2 * mu[..., None] * d_mu).mean(0)
+    dd_second = (
+        2 * d_mu[..., :, None] * d_mu[..., None, :] + 2 * mu[..., None, None] * dd_mu
+    ).mean(0)
+    v = second - m**2
+    dv = d_second - 2 * m[:, None] * dm
+    ddv = dd_second - 2 * (dm[:, :, None] * dm[:, None, :] + m[:, None, None] * ddm)
+    return np.stack([m, v], -1), np.stack([dm, dv]), np.stack([ddm, ddv])
+
+
+def test_mixture_moments_merged_chunk_by_chunk_equal_those_of_all_draws(rng):
+    """Chunks of 3, 1, 5 and 2 draws merged in place give the moments and
+    derivatives computed over all 11 draws at once (the law of total variance
+    differentiated twice), and leave the chunks' arrays as they were."""
+    from pm_sens.measures.mixture import MixtureMoments
+
+    x = rng.normal(size=(7, 2))
+    c, e = rng.normal(size=11), rng.uniform(0.5, 2.0, 11)
+    # per draw: mu = c (x1 + x1 x2), sigma² = e
+    mu = c[:, None] * (x[:, 0] + x[:, 0] * x[:, 1])
+    d_mu = c[:, None, None] * np.stack([1 + x[:, 1], x[:, 0]], -1)
+    dd_mu = c[:, None, None, None] * np.array([[0.0, 1.0], [1.0, 0.0]])
+    dd_mu = np.broadcast_to(dd_mu, (11, 7, 2, 2))
+    sigma2 = np.broadcast_to(e[:, None], (11, 7))
+    merged = MixtureMoments("variance")
+    chunks = []
+    for draws in (slice(0, 3), slice(3, 4), slice(4, 9), slice(9, 11)):
+        chunk = _mixture_moments(mu[draws], d_mu[draws], dd_mu[draws], sigma2[draws])
+        chunks.append((chunk, [a.copy() for a in chunk]))
+        merged.add(draws.stop - draws.start, *chunk)
+    expected = _mixture_moments(mu, d_mu, dd_mu, sigma2)
+    for got, want in zip((merged.phi, merged.jac, merged.hess), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    for chunk, copies in chunks:
+        for array, copy in zip(chunk, copies, strict=True):
+            np.testing.assert_array_equal(array, copy)
+
+
 def _logistic(rng, n=30, draws=(2, 50)):
     x = rng.normal(size=(n, 2))
     with pm.Model() as model:
