@@ -9,6 +9,7 @@ dask.distributed cluster, and screened for nan and inf (`check_outputs`).
 import contextlib
 import functools
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -53,8 +54,9 @@ FORWARD_CACHED_CELLS = 750_000
 DRAWS_PER_READ = 16
 #: arrays of a forward graph's rows (one draw) its consumers hold at once: the
 #: parameters, log densities, entropies, a recurrence's coefficients (a
-#: logistic's PDP held about 2 per row and draw: 12 MB per draw of 853,500 rows)
-FORWARD_ARRAYS = 12
+#: logistic's PDP held about 2 per row and draw: 12 MB per draw of 853,500 rows;
+#: 12 before two chunks shared the memory limit, which kept its chunks of 12 draws)
+FORWARD_ARRAYS = 6
 
 
 def _bytes_per_draw(ctx, n_rows, mode, order, largest):
@@ -76,7 +78,7 @@ def _bytes_per_draw(ctx, n_rows, mode, order, largest):
     return 8 * max(n_rows * per_row, 4 * largest)
 
 
-def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None):
+def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in_flight=1):
     """Draws per chunk of ``compiled`` on ``values``, and how to split the rows.
 
     The second is `evaluate_by_rows`'s rows per block and flags where the rows
@@ -84,8 +86,10 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None):
     one draw would exceed the memory limit), else None (see `_chunks`).
     ``whole_rows``: the outputs must cover every row in one evaluation.
     ``rows``: how many rows the outputs are spread over, if more than
-    ``values``' (its distinct rows, evaluated once).
+    ``values``' (its distinct rows, evaluated once). ``in_flight``: chunks
+    in memory at once, which share the memory limit.
     """
+    budget = ctx.memory_limit / in_flight
     n_rows = rows or len(next(iter(v for v in values.values() if np.ndim(v))))
     # colored derivatives: a row per colour and point
     n_rows *= compiled.settings.get("colors", 1)
@@ -96,7 +100,7 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None):
         return _bytes_per_draw(ctx, rows, compiled.mode, compiled.order, largest), largest
 
     per_draw, largest = bytes_per_draw(data_for_chunk(compiled, values), n_rows)
-    chunk = int(max(1, min(ctx.draws.count, ctx.memory_limit // per_draw)))
+    chunk = int(max(1, min(ctx.draws.count, budget // per_draw)))
     if compiled.settings["backend"] == "python" or compiled.mode == "draw":
         cells = n_rows * len(ctx.points.features) ** compiled.order
         cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
@@ -109,16 +113,37 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None):
     if not dependence_of(ctx).local:
         # a series is evaluated one stacked copy at a time
         return chunk, (ctx.points.n_points, flags)
-    if per_draw <= ctx.memory_limit or whole_rows:
+    if per_draw <= budget or whole_rows:
         return chunk, None
     # fewer rows, if the memory is theirs (not a draw's covariance over the training inputs)
-    block_rows = max(1, int(n_rows * ctx.memory_limit // per_draw))
+    block_rows = max(1, int(n_rows * budget // per_draw))
     block = [
         v[:block_rows] if flag else v
         for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
     ]
-    fits = bytes_per_draw(block, block_rows)[0] <= ctx.memory_limit
+    fits = bytes_per_draw(block, block_rows)[0] <= budget
     return chunk, ((block_rows, flags) if fits else None)
+
+
+def _ahead(evaluate, starts):
+    """Yield ``(start, evaluate(start))`` in order, each next one computed meanwhile.
+
+    The next chunk's evaluation runs in a thread while the consumer of this
+    one works: both are mostly NumPy and BLAS, which release the GIL, so on
+    two cores they overlap.
+    """
+    starts = list(starts)
+    if len(starts) < 2:
+        for start in starts:
+            yield start, evaluate(start)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk") as pool:
+        pending = pool.submit(evaluate, starts[0])
+        for k, start in enumerate(starts):
+            result = pending.result()
+            if k + 1 < len(starts):
+                pending = pool.submit(evaluate, starts[k + 1])
+            yield start, result
 
 
 @functools.cache
@@ -156,7 +181,10 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, 
     """
     whole_rows = out is not None or compiled.settings.get("whitened", False)
     rows = None if spread is None else len(spread)
-    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows)
+    client = active_client() if ctx.draws.lazy else None
+    # in process: a chunk is consumed while the next is evaluated (`_ahead`)
+    in_flight = 2 if client is None else 1
+    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows, in_flight)
 
     def checked(start, size, outputs):
         if spread is not None:
@@ -165,21 +193,22 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, 
         return outputs
 
     starts = range(0, ctx.draws.count, chunk)
-    client = active_client() if ctx.draws.lazy else None
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
         if client is None:
+
+            def evaluate(start):
+                # only this chunk of a lazily loaded posterior is read into memory
+                draws = ctx.draws.chunk(start, start + chunk)
+                size = len(draws[0])
+                given = {} if out is None else {"out": out[start : start + size]}
+                data = data_for_chunk(compiled, values)
+                if blocks is None:
+                    return size, compiled(data, draws, **given)
+                return size, evaluate_by_rows(compiled, data, draws, *blocks)
+
             serial = compiled.mode == "draw"
             with _serial_blas() if serial else contextlib.nullcontext():
-                for start in starts:
-                    # only this chunk of a lazily loaded posterior is read into memory
-                    draws = ctx.draws.chunk(start, start + chunk)
-                    size = len(draws[0])
-                    given = {} if out is None else {"out": out[start : start + size]}
-                    data = data_for_chunk(compiled, values)
-                    if blocks is None:
-                        outputs = compiled(data, draws, **given)
-                    else:
-                        outputs = evaluate_by_rows(compiled, data, draws, *blocks)
+                for start, (size, outputs) in _ahead(evaluate, starts):
                     yield start, size, checked(start, size, outputs)
                     advance(size)
             return

@@ -90,6 +90,40 @@ def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch
     assert blas_threads() == before
 
 
+def test_the_next_chunk_is_evaluated_while_one_is_consumed():
+    """`_ahead` starts evaluating chunk k + 1, in another thread, before the
+    consumer has finished with chunk k, and yields the chunks in order; an
+    evaluation that fails raises its own error at its chunk."""
+    import threading
+
+    started = [threading.Event() for _ in range(4)]
+    threads = set()
+
+    def evaluate(start):
+        threads.add(threading.current_thread().name)
+        started[start].set()
+        return 10 * start
+
+    got = []
+    for start, value in _chunk_passes._ahead(evaluate, range(4)):
+        if start < 3:  # the consumer waits here: without a thread, nothing would start
+            assert started[start + 1].wait(timeout=10), start
+        got.append((start, value))
+    assert got == [(0, 0), (1, 10), (2, 20), (3, 30)]
+    assert threading.current_thread().name not in threads
+
+    def fails_at_two(start):
+        if start == 2:
+            raise FloatingPointError("chunk 2")
+        return start
+
+    consumed = []
+    with pytest.raises(FloatingPointError, match="chunk 2"):
+        for start, _ in _chunk_passes._ahead(fails_at_two, range(4)):
+            consumed.append(start)
+    assert consumed == [0, 1]
+
+
 def test_labels_come_from_model_coords(logistic):
     model, idata, _ = logistic
     out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
