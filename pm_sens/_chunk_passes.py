@@ -8,6 +8,7 @@ dask.distributed cluster, and screened for nan and inf (`check_outputs`).
 
 import contextlib
 import functools
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,6 +53,14 @@ FORWARD_CACHED_CELLS = 750_000
 #: the old memory estimate of 24 arrays per row allowed, with the same 920 MB
 #: peak)
 DRAWS_PER_READ = 16
+#: a chunk is evaluated while the one before is consumed where each part takes
+#: at least this share of a chunk's time (a 30-input logistic's PDP, 0.33:
+#: 8.5-9.2 -> 6.9-7.6 s; a spline's, 0.45: 1.8 -> 1.1 s; an ordered probit's,
+#: 0.10: 8.3 -> 7.4 s; a beta-binomial's, 0.05, was 6 % slower so, its
+#: tables' many short calls waiting for the GIL)
+OVERLAP_SHARE = 0.1
+#: chunks timed before deciding (the first call's first chunks warm up)
+_TIMED = 3
 #: arrays of a forward graph's rows (one draw) its consumers hold at once: the
 #: parameters, log densities, entropies, a recurrence's coefficients (a
 #: logistic's PDP held about 2 per row and draw: 12 MB per draw of 853,500 rows;
@@ -126,24 +135,38 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
 
 
 def _ahead(evaluate, starts):
-    """Yield ``(start, evaluate(start))`` in order, each next one computed meanwhile.
+    """Yield ``(start, evaluate(start))`` in order, the next one computed meanwhile.
 
-    The next chunk's evaluation runs in a thread while the consumer of this
-    one works: both are mostly NumPy and BLAS, which release the GIL, so on
-    two cores they overlap.
+    From the fourth chunk on, the next chunk's evaluation runs in a thread
+    while the consumer works on this one: both are mostly NumPy and BLAS,
+    which release the GIL, so on two cores they overlap. Only where, in the
+    first `_TIMED` chunks (each part's shortest, without a first call's
+    warm-up), evaluation and consumption both take `OVERLAP_SHARE` of a
+    chunk's time or more: else one thread waits for the GIL between the
+    other's short calls and gains nothing.
     """
     starts = list(starts)
-    if len(starts) < 2:
-        for start in starts:
-            yield start, evaluate(start)
-        return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk") as pool:
-        pending = pool.submit(evaluate, starts[0])
+    pool = pending = None
+    evaluated, consumed = [], []
+    try:
         for k, start in enumerate(starts):
-            result = pending.result()
-            if k + 1 < len(starts):
-                pending = pool.submit(evaluate, starts[k + 1])
+            began = time.perf_counter()
+            result = evaluate(start) if pending is None else pending.result()
+            evaluated.append(time.perf_counter() - began)
+            following = starts[k + 1] if k + 1 < len(starts) else None
+            pending = None
+            if pool is not None and following is not None:
+                pending = pool.submit(evaluate, following)
+            began = time.perf_counter()
             yield start, result
+            consumed.append(time.perf_counter() - began)
+            if k == _TIMED - 1 and following is not None:
+                shortest = min(evaluated), min(consumed)
+                if min(shortest) >= OVERLAP_SHARE * sum(shortest):
+                    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 @functools.cache

@@ -91,37 +91,62 @@ def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch
 
 
 def test_the_next_chunk_is_evaluated_while_one_is_consumed():
-    """`_ahead` starts evaluating chunk k + 1, in another thread, before the
-    consumer has finished with chunk k, and yields the chunks in order; an
-    evaluation that fails raises its own error at its chunk."""
+    """Where evaluating and consuming a chunk both take time, `_ahead` starts
+    evaluating chunk k + 1 in another thread before the consumer has finished
+    with chunk k (once three chunks are timed), and yields the chunks in
+    order; an evaluation that fails raises its own error at its chunk."""
     import threading
+    import time
 
-    started = [threading.Event() for _ in range(4)]
-    threads = set()
+    started = [threading.Event() for _ in range(7)]
+    threads = []
 
     def evaluate(start):
-        threads.add(threading.current_thread().name)
+        threads.append(threading.current_thread().name)
         started[start].set()
+        time.sleep(0.02)
         return 10 * start
 
     got = []
-    for start, value in _chunk_passes._ahead(evaluate, range(4)):
-        if start < 3:  # the consumer waits here: without a thread, nothing would start
+    for start, value in _chunk_passes._ahead(evaluate, range(7)):
+        if 3 <= start < 6:  # without a thread, nothing would start while it waits
             assert started[start + 1].wait(timeout=10), start
+        time.sleep(0.02)
         got.append((start, value))
-    assert got == [(0, 0), (1, 10), (2, 20), (3, 30)]
-    assert threading.current_thread().name not in threads
+    assert got == [(k, 10 * k) for k in range(7)]
+    main = threading.current_thread().name
+    assert threads[:4] == [main] * 4 and main not in threads[4:]
 
-    def fails_at_two(start):
-        if start == 2:
-            raise FloatingPointError("chunk 2")
+    def fails_at_five(start):
+        time.sleep(0.02)
+        if start == 5:
+            raise FloatingPointError("chunk 5")
         return start
 
     consumed = []
-    with pytest.raises(FloatingPointError, match="chunk 2"):
-        for start, _ in _chunk_passes._ahead(fails_at_two, range(4)):
+    with pytest.raises(FloatingPointError, match="chunk 5"):
+        for start, _ in _chunk_passes._ahead(fails_at_five, range(7)):
+            time.sleep(0.02)
             consumed.append(start)
-    assert consumed == [0, 1]
+    assert consumed == [0, 1, 2, 3, 4]
+
+
+def test_chunks_whose_consumer_takes_no_time_are_evaluated_in_turn():
+    """A consumer that takes a negligible share of a chunk's time (a GP's moment
+    sums after its solves) gains nothing from a thread: every chunk is
+    evaluated in the calling thread, one after the other."""
+    import threading
+    import time
+
+    threads = []
+
+    def evaluate(start):
+        threads.append(threading.current_thread().name)
+        time.sleep(0.02)
+        return start
+
+    assert [s for s, _ in _chunk_passes._ahead(evaluate, range(6))] == list(range(6))
+    assert set(threads) == {threading.current_thread().name}
 
 
 def test_labels_come_from_model_coords(logistic):
