@@ -137,8 +137,8 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
 def _ahead(evaluate, starts):
     """Yield ``(start, evaluate(start))`` in order, the next one computed meanwhile.
 
-    From the fourth chunk on, the next chunk's evaluation runs in a thread
-    while the consumer works on this one: both are mostly NumPy and BLAS,
+    After the first `_TIMED` chunks, chunks are evaluated in a thread, the
+    next one while the consumer works on this one: both are mostly NumPy and BLAS,
     which release the GIL, so on two cores they overlap. Only where, in the
     first `_TIMED` chunks (each part's shortest, without a first call's
     warm-up), evaluation and consumption both take `OVERLAP_SHARE` of a
@@ -146,27 +146,26 @@ def _ahead(evaluate, starts):
     other's short calls and gains nothing.
     """
     starts = list(starts)
-    pool = pending = None
     evaluated, consumed = [], []
-    try:
-        for k, start in enumerate(starts):
-            began = time.perf_counter()
-            result = evaluate(start) if pending is None else pending.result()
-            evaluated.append(time.perf_counter() - began)
-            following = starts[k + 1] if k + 1 < len(starts) else None
-            pending = None
-            if pool is not None and following is not None:
+    for start in starts[:_TIMED]:
+        began = time.perf_counter()
+        result = evaluate(start)
+        evaluated.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        yield start, result
+        consumed.append(time.perf_counter() - began)
+    rest = starts[_TIMED:]
+    shortest = (min(evaluated, default=0.0), min(consumed, default=0.0))
+    if not rest or min(shortest) < OVERLAP_SHARE * sum(shortest):
+        yield from ((start, evaluate(start)) for start in rest)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk") as pool:
+        pending = pool.submit(evaluate, rest[0])
+        for start, following in zip(rest, [*rest[1:], None], strict=True):
+            result = pending.result()
+            if following is not None:
                 pending = pool.submit(evaluate, following)
-            began = time.perf_counter()
             yield start, result
-            consumed.append(time.perf_counter() - began)
-            if k == _TIMED - 1 and following is not None:
-                shortest = min(evaluated), min(consumed)
-                if min(shortest) >= OVERLAP_SHARE * sum(shortest):
-                    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk")
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
 
 
 @functools.cache
