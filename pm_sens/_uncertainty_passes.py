@@ -16,10 +16,10 @@ from pm_sens.graph.likelihoods import default_moment_family
 from pm_sens.measures.entropy import (
     DRAWS_TOGETHER,
     EntropyAccumulator,
-    MixtureLogDensity,
     entropy_components,
 )
 from pm_sens.measures.mixture import MixtureMoments
+from pm_sens.measures.mixture_density import MixtureLogDensity
 
 
 def uncertainty_context(idata, model, **kwargs):

@@ -1,6 +1,7 @@
 """Uncertainty attribution: entropies, permutation importance, PDP and ICE."""
 
 import dataclasses
+import threading
 
 import numpy as np
 import pymc as pm
@@ -11,7 +12,8 @@ from scipy import special, stats
 import pm_sens
 from pm_sens import families
 from pm_sens.measures import entropy
-from pm_sens.measures.entropy import EntropyAccumulator, MixtureLogDensity
+from pm_sens.measures.entropy import EntropyAccumulator
+from pm_sens.measures.mixture_density import MixtureLogDensity
 from tests.conftest import posterior
 
 
@@ -535,13 +537,20 @@ def test_zero_modified_mixture_entropies_against_brute_force(rng, family, base, 
     ],
     ids=["poisson", "nb_mean_alpha", "nb_mean_variance", "zip", "hurdle_poisson"],
 )
-@pytest.mark.parametrize("draws", [None, 40], ids=["compiled", "numpy"])
-def test_pmf_recurrence_equals_the_log_pmf_sums(rng, family, phi, draws):
+@pytest.mark.parametrize(
+    ("draws", "halves"),
+    [(None, False), (40, False), (40, True)],
+    ids=["compiled", "numpy", "numpy_on_two_threads"],
+)
+def test_pmf_recurrence_equals_the_log_pmf_sums(rng, monkeypatch, family, phi, draws, halves):
     """Sums by recurrence equal sums of the log pmf, in rows whose draws are far apart
     (rate 1 and 3000 in one row: a draw's pmf underflows over most of the row's
     window, and where the row's draws walk together the pmf of rate 1 has underflowed:
     those walk alone), in the compiled loop and, for a pass NumPy runs in little
-    time (`NUMPY_SECONDS`), in NumPy."""
+    time (`NUMPY_SECONDS`), in NumPy, on all rows at once or on rows 0-1 and 2-4
+    in two threads (`TWO_THREADS_VALUES`)."""
+    if halves:
+        monkeypatch.setattr(entropy, "TWO_THREADS_VALUES", 1)
     means = np.exp(rng.uniform(0, 8, size=(40, 5)))
     means[:, 0] = np.where(np.arange(40) % 2, 1.0, 3000.0)
     params = phi(means)
@@ -619,10 +628,48 @@ def test_pmf_tables_equal_the_log_pmf_sums(rng, family, phi):
     )
 
 
+@pytest.mark.parametrize("wider_later", [False, True], ids=["same_width", "wider_later"])
+def test_pmf_tables_on_two_threads_give_the_brute_force_sums(rng, monkeypatch, wider_later):
+    """Once the tables' width is known (after the first chunk), blocks of
+    `TWO_THREADS_VALUES` values or more are added half the rows on each of two
+    threads, both used. A table wider than those before, met on a thread (trials
+    10 → 19 in the last chunk's rows 25-39, all in the second half), is added after
+    both are done, the sums widened: the entropies and means equal sums of the
+    pmf over the support."""
+    monkeypatch.setattr(entropy, "_TABLE_CELLS", 60)
+    monkeypatch.setattr(entropy, "_TABLE_LEAST", 3)
+    monkeypatch.setattr(entropy, "TWO_THREADS_VALUES", 2)
+    threads = []
+
+    def pmf_table(phi, n):
+        threads.append(threading.current_thread().name)
+        return families.BETA_BINOMIAL.pmf_table(phi, n)
+
+    family = dataclasses.replace(families.BETA_BINOMIAL, pmf_table=pmf_table)
+    rates = rng.uniform(0.2, 5, size=(9, 40))
+    trials = np.full(rates.shape, 10)
+    if wider_later:
+        trials[6:, 25:] = 19
+    acc = EntropyAccumulator(family, 40, table_mean=True)
+    means = [
+        acc.add(np.stack([r, 3 + 0 * r], -1), n=n)
+        for r, n in zip(np.array_split(rates, 3), np.array_split(trials, 3), strict=True)
+    ]
+    main = threading.current_thread().name
+    assert set(threads[: threads.index(main, 1)]) == {main}  # the first chunk: one thread
+    assert len(set(threads)) == 2
+    y = np.arange(20)
+    probabilities = stats.betabinom(trials[..., None], rates[..., None], 3).pmf(y)
+    mixture = probabilities.mean(0)
+    np.testing.assert_allclose(acc.mixture_entropy(), special.entr(mixture).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(acc.aleatoric(), special.entr(probabilities).sum(-1).mean(0))
+    np.testing.assert_allclose(np.concatenate(means), (probabilities * y).sum(-1), rtol=1e-12)
+
+
 def test_logsumexp_over_draws_against_scipy(rng):
     """As SciPy's, where exp underflows (log densities near −1000), and on rows of
     −inf (−inf) and with +inf (+inf)."""
-    from pm_sens.measures.entropy import logsumexp_over_draws
+    from pm_sens.measures.mixture_density import logsumexp_over_draws
 
     x = rng.normal(size=(30, 5)) - 1000
     x[:, 1] = -np.inf

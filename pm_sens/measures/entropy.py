@@ -12,6 +12,7 @@ fixed variance).
 import numpy as np
 from scipy import special
 
+from pm_sens.measures._halves import over_halves
 from pm_sens.measures._walk import walk_sums
 
 #: draws × rows × support values of the summation route's log densities held at
@@ -25,6 +26,12 @@ _TABLE_CELLS = 131_072
 #: rows × draws of a table block at least: a beta-binomial's tables of 41 counts
 #: ran its PDP in 5.1 s in blocks of 131,072 values, 4.1 s with 8,192 per count
 _TABLE_LEAST = 8_192
+#: values per NumPy call (a table block; a support walk's draws × rows) from which
+#: the rows go half on each of two threads (`over_halves`): a 30-input logistic's
+#: default PDP, blocks of 65,536, 6.8 -> 5.7 s; a zero-truncated Poisson's walks
+#: 2.5 -> 1.45 s; a beta-binomial's tables of 41 counts, blocks of 8,192, were
+#: slower so (4.5 -> 5.4 s: its short calls wait for the GIL)
+TWO_THREADS_VALUES = 32_768
 #: draws per call of the support sums that keep their vector loops over draws full
 DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
@@ -119,14 +126,39 @@ class EntropyAccumulator:
     def add_tables(self, phi, fixed):
         """Add draws by the family's pmf table of 0..W−1; with ``table_mean``, their means (S, R).
 
-        The tables are built in cache-sized blocks (`_table_blocks`).
+        The tables are built in cache-sized blocks (`_table_blocks`). Once the
+        tables' width is known (after the first draws), blocks of
+        `TWO_THREADS_VALUES` or more go half the rows on each of two threads; a
+        wider table met there waits for both, then widens the sums.
         """
-        mean = np.empty(phi.shape[:2]) if self.table_mean else None
-        for block in self._table_blocks(*phi.shape[:2]):
+        n_draws, n_rows = phi.shape[:2]
+        mean = np.empty((n_draws, n_rows)) if self.table_mean else None
+        split = bool(self.width) and self._table_values(self.width) >= TWO_THREADS_VALUES
+        wider = []  # per half, the blocks left for a wider table
+
+        def add_rows(rows):
+            blocks = self._table_blocks(n_draws, rows)  # sized as the width becomes known
+            if split:
+                wider.append(self._add_table_blocks(phi, fixed, list(blocks), mean, widen=False))
+            else:
+                self._add_table_blocks(phi, fixed, blocks, mean, widen=True)
+
+        over_halves(add_rows, n_rows, split)
+        for blocks in wider:
+            self._add_table_blocks(phi, fixed, blocks, mean, widen=True)
+        self.count += n_draws
+        return mean
+
+    def _add_table_blocks(self, phi, fixed, blocks, mean, widen):
+        """Add tables of ``blocks``; without ``widen``, up to a wider one (returns the rest)."""
+        for i, block in enumerate(blocks):
             pmf, entropy = self.family.pmf_table(
                 phi[block], **{k: v[block] for k, v in fixed.items()}
             )
-            self._widen(len(pmf))  # every row's counts are 0..W−1
+            if len(pmf) > self.width:  # every row's counts are 0..W−1
+                if not widen:
+                    return blocks[i:]
+                self._widen(len(pmf))
             by_row = self.pmf_sum.reshape(len(self.widths), -1)[block[1]]
             for k, p in enumerate(pmf):  # each count's column, without stacking them first
                 by_row[:, k] += _sum_over_draws(p)
@@ -135,8 +167,7 @@ class EntropyAccumulator:
                 mean[block] = pmf[1] if len(pmf) > 1 else 0.0
                 for k, p in enumerate(pmf[2:], 2):
                     mean[block] += k * p
-        self.count += len(phi)
-        return mean
+        return []
 
     @staticmethod
     def _table_values(width):
@@ -146,23 +177,23 @@ class EntropyAccumulator:
         """
         return max(_TABLE_CELLS // width, _TABLE_LEAST)
 
-    def _table_blocks(self, n_draws, n_rows):
+    def _table_blocks(self, n_draws, rows):
         """(draws, rows) slices of about `_table_values` rows × draws each, rows outer.
 
-        Each is sized by the counts known when it is made: before the first
-        table, one draw of rows for 2 counts.
+        Over ``rows`` (a slice); each is sized by the counts known when it is
+        made: before the first table, one draw of rows for 2 counts.
         """
-        start_row = 0
-        while start_row < n_rows:
+        start_row = rows.start
+        while start_row < rows.stop:
             step = self._table_values(max(2, self.width))
-            rows = slice(start_row, min(n_rows, start_row + step))
+            block_rows = slice(start_row, min(rows.stop, start_row + step))
             start = 0
             while start < n_draws:
                 known = self._table_values(self.width) if self.width else 1
-                size = max(1, known // (rows.stop - rows.start))
-                yield slice(start, start + size), rows
+                size = max(1, known // (block_rows.stop - block_rows.start))
+                yield slice(start, start + size), block_rows
                 start += size
-            start_row = rows.stop
+            start_row = block_rows.stop
 
     def add_entropies(self, entropy):
         """Continuous families: add draws by their per-draw entropies (S, R)."""
@@ -201,15 +232,20 @@ class EntropyAccumulator:
         return [(rows, int(self.widths[rows].max())) for rows in split if len(rows)]
 
     def _add_by_recursion(self, phi, fixed):
-        """Support sums of an (a, b, 0)-class family by its pmf recurrence (`recursion_sums`)."""
+        """Support sums of an (a, b, 0)-class family by its pmf recurrence.
+
+        In NumPy (`walk_sums`) where `in_numpy`, half the rows on each of two
+        threads where its calls (draws × half the rows) reach
+        `TWO_THREADS_VALUES`; else in the compiled loop (`recursion_sums`).
+        """
+        if self.in_numpy:
+            split = phi.shape[0] * phi.shape[1] >= 2 * TWO_THREADS_VALUES
+            over_halves(lambda rows: self._walk_rows(phi, fixed, rows), phi.shape[1], split)
+            return
         a, b, log_base, zero, scale = self.family.pmf_recursion(phi, **fixed)
         shape = phi.shape[:2]
         a, b = np.broadcast_arrays(a, b)
         upper = self.lower + self.widths - 1
-        if self.in_numpy:
-            rows = (self.lower, upper, self.offsets)
-            walk_sums(a, b, log_base, zero, scale, rows, self.pmf_sum, self.aleatoric_sum)
-            return
         with np.errstate(divide="ignore", invalid="ignore"):
             mode = np.floor(np.where(a < 1, b / (1 - a), 0.0))
         mode = np.clip(mode, self.lower, upper).astype(np.int64)
@@ -234,6 +270,14 @@ class EntropyAccumulator:
             self.pmf_sum,
             self.aleatoric_sum,
         )
+
+    def _walk_rows(self, phi, fixed, rows):
+        """`walk_sums` of the rows ``rows`` (a slice), into their own sums."""
+        fixed = {k: np.broadcast_to(v, phi.shape[:2])[:, rows] for k, v in fixed.items()}
+        a, b, log_base, zero, scale = self.family.pmf_recursion(phi[:, rows], **fixed)
+        lower = self.lower[rows]
+        window = (lower, lower + self.widths[rows] - 1, self.offsets[rows.start : rows.stop + 1])
+        walk_sums(a, b, log_base, zero, scale, window, self.pmf_sum, self.aleatoric_sum[rows])
 
     def _add_rows(self, rows, width, phi, fixed):
         y = self.lower[rows, None] + np.arange(width)
@@ -337,35 +381,3 @@ def entropy_components(total, aleatoric):
 
 
 COMPONENTS = ("total", "aleatoric", "epistemic")
-
-
-def logsumexp_over_draws(x):
-    """``log Σ_s exp(x[s])`` per row of x (S, R), scaled by each row's largest.
-
-    Does what ``scipy.special.logsumexp(x, axis=0)`` does for real x, about 4
-    times faster on (400, 10000) (one exponential into a buffer, no checks for
-    complex or signed input).
-    """
-    largest = x.max(0)
-    shift = np.where(np.isfinite(largest), largest, 0.0)  # a row of −inf stays −inf
-    terms = np.subtract(x, shift)
-    np.exp(terms, out=terms)
-    with np.errstate(divide="ignore"):
-        return np.log(terms.sum(0)) + shift
-
-
-class MixtureLogDensity:
-    """``log q(y|x) = logsumexp_s log p(y|λ_s(x)) − log S``, over chunks of draws."""
-
-    def __init__(self, n_rows):
-        self.count = 0
-        self.log_sum = np.full(n_rows, -np.inf)
-
-    def add(self, log_density):
-        """Add per-draw log densities (S, R)."""
-        self.count += len(log_density)
-        self.log_sum = np.logaddexp(self.log_sum, logsumexp_over_draws(log_density))
-
-    def value(self):
-        """``log q`` per row."""
-        return self.log_sum - np.log(self.count)
