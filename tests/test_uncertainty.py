@@ -11,7 +11,7 @@ from scipy import special, stats
 
 import pm_sens
 from pm_sens import families
-from pm_sens.measures import entropy
+from pm_sens.measures import _halves, entropy
 from pm_sens.measures.entropy import EntropyAccumulator
 from pm_sens.measures.mixture_density import MixtureLogDensity
 from tests.conftest import posterior
@@ -548,9 +548,10 @@ def test_pmf_recurrence_equals_the_log_pmf_sums(rng, monkeypatch, family, phi, d
     window, and where the row's draws walk together the pmf of rate 1 has underflowed:
     those walk alone), in the compiled loop and, for a pass NumPy runs in little
     time (`NUMPY_SECONDS`), in NumPy, on all rows at once or on rows 0-1 and 2-4
-    in two threads (`TWO_THREADS_VALUES`)."""
+    in two threads (`TWO_THREADS_VALUES`, `TWO_THREADS_CHUNK`)."""
     if halves:
-        monkeypatch.setattr(entropy, "TWO_THREADS_VALUES", 1)
+        monkeypatch.setattr(_halves, "TWO_THREADS_VALUES", 1)
+        monkeypatch.setattr(_halves, "TWO_THREADS_CHUNK", 1)
     means = np.exp(rng.uniform(0, 8, size=(40, 5)))
     means[:, 0] = np.where(np.arange(40) % 2, 1.0, 3000.0)
     params = phi(means)
@@ -638,7 +639,8 @@ def test_pmf_tables_on_two_threads_give_the_brute_force_sums(rng, monkeypatch, w
     pmf over the support."""
     monkeypatch.setattr(entropy, "_TABLE_CELLS", 60)
     monkeypatch.setattr(entropy, "_TABLE_LEAST", 3)
-    monkeypatch.setattr(entropy, "TWO_THREADS_VALUES", 2)
+    monkeypatch.setattr(_halves, "TWO_THREADS_VALUES", 2)
+    monkeypatch.setattr(_halves, "TWO_THREADS_CHUNK", 1)
     threads = []
 
     def pmf_table(phi, n):

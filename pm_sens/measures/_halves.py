@@ -2,6 +2,31 @@
 
 from concurrent.futures import ThreadPoolExecutor
 
+#: rows × draws per NumPy call (per count of a table block; of a support walk)
+#: from which a chunk's rows go half on each of two threads, and the least a
+#: table block holds there: shorter calls wait for the GIL (a beta-binomial's
+#: tables of 41 counts in blocks of 8,192 rows × draws: its PDP 4.5 s on one
+#: thread, 5.4 s on two). Default PDPs, warm, old and new code alternating: a
+#: 30-input logistic's 6.1-7.1 -> 5.5-5.8 s, a zero-truncated Poisson's 2.1 ->
+#: 1.3 s, a beta-binomial's (blocks of 32,768 there) 5.0-5.6 -> 2.7-3.3 s
+TWO_THREADS_VALUES = 32_768
+#: a chunk's values (draws × rows × counts) from which its sums go on two threads:
+#: smaller chunks come from graphs whose evaluation is the long part, already in
+#: a thread beside them (an ordinal logistic's PDP, one draw of 75,000 rows × 5
+#: classes a chunk: its first call in a process 4.5 -> 5.4 s and 2.9 -> 5.3 s in
+#: two runs, the evaluations taking twice as long beside two summing threads)
+TWO_THREADS_CHUNK = 2**21
+
+
+def on_two_threads(n_draws, n_rows, counts):
+    """Whether a chunk's support sums go half the rows on each of two threads.
+
+    Where each half's calls cover `TWO_THREADS_VALUES` rows × draws and the
+    chunk `TWO_THREADS_CHUNK` values (``counts``: per row and draw).
+    """
+    values = n_draws * n_rows
+    return values >= 2 * TWO_THREADS_VALUES and values * counts >= TWO_THREADS_CHUNK
+
 
 def over_halves(work, n_rows, split):
     """``work(rows)`` for the rows ``0..n_rows``: one call, or two halves at once (``split``).

@@ -12,7 +12,8 @@ fixed variance).
 import numpy as np
 from scipy import special
 
-from pm_sens.measures._halves import over_halves
+from pm_sens.measures import _halves
+from pm_sens.measures._halves import on_two_threads, over_halves
 from pm_sens.measures._walk import walk_sums
 
 #: draws × rows × support values of the summation route's log densities held at
@@ -26,12 +27,6 @@ _TABLE_CELLS = 131_072
 #: rows × draws of a table block at least: a beta-binomial's tables of 41 counts
 #: ran its PDP in 5.1 s in blocks of 131,072 values, 4.1 s with 8,192 per count
 _TABLE_LEAST = 8_192
-#: values per NumPy call (a table block; a support walk's draws × rows) from which
-#: the rows go half on each of two threads (`over_halves`): a 30-input logistic's
-#: default PDP, blocks of 65,536, 6.8 -> 5.7 s; a zero-truncated Poisson's walks
-#: 2.5 -> 1.45 s; a beta-binomial's tables of 41 counts, blocks of 8,192, were
-#: slower so (4.5 -> 5.4 s: its short calls wait for the GIL)
-TWO_THREADS_VALUES = 32_768
 #: draws per call of the support sums that keep their vector loops over draws full
 DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
@@ -127,17 +122,19 @@ class EntropyAccumulator:
         """Add draws by the family's pmf table of 0..W−1; with ``table_mean``, their means (S, R).
 
         The tables are built in cache-sized blocks (`_table_blocks`). Once the
-        tables' width is known (after the first draws), blocks of
-        `TWO_THREADS_VALUES` or more go half the rows on each of two threads; a
-        wider table met there waits for both, then widens the sums.
+        tables' width is known (after the first draws), half the rows go on
+        each of two threads where `on_two_threads`, in blocks of at least
+        ``TWO_THREADS_VALUES`` rows × draws; a wider table met there waits for
+        both, then widens the sums.
         """
         n_draws, n_rows = phi.shape[:2]
         mean = np.empty((n_draws, n_rows)) if self.table_mean else None
-        split = bool(self.width) and self._table_values(self.width) >= TWO_THREADS_VALUES
+        split = bool(self.width) and on_two_threads(n_draws, n_rows, self.width)
+        least = _halves.TWO_THREADS_VALUES if split else _TABLE_LEAST
         wider = []  # per half, the blocks left for a wider table
 
         def add_rows(rows):
-            blocks = self._table_blocks(n_draws, rows)  # sized as the width becomes known
+            blocks = self._table_blocks(n_draws, rows, least)  # sized as the width is known
             if split:
                 wider.append(self._add_table_blocks(phi, fixed, list(blocks), mean, widen=False))
             else:
@@ -170,14 +167,14 @@ class EntropyAccumulator:
         return []
 
     @staticmethod
-    def _table_values(width):
+    def _table_values(width, least):
         """Rows × draws per block of a table of ``width`` counts.
 
-        `_TABLE_CELLS` values in all, or `_TABLE_LEAST` per count for wide tables.
+        `_TABLE_CELLS` values in all, or ``least`` per count for wide tables.
         """
-        return max(_TABLE_CELLS // width, _TABLE_LEAST)
+        return max(_TABLE_CELLS // width, least)
 
-    def _table_blocks(self, n_draws, rows):
+    def _table_blocks(self, n_draws, rows, least):
         """(draws, rows) slices of about `_table_values` rows × draws each, rows outer.
 
         Over ``rows`` (a slice); each is sized by the counts known when it is
@@ -185,11 +182,11 @@ class EntropyAccumulator:
         """
         start_row = rows.start
         while start_row < rows.stop:
-            step = self._table_values(max(2, self.width))
+            step = self._table_values(max(2, self.width), least)
             block_rows = slice(start_row, min(rows.stop, start_row + step))
             start = 0
             while start < n_draws:
-                known = self._table_values(self.width) if self.width else 1
+                known = self._table_values(self.width, least) if self.width else 1
                 size = max(1, known // (block_rows.stop - block_rows.start))
                 yield slice(start, start + size), block_rows
                 start += size
@@ -235,11 +232,11 @@ class EntropyAccumulator:
         """Support sums of an (a, b, 0)-class family by its pmf recurrence.
 
         In NumPy (`walk_sums`) where `in_numpy`, half the rows on each of two
-        threads where its calls (draws × half the rows) reach
-        `TWO_THREADS_VALUES`; else in the compiled loop (`recursion_sums`).
+        threads where `on_two_threads`; else in the compiled loop
+        (`recursion_sums`).
         """
         if self.in_numpy:
-            split = phi.shape[0] * phi.shape[1] >= 2 * TWO_THREADS_VALUES
+            split = on_two_threads(*phi.shape[:2], self.widths.mean())
             over_halves(lambda rows: self._walk_rows(phi, fixed, rows), phi.shape[1], split)
             return
         a, b, log_base, zero, scale = self.family.pmf_recursion(phi, **fixed)
