@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 #: table block holds there: shorter calls wait for the GIL (a beta-binomial's
 #: tables of 41 counts in blocks of 8,192 rows × draws: its PDP 4.5 s on one
 #: thread, 5.4 s on two). Default PDPs, warm, old and new code alternating: a
-#: 30-input logistic's 6.1-7.1 -> 5.5-5.8 s, a zero-truncated Poisson's 2.1 ->
+#: 30-input logistic's 6.1-7.4 -> 5.5-6.2 s, a zero-truncated Poisson's 2.1 ->
 #: 1.3 s, a beta-binomial's (blocks of 32,768 there) 4.3-5.3 -> 2.6-2.9 s
 TWO_THREADS_VALUES = 32_768
 #: a chunk's values (draws × rows × counts) from which its sums go on two threads:
