@@ -45,6 +45,11 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     ``(inputs, level_inputs, variables, n_default)``.
     """
     params = predictive.parameter_list
+    # an integer container read through a float copy (``beta * t``) is that copy;
+    # elsewhere only its length may be read (an AR's ``steps=t.shape[0] - 1``)
+    copied = {
+        base for base, rows in predictive.group_inputs.values() if isinstance(rows, np.ndarray)
+    }
     containers = data_containers(model, params)
     variables = list(
         dict.fromkeys(
@@ -60,7 +65,7 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
     _screen_model(predictive, model, params)
     # held at each point's value, like an exposure: never an input
     held = count_containers(model, predictive.var_name) if predictive.var_name else []
-    held = [*held, *predictive.row_constants]
+    held = [*held, *predictive.row_constants, *copied]
 
     def per_point(var):
         value = current_value(var, predictive)
@@ -93,7 +98,8 @@ def resolve_inputs(predictive, model, inputs, differentiable=True, levels=False)
         _warn_held_floats(predictive, [c for c in given_draws if not per_point(c)])
         if not chosen and not grouped:
             other_lengths = [v for v in variables if is_float(v) and not per_point(v)]
-            _raise_no_inputs(predictive, model, other_lengths, n_default)
+            categorical_inputs = [v for v in variables if v not in held and per_point(v)]
+            _raise_no_inputs(predictive, model, other_lengths, n_default, categorical_inputs)
         _tell_numpy_inputs(predictive, [*chosen, *grouped])
         return chosen, grouped, variables, n_default
     by_name = {v.name: v for v in variables}
@@ -155,14 +161,24 @@ def _refuse_bambi_backend(predictive, model):
         )
 
 
-def _raise_no_inputs(predictive, model, other_lengths, n_points):
+def _raise_no_inputs(predictive, model, other_lengths, n_points, categorical=()):
     """The error for predictions that depend on no input, with its likely cause.
 
     ``other_lengths``: float containers the predictions use without one row
     per observation (e.g. lagged slices ``x[1:]``, ``x[:-1]`` of a series);
-    float NumPy arrays of that kind are found here.
+    float NumPy arrays of that kind are found here. ``categorical``: per-point
+    inputs without a derivative (group indices, flags), for a measure that
+    needs one.
     """
     name = predictive.var_name or predictive.family
+    if categorical:
+        raise ValueError(
+            f"the predictions of {name!r} depend only on categorical inputs "
+            f"{[v.name for v in categorical]} (integer or bool: group indices, flags), "
+            "which have no derivative; integrated gradients needs a continuous input. "
+            "sensitivity() compares their levels, and permutation_importance and "
+            "partial_dependence take them as they are"
+        )
     shapes = {v.name: np.shape(current_value(v, predictive)) for v in other_lengths}
     arrays = arrays_of_other_length(model, predictive.parameter_list, n_points)
     shapes.update({f"NumPy array {k}": np.shape(c.data) for k, c in enumerate(arrays)})
@@ -217,9 +233,9 @@ def _tell_numpy_inputs(predictive, chosen):
     shapes = ", ".join(f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in taken)
     message = (
         f"pm_sens takes the NumPy array(s) {shapes} in the model as inputs (one row per "
-        "observation: floats, or integers that index a variable), in a copy of the "
-        "model's graph. Give their values at new points by these names in points=, or "
-        "choose among them with inputs="
+        "observation: floats, bool flags, or integers that index a variable), in a copy "
+        "of the model's graph. Give their values at new points by these names in points=, "
+        "or choose among them with inputs="
     )
     held = [v for v in predictive.row_constants if v.dtype.startswith(("int", "uint", "bool"))]
     if held:

@@ -12,7 +12,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.shape import SpecifyShape
+from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
@@ -105,10 +105,14 @@ def arithmetic_integers(model, outputs):
     ``alpha + beta * t`` with ``t = pm.Data("t", range(n))`` (a time index, a
     count of rooms) is a numeric input like a float one; an index (``a[g]``),
     a comparison (``g == 1``) or a 0/1 flag (a dummy column, ``c * treated``)
-    makes a container categorical.
+    makes a container categorical. Its length (``steps=t.shape[0] - 1``) is no
+    read of its values, and reads behind the free random variables are replaced
+    by their draws.
     """
     uses = {}
-    for node in apply_ancestors(outputs):
+    for node in apply_ancestors(outputs, blockers=model.free_RVs):
+        if isinstance(node.op, Shape | Shape_i):
+            continue
         arithmetic = isinstance(node.op, Elemwise) and not isinstance(
             node.op.scalar_op, ps.LogicalComparison | ps.Identity | ps.Cast
         )

@@ -65,7 +65,7 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
     # inputs first, in the order of their names: an array held by several
     # constants takes the name of its first coefficient
     for c in [*names, *(c for c in constants if c not in names)]:
-        key = (c.dtype, c.data.shape, c.data.tobytes())
+        key = _value_key(c)
         if key not in by_values:
             name = names.get(c) or c.name or f"row_constant_{len(by_values)}"
             by_values[key] = symbolic_tensor(name, c.dtype, (None, *c.type.shape[1:]))
@@ -140,9 +140,10 @@ def _constants_in_order_of_use(params, blockers):
 
 
 def _is_input(constant, moving):
+    # a bool array is a two-level flag: a categorical input, as a bool container is
     values = constant.data
-    varies = values.shape[0] > 1 and bool(np.any(np.ptp(values, axis=0) > 0))
-    return constant in moving and values.dtype.kind == "f" and varies
+    varies = values.shape[0] > 1 and bool(np.any(values != values[:1]))
+    return constant in moving and values.dtype.kind in "fb" and varies
 
 
 def _group_index_names(model, params, constants):
@@ -187,26 +188,45 @@ def numpy_input_names(model, params, constants):
     """``{constant: name}``: the constant's own name, else ``x_<coefficient>``.
 
     The coefficient is the random variable the array multiplies (``b1 * x1``
-    gives ``x_b1``, ``b[1] * x`` gives ``x_b[1]``, ``X @ beta`` gives
-    ``X_beta``); without one, ``numpy_input_<k>``. Names are unique and do not
-    clash with the model's.
+    gives ``x_b1``, ``b[1] * x`` gives ``x_b[1]``, or ``x_b[label]`` where
+    ``b`` has a coordinate; ``X @ beta`` gives ``X_beta``); without one,
+    ``numpy_input_<k>``. PyMC may hold one array as several constants (one per
+    use): they share a name, that of the first coefficient the model declares.
+    Names are unique and do not clash with the model's.
     """
     taken = set(model.named_vars)
-    found = {c: _name_from_coefficient(c, params, model) for c in constants}
+    arrays = {}
+    for c in constants:
+        arrays.setdefault(_value_key(c), []).append(c)
+    found = {}
+    for key, held_by in arrays.items():
+        named = [f for c in held_by if (f := _name_from_coefficient(c, params, model))]
+        found[key] = min(named, key=lambda f: f[1:]) if named else None
     # in the order the model declares the coefficients, as its pm.Data would be
-    order = sorted(constants, key=lambda c: found[c][1] if found[c] else len(model.free_RVs))
+    order = sorted(arrays, key=lambda k: found[k][1:] if found[k] else (len(model.free_RVs),))
     names = {}
-    for k, c in enumerate(order):
-        name = c.name or (found[c][0] if found[c] else f"numpy_input_{k}")
+    for k, key in enumerate(order):
+        own = next((c.name for c in arrays[key] if c.name), None)
+        name = own or (found[key][0] if found[key] else f"numpy_input_{k}")
         while name in taken:
             name += "_"
         taken.add(name)
-        names[c] = name
+        names.update(dict.fromkeys(arrays[key], name))
     return names
 
 
+def _value_key(constant):
+    """What makes two constants one array: dtype, shape and values."""
+    return constant.dtype, constant.data.shape, constant.data.tobytes()
+
+
 def _name_from_coefficient(constant, params, model):
-    """``(name, position of the coefficient among the free RVs)``, or None."""
+    """``(name, coefficient's position among the free RVs, its index)``, or None.
+
+    Of several coefficients (``b[0] * M + b[2] * M * A``) the first the model
+    declares, at its first index, names the array.
+    """
+    found = []
     for node in apply_ancestors(params, blockers=model.free_RVs):
         if constant not in node.inputs or len(node.inputs) != 2:
             continue
@@ -214,33 +234,48 @@ def _name_from_coefficient(constant, params, model):
         coefficient, index = _coefficient(other, model)
         if coefficient is None:
             continue
-        position = model.free_RVs.index(coefficient)
         if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, ps.Mul):
-            return f"x_{coefficient.name}{index}", position
-        if isinstance(node.op, Dot) or isinstance(getattr(node.op, "core_op", None), Dot):
-            return f"X_{coefficient.name}{index}", position
-    return None
+            prefix = "x_"
+        elif isinstance(node.op, Dot) or isinstance(getattr(node.op, "core_op", None), Dot):
+            prefix = "X_"
+        else:
+            continue
+        name = prefix + coefficient.name + _index_text(coefficient, index, model)
+        found.append((name, model.free_RVs.index(coefficient), index))
+    return min(found, key=lambda f: f[1:]) if found else None
+
+
+def _index_text(coefficient, index, model):
+    """``b[1]``'s index as text: the label of its coordinate where ``b`` has dims."""
+    if not index:
+        return ""
+    dims = model.named_vars_to_dims.get(coefficient.name) or ()
+    labels = [
+        model.coords[dim][i] if dim in model.coords and model.coords[dim] is not None else i
+        for dim, i in zip(dims, index, strict=False)
+    ] + list(index[len(dims) :])
+    return "[" + ", ".join(str(label) for label in labels) + "]"
 
 
 def _coefficient(var, model):
-    """The free random variable ``var`` reads, and the index it takes as text.
+    """The free random variable ``var`` reads, and the constant index it takes.
 
-    Through views and constant indices: ``b[1]`` gives ``(b, "[1]")``;
-    ``(None, "")`` when ``var`` reads no free random variable that way.
+    Through views and constant indices: ``b[1]`` gives ``(b, (1,))``;
+    ``(None, ())`` when ``var`` reads no free random variable that way.
     """
-    index = ""
+    index = ()
     while var.owner is not None and var not in model.free_RVs:
         op = var.owner.op
         if isinstance(op, DimShuffle):
             var = var.owner.inputs[0]
         elif isinstance(op, Subtensor) and all(
-            isinstance(i, Constant) for i in var.owner.inputs[1:]
+            isinstance(i, Constant) and np.ndim(i.data) == 0 for i in var.owner.inputs[1:]
         ):
-            index = "[" + ", ".join(str(i.data) for i in var.owner.inputs[1:]) + "]"
+            index = tuple(int(i.data) for i in var.owner.inputs[1:])
             var = var.owner.inputs[0]
         else:
-            return None, ""
-    return (var, index) if var in model.free_RVs else (None, "")
+            return None, ()
+    return (var, index) if var in model.free_RVs else (None, ())
 
 
 def column_labels(model, params, inputs):

@@ -33,6 +33,7 @@ from pm_sens.graph.per_row import (
     per_row_variables,
 )
 from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
+from pm_sens.graph.transposed import transposed_containers
 from pm_sens.graph.trees import trees_at_points
 from pm_sens.graph.wide_table import cells_of_wide_table, row_coordinate
 
@@ -323,6 +324,8 @@ class Predictive:
         params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
         params, lagged = lagged_series(model, params, n_rows)
+        params, transposed, transposed_labels = transposed_containers(model, params, n_rows)
+        lagged.update(transposed)  # symbols for the containers' points, with their values
         params, row_constants, numpy_inputs = per_row_constants(
             model, params, n_rows, rv, observed
         )
@@ -354,7 +357,7 @@ class Predictive:
         self.group_inputs = group_inputs
         self.row_constants = list(row_constants)
         self.numpy_inputs = list(numpy_inputs)
-        self.column_labels = column_labels(model, params, numpy_inputs)
+        self.column_labels = {**column_labels(model, params, numpy_inputs), **transposed_labels}
         self.held_statistics = held_statistics
         return self
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pymc as pm
 import xarray as xr
+from pytensor.graph.traversal import ancestors
 
 import pm_sens
 
@@ -25,7 +26,11 @@ def model_points(case):
         return None
     n = len(next(iter(case.idata["observed_data"].to_dataset().data_vars.values())))
     data = {}
+    # observed data in a container (as given, or cast to the outcome's dtype)
+    outcomes = set(ancestors([case.model.rvs_to_values[rv] for rv in case.model.observed_RVs]))
     for name, var in case.model.named_vars.items():
+        if var in outcomes:
+            continue
         value = var.get_value() if hasattr(var, "get_value") else None
         if value is None or np.ndim(value) not in (1, 2) or len(value) != n:
             continue

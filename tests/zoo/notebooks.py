@@ -1,0 +1,207 @@
+"""Canonical PyMC notebooks as they write their models: the same data types
+(bool flags, an integer time index in arithmetic), layouts (features × time),
+containers (the observed series in ``pm.Data``) and operations."""
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+from scipy import stats
+
+from tests.zoo._registry import known_posterior, zoo_model
+
+#: pymc-examples, examples/generalized_linear_models/GLM-negative-binomial-regression
+NB_NOTEBOOK = "pymc-examples GLM-negative-binomial-regression"
+#: pymc-examples, examples/time_series/Forecasting_with_structural_timeseries
+STS_NOTEBOOK = "pymc-examples Forecasting_with_structural_timeseries"
+
+
+def _sneezes(rng, q=6):
+    """The notebook's table: four groups of q rows, bool columns built with np.repeat."""
+    return pd.DataFrame(
+        {
+            "nsneeze": rng.poisson(3, 4 * q),
+            "alcohol": np.concatenate(
+                [np.repeat(False, q), np.repeat(True, q), np.repeat(False, q), np.repeat(True, q)]
+            ),
+            "nomeds": np.concatenate(
+                [np.repeat(False, q), np.repeat(False, q), np.repeat(True, q), np.repeat(True, q)]
+            ),
+        }
+    )
+
+
+#: the notebook's flags do not depend on the draws of the counts
+_FLAGS = (
+    _sneezes(np.random.default_rng(0)).nomeds.to_numpy(),
+    _sneezes(np.random.default_rng(0)).alcohol.to_numpy(),
+)
+
+
+def _sneeze_posterior(model, rng):
+    """Draws near the notebook's fit: base rate 1, nomeds × 6, alcohol × 3, both × 2 more."""
+    slopes = np.log([6.0, 3.0, 2.0]) + rng.normal(0, 0.1, (2, 3, 3))
+    return known_posterior(
+        model,
+        fixed={
+            "intercept": rng.normal(0, 0.1, (2, 3)),
+            "slopes": slopes,
+            "alpha": rng.gamma(100, 0.1, (2, 3)),
+        },
+    )
+
+
+def _nb_level_kl(mu_own, alpha_own, mu, alpha):
+    """KL(NB(own) ‖ NB(level)) summed over the support with SciPy, (..., L)."""
+    top = int(stats.nbinom.ppf(1 - 1e-16, alpha_own, alpha_own / (alpha_own + mu_own)).max())
+    y = np.arange(top + 50).reshape(-1, *([1] * mu.ndim))
+    log_p = stats.nbinom.logpmf(y, alpha_own, alpha_own / (alpha_own + mu_own))
+    log_q = stats.nbinom.logpmf(y, alpha, alpha / (alpha + mu))
+    return np.sum(np.exp(log_p) * (log_p - log_q), axis=0)
+
+
+def _sneeze_levels(names):
+    """Level sensitivity of the two flags: per draw NB laws; in moment mode the NB
+    matched to the mixture's mean and variance (law of total variance)."""
+
+    def levels(case, mode):
+        post = case.idata["posterior"]
+        a = post["intercept"].values.reshape(-1, 1, 1)
+        b = post["slopes"].values.reshape(-1, 3)
+        alpha = post["alpha"].values.reshape(-1, 1, 1)
+        flags = _FLAGS
+        out = {}
+        for which, name in enumerate(names):
+            m = np.array(flags, float)  # (2, N): nomeds, alcohol
+            values = np.stack([m.copy(), m.copy()])  # a copy per level
+            values[:, which, :] = np.array([0.0, 1.0])[:, None]
+            nomeds, alcohol = values[:, 0].T[None], values[:, 1].T[None]  # (1, N, L)
+            mu = np.exp(
+                a
+                + b[:, 0, None, None] * nomeds
+                + b[:, 1, None, None] * alcohol
+                + b[:, 2, None, None] * nomeds * alcohol
+            )  # (S, N, L)
+            shape = np.broadcast_to(alpha, mu.shape)
+            if mode == "moment":
+                mean = mu.mean(0, keepdims=True)
+                var = (mu + mu**2 / shape + mu**2).mean(0, keepdims=True) - mean**2
+                mu, shape = mean, mean**2 / (var - mean)
+            own = np.array(flags[which]).astype(int)[None, :, None]
+            mu_own = np.take_along_axis(mu, own, -1)
+            alpha_own = np.take_along_axis(shape, own, -1)
+            kl = _nb_level_kl(mu_own, alpha_own, mu, shape)
+            out[name] = np.sqrt(2 * np.clip(kl, 0, None))
+        return out
+
+    return levels
+
+
+@zoo_model(
+    f"{NB_NOTEBOOK}: NumPy bool columns (df.nomeds.to_numpy()) straight into "
+    "exp(a + b[0] M + b[1] A + b[2] M A), coords for the regressors",
+    levels=_sneeze_levels(["x_slopes[nomeds]", "x_slopes[alcohol]"]),
+    errors={"integrated_gradients": "depend only on categorical inputs"},
+)
+def sneezes_numpy_bool(rng):
+    df = _sneezes(rng)
+    coords = {"regressor": ["nomeds", "alcohol", "nomeds:alcohol"], "obs_idx": df.index}
+    with pm.Model(coords=coords) as model:
+        a = pm.Normal("intercept", mu=0, sigma=5)
+        b = pm.Normal("slopes", mu=0, sigma=1, dims="regressor")
+        alpha = pm.Exponential("alpha", 0.5)
+        M = df.nomeds.to_numpy()
+        A = df.alcohol.to_numpy()
+        lam = pm.math.exp(a + b[0] * M + b[1] * A + b[2] * M * A)
+        pm.NegativeBinomial(
+            "y", mu=lam, alpha=alpha, observed=df.nsneeze.to_numpy(), dims="obs_idx"
+        )
+    return model, _sneeze_posterior(model, rng)
+
+
+@zoo_model(
+    f"{NB_NOTEBOOK}: its model as written (pm.ConstantData, now pm.Data): bool containers "
+    "M and A, the counts S a container passed as observed=",
+    levels=_sneeze_levels(["nomeds", "alcohol"]),
+    errors={"integrated_gradients": "depend only on categorical inputs"},
+)
+def sneezes_bool_containers(rng):
+    df = _sneezes(rng)
+    coords = {"regressor": ["nomeds", "alcohol", "nomeds:alcohol"], "obs_idx": df.index}
+    with pm.Model(coords=coords) as model:
+        a = pm.Normal("intercept", mu=0, sigma=5)
+        b = pm.Normal("slopes", mu=0, sigma=1, dims="regressor")
+        alpha = pm.Exponential("alpha", 0.5)
+        M = pm.Data("nomeds", df.nomeds.to_numpy(), dims="obs_idx")
+        A = pm.Data("alcohol", df.alcohol.to_numpy(), dims="obs_idx")
+        S = pm.Data("nsneeze", df.nsneeze.to_numpy(), dims="obs_idx")
+        lam = pm.math.exp(a + b[0] * M + b[1] * A + b[2] * M * A)
+        pm.NegativeBinomial("y", mu=lam, alpha=alpha, observed=S, dims="obs_idx")
+    return model, _sneeze_posterior(model, rng)
+
+
+def _sts_checks(case, state):
+    """Per draw, a Normal with one sigma: R-sens of t is |beta| / sigma and of each
+    Fourier row |beta_fourier[k]| / sigma, at every point (the model is linear in them)."""
+    local = state["draw"]["sensitivity"]
+    post = case.idata["posterior"]
+    sigma = post["sigma"]
+    names = ["t", *(f"fourier_terms[{k}]" for k in range(4))]
+    assert sorted(local["feature"].values) == sorted(names), local["feature"].values
+    assert set(local["feature_kind"].values) == {"rate"}, "t is a continuous input"
+    expected = [abs(post["beta"]) / sigma] + [
+        abs(post["beta_fourier"].isel(fourier_features=k)) / sigma for k in range(4)
+    ]
+    for name, value in zip(names, expected, strict=True):
+        got = local["rsens"].sel(feature=name).transpose("chain", "draw", ...)
+        np.testing.assert_allclose(got, np.broadcast_to(value.values[..., None], got.shape))
+
+
+@zoo_model(
+    f"{STS_NOTEBOOK} (make_latent_AR_trend_seasonal_model): a latent pm.AR, a trend "
+    "alpha + beta * t on t = list(range(N)), Fourier features stored features × time in "
+    "dot(beta_fourier, fourier_terms), the series y a container passed as observed=",
+    check=_sts_checks,
+)
+def structural_time_series(rng):
+    n, n_order = 40, 2
+    t_data = list(range(n))
+    periods = np.array(t_data) / 7
+    fourier_features = pd.DataFrame(
+        {
+            f"{func}_order_{order}": getattr(np, func)(2 * np.pi * periods * order)
+            for order in range(1, n_order + 1)
+            for func in ("sin", "cos")
+        }
+    )
+    y_t = -4 - 0.1 * np.arange(n) + rng.normal(size=n) + 20 * fourier_features["sin_order_1"]
+    with pm.Model() as model:
+        pass
+    ff = fourier_features.to_numpy().T
+    model.add_coord("obs_id", t_data)
+    model.add_coord("fourier_features", np.arange(len(ff)))
+    with model:
+        t = pm.Data("t", t_data, dims="obs_id")
+        y = pm.Data("y", y_t, dims="obs_id")
+        coefs = pm.Normal("coefs", [0.2, 0.2], [0.5, 0.03])
+        sigma = pm.HalfNormal("sigma", 8)
+        init = pm.Normal.dist(-4, 0.1, size=1)
+        ar1 = pm.AR(
+            "ar",
+            coefs,
+            sigma=sigma,
+            init_dist=init,
+            constant=True,
+            steps=t.shape[0] - 1,
+            dims="obs_id",
+        )
+        alpha = pm.Normal("alpha", -4, 0.1)
+        beta = pm.Normal("beta", -0.1, 0.2)
+        trend = pm.Deterministic("trend", alpha + beta * t, dims="obs_id")
+        beta_fourier = pm.Normal("beta_fourier", mu=0, sigma=2, dims="fourier_features")
+        fourier_terms = pm.Data("fourier_terms", ff)
+        seasonality = pm.Deterministic(
+            "seasonality", pm.math.dot(beta_fourier, fourier_terms), dims="obs_id"
+        )
+        mu = ar1 + trend + seasonality
+        pm.Normal("likelihood", mu=mu, sigma=sigma, observed=y, dims="obs_id")
+    return model, known_posterior(model)
