@@ -156,8 +156,9 @@ def sensitivity(
         "feature_bis"])`` per method and ``(chain, draw, "g_level")`` per
         ``levels_g``, which :func:`summary`, :func:`importance` and
         :func:`plot_importance` read. None (default): True unless the local
-        values would take more than ``memory_limit`` (an info message says
-        so). ``"aed"``/``"aeh"`` need True.
+        values would take more than 1 GB (an info message says so; the
+        result's attr ``local_values`` says which). ``memory_limit`` never
+        changes this. ``"aed"``/``"aeh"`` need True.
     progressbar : bool
         Show progress bars over the draws; nothing is printed when False.
     extend_inferencedata : bool
@@ -293,6 +294,12 @@ def sensitivity(
     )
 
 
+#: draw-mode local values larger than this (bytes) are reduced to each draw's mean
+#: over the points unless ``local=True``: (chain, draw, point, feature) arrays past
+#: it crowd a laptop's memory, while the means are what the rankings read
+LOCAL_VALUES_LIMIT = 1e9
+
+
 def _check_delta(delta):
     delta = check_positive("delta", delta)
     if delta > 1:
@@ -307,7 +314,9 @@ def _keep_local(local, ctx, methods, mode, order):
     """Whether to keep the local values (``local=``), or only each draw's mean over points.
 
     None: keep them unless, in draw mode with in-memory points and draws, they
-    would take more than the memory limit (then say so).
+    would take more than `LOCAL_VALUES_LIMIT` (then say so). The result's own
+    size decides, never ``memory_limit``: that sets the size of the chunks, and
+    must not change what is returned.
     """
     if local is not None:
         local = check_bool("local", local)
@@ -328,13 +337,14 @@ def _keep_local(local, ctx, methods, mode, order):
     if local is not None or mode != "draw" or averaged or streamed:
         return True if local is None else local
     size = local_bytes(ctx, methods, order)
-    if size <= ctx.memory_limit:
+    if size <= LOCAL_VALUES_LIMIT:
         return True
     inform(
-        f"the local values would take {size / 1e9:.3g} GB, more than memory_limit="
-        f"{ctx.memory_limit:.3g} bytes: keeping each draw's mean over the points only "
-        "(local=False; what summary, importance and plot_importance read). Pass local=True "
-        "to keep them, or dask-backed points to stream them"
+        f"the local values would take {size / 1e9:.3g} GB, more than the "
+        f"{LOCAL_VALUES_LIMIT / 1e9:.3g} GB pm_sens keeps by default: keeping each draw's "
+        "mean over the points only (local=False; what summary, importance and "
+        "plot_importance read). Pass local=True to keep them, or dask-backed points to "
+        "stream them"
     )
     return False
 

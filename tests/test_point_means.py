@@ -65,15 +65,29 @@ def test_means_by_blocks_equal_the_local_means(logistic):
     assert out["levels_g"].dims == ("chain", "draw", "g_level")
 
 
-def test_the_automatic_choice_says_so(logistic, caplog):
+def test_the_automatic_choice_says_so(logistic, caplog, monkeypatch):
     model, idata, local = logistic
     kw = dict(mode="draw", method="rsens", **QUIET)
+    # the local values here take 8 bytes × 40 draws × 90 points × (3 features + g's
+    # 3 levels and its mean) = 201,600 bytes
+    monkeypatch.setattr(pm_sens.api, "LOCAL_VALUES_LIMIT", 1e5)
     with caplog.at_level(logging.INFO, logger="pm_sens"):
-        out = pm_sens.sensitivity(idata, model, memory_limit=1e4, **kw)["sensitivity"]
+        out = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     assert "would take" in caplog.text and "local=True" in caplog.text
     assert out.attrs["local_values"] == "mean over points"
+    monkeypatch.setattr(pm_sens.api, "LOCAL_VALUES_LIMIT", 1e6)
     kept = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     assert kept.attrs["local_values"] == "kept" and "point" in kept["rsens"].dims
+
+
+def test_memory_limit_does_not_change_the_layout(logistic):
+    """A knob for memory makes chunks smaller; the result keeps its dims and values."""
+    model, idata, local = logistic
+    kw = dict(mode="draw", method="rsens", **QUIET)
+    small = pm_sens.sensitivity(idata, model, memory_limit=1e4, **kw)["sensitivity"]
+    default = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
+    assert small["rsens"].dims == default["rsens"].dims == ("chain", "draw", "point", "feature")
+    np.testing.assert_allclose(small["rsens"].values, default["rsens"].values, rtol=1e-12)
 
 
 def test_summary_importance_and_plot_read_the_means(logistic):
