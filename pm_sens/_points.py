@@ -284,11 +284,15 @@ def _point_labels(model, predictive, inputs, n_points, given, dataarrays):
         da = dataarrays[first]
         coords = da.coords[da.dims[0]].values if da.dims[0] in da.coords else np.arange(n_points)
         return da.dims[0], coords
-    dims = model.named_vars_to_dims.get(first) or model.named_vars_to_dims.get(
-        predictive.var_name or ""
-    )
-    dim = dims[0] if dims else "point"
-    coords = model.coords.get(dim) if dims else None
+    # the rows' dim of the first input, else of the observed variable; a container
+    # may leave it unnamed (dims=(None, "predictor"))
+    named = [
+        (model.named_vars_to_dims.get(name) or (None,))[0]
+        for name in (first, predictive.var_name or "")
+    ]
+    dim = next((d for d in named if d is not None), None)
+    coords = model.coords.get(dim) if dim else None
+    dim = dim or "point"
     if given or coords is None or len(coords) != n_points:
         coords = np.arange(n_points)
     return dim, np.asarray(coords)

@@ -827,3 +827,45 @@ def test_pmf_tables_sum_a_bounded_support_to_its_end_only():
     expected = stats.betabinom(*phi.T).pmf(np.arange(48)[:, None])
     np.testing.assert_allclose(table, expected.T, rtol=1e-10, atol=1e-300)
     np.testing.assert_allclose(entropy, special.entr(expected).sum(0), rtol=1e-10)
+
+
+def _second_derivatives(generic, nodes, phi):
+    """``∂²log p/∂φ∂φ`` (P, R, M, M) from the compiled second-derivative function."""
+    m = phi.shape[-1]
+    outputs = generic._second_function()(nodes, *phi.T)
+    return np.stack(outputs[1 + m :], -1).reshape(*nodes.shape, m, m)
+
+
+def test_second_derivatives_without_a_gradient_are_differences_of_the_score():
+    """PyTensor has no gradient of the von Mises normalizer's Bessel ratio (I1e):
+    its second derivatives come from central differences of the exact score, equal
+    to the closed form: ∂²/∂μ² = −κ cos(y − μ), ∂²/∂μ∂κ = sin(y − μ),
+    ∂²/∂κ² = −A'(κ) with A = I₁/I₀ and A' = 1 − A/κ − A²."""
+    with pm.Model() as model:
+        pm.VonMises("y", mu=pm.Normal("m"), kappa=pm.HalfNormal("k"), observed=[0.3])
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    phi = np.array([[0.4, 0.5], [-1.0, 3.0], [2.5, 20.0]])  # (mu, kappa) per row
+    nodes = np.linspace(-3, 3, 7)[:, None] + np.zeros((1, 3))
+    got = _second_derivatives(generic, nodes, phi)
+    mu, kappa = phi.T
+    a = special.i1e(kappa) / special.i0e(kappa)
+    expected = np.empty_like(got)
+    expected[..., 0, 0] = -kappa * np.cos(nodes - mu)
+    expected[..., 0, 1] = expected[..., 1, 0] = np.sin(nodes - mu)
+    expected[..., 1, 1] = -(1 - a / kappa - a**2)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
+
+
+def test_differenced_second_derivatives_equal_pytensors_where_it_has_them():
+    """The same route on a law PyTensor differentiates twice (Gumbel): the same values."""
+    from pm_sens.graph.generic_graph import _differenced_second
+
+    with pm.Model() as model:
+        pm.Gumbel("y", mu=pm.Normal("m"), beta=pm.HalfNormal("s"), observed=[0.3])
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    phi = np.array([[0.4, 0.5], [-1.0, 3.0], [2.5, 20.0]])
+    nodes = np.linspace(-3, 3, 7)[:, None] + np.zeros((1, 3))
+    exact = _second_derivatives(generic, nodes, phi)
+    outputs = _differenced_second(generic.functions["score"], nodes, *phi.T)
+    differenced = np.stack(outputs[3:], -1).reshape(*nodes.shape, 2, 2)
+    np.testing.assert_allclose(differenced, exact, rtol=1e-7, atol=1e-9)

@@ -7,6 +7,8 @@ and a continuous law's quadrature nodes (`pm_sens.graph.generic_rules`). The
 expectations over y built from them are in `pm_sens.graph.generic`.
 """
 
+from functools import partial
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -14,8 +16,10 @@ import pytensor.tensor as pt
 from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
 from pymc.exceptions import UndefinedMomentException
+from pytensor.gradient import NullTypeGradError
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
+from pytensor.graph.utils import MethodNotDefined
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_sens.graph.generic_leaves import (
@@ -214,17 +218,51 @@ class LikelihoodGraph:
             ) from None
 
     def _second_function(self):
-        """The compiled log density, score and second derivatives in the parameters."""
+        """The compiled log density, score and second derivatives in the parameters.
+
+        Where PyTensor cannot differentiate the score (a Bessel function's ratio
+        in the von Mises' normalizer has no gradient), the second derivatives
+        are central differences of the exact score (`_differenced_second`).
+        """
         if "second" not in self.functions:
             value, nodes, phis, (logp, *scores) = self._symbolic
-            second = [
-                g
-                for score in scores
-                for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
-            ]
-            outputs = at_nodes([logp, *scores, *second], value, nodes)
-            self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
+            try:
+                second = [
+                    g
+                    for score in scores
+                    for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
+                ]
+            except (MethodNotDefined, NullTypeGradError, NotImplementedError):
+                self._functions["second"] = partial(_differenced_second, self.functions["score"])
+            else:
+                outputs = at_nodes([logp, *scores, *second], value, nodes)
+                self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]
+
+
+#: the step of central differences, relative to each parameter's size: the cube
+#: root of float64's epsilon balances truncation (h²) against rounding (ε/h)
+_DIFFERENCE_STEP = np.cbrt(np.finfo(float).eps)
+
+
+def _differenced_second(score, nodes, *phis):
+    """``[log p, score (M), ∂²log p/∂φ_k∂φ_j (M·M, k-major)]`` at ``nodes`` (P, R).
+
+    Each column of the Hessian is the central difference of the exact score in
+    one parameter, with a step relative to the parameter's size; the matrix is
+    then symmetrized (its mean with its transpose).
+    """
+    logp, *first = score(nodes, *phis)
+    m = len(phis)
+    columns = []
+    for j, phi in enumerate(phis):
+        step = _DIFFERENCE_STEP * np.maximum(np.abs(phi), 1.0)
+        up = score(nodes, *phis[:j], phi + step, *phis[j + 1 :])[1:]
+        down = score(nodes, *phis[:j], phi - step, *phis[j + 1 :])[1:]
+        columns.append([(u - d) / (2 * step) for u, d in zip(up, down, strict=True)])
+    # columns[j][k] = ∂score_k/∂φ_j
+    second = [0.5 * (columns[j][k] + columns[k][j]) for k in range(m) for j in range(m)]
+    return [logp, *first, *second]
 
 
 def _circular(law):

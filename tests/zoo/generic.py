@@ -228,3 +228,19 @@ def custom_dist_logp(rng):
         beta = pm.HalfNormal("beta", 1)
         pm.CustomDist("y", b[0] + b[1] * x_, beta, logp=_gumbel_logp, observed=x)
     return model, known_posterior(model)
+
+
+@zoo_model(
+    "a circular regression (the von Mises examples of PyMC's discourse and bambi's "
+    "circular regression): mu = 2 arctan(X @ b), a scalar kappa; its normalizer's Bessel "
+    "ratio has no second derivative in PyTensor"
+)
+def von_mises_regression(rng):
+    n = 20
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"predictor": ["wind", "hour"]}) as model:
+        X = pm.Data("X", x, dims=(None, "predictor"))
+        b = pm.Normal("b", 0, 0.5, dims="predictor")
+        kappa = pm.HalfNormal("kappa", 5)
+        pm.VonMises("y", mu=2 * pm.math.arctan(X @ b), kappa=kappa, observed=rng.vonmises(0, 2, n))
+    return model, known_posterior(model)
