@@ -8,6 +8,7 @@ from arviz_stats import eti, hdi
 from pm_sens._posterior import SAMPLE_DIMS
 from pm_sens._validate import (
     as_name_list,
+    inform,
 )
 
 #: Dims that label what is ranked (not averaged over).
@@ -157,3 +158,37 @@ def feature_variables(dataset, var_names, curves=False):
     if unknown:
         raise ValueError(f"var_names={unknown} not in the group; valid: {names}")
     return wanted
+
+
+def skips_degenerate(dataset, name):
+    """Whether ``dataset[name]``'s non-finite local values all lie at degenerate points.
+
+    Such points (the result's ``degenerate``: a predictive that is one value)
+    have no divergence rate: means and intervals are over the other points
+    (`tell_degenerate` says so). Other non-finite values are not skipped (see
+    `global_samples`).
+    """
+    if "degenerate" not in dataset or not point_dims(dataset["degenerate"]):
+        return False
+    da, degenerate = dataset[name], dataset["degenerate"].astype(bool)
+    # a feature with no value at any point (a categorical input's R-sens2 diagonal)
+    # is documented and listed unranked either way
+    valueless = da.isnull().all(point_dims(da))
+    return not bool(((~np.isfinite(da)) & ~degenerate & ~valueless).any())
+
+
+def tell_degenerate(dataset, names):
+    """Say how many points were left out of ``names``' means as degenerate."""
+    if not names:
+        return
+    degenerate = dataset["degenerate"].astype(bool)
+    points = point_dims(degenerate)
+    count = int(degenerate.sum(points).max())
+    total = int(np.prod([degenerate.sizes[d] for d in points]))
+    share = f"{count} of {total} points"
+    share = f"up to {share} per draw" if "draw" in degenerate.dims else share
+    inform(
+        f"{share} have a predictive that is one value (a count law of mean 0, e.g. an "
+        f"exposure of 0), where {', '.join(names)} have no value: left out of the means and "
+        "intervals (the result's 'degenerate' variable marks them)"
+    )

@@ -33,10 +33,13 @@ def second_moment_of(family, mode):
 def check_matched(phi, family):
     """The moment-matched family needs a finite mean and a finite, positive variance.
 
-    The message says which failed, where, and what usually causes it.
+    The message says which failed, where, and what usually causes it. A point
+    mass (a count law of mean 0: `Family.point_mass`) is not checked: it is
+    reported as a degenerate point (`pm_sens._stacked_passes.degenerate_points`).
     """
     mean = phi[..., 0]
     variance = phi[..., 1] if family.second_moment else np.ones_like(mean)
+    variance = np.where(family.point_mass(phi), 1.0, variance)
     checks = [
         (
             ~np.isfinite(mean),

@@ -95,6 +95,8 @@ def _with_level_pairs(rsens2, levels, ctx, shown, constant):
         for j in range(n_levels)
     ]
     block = np.stack([np.stack(row, -1) for row in block], -2)  # (..., L, L)
+    if not rsens2.shape[-1]:  # no continuous input (dask cannot chunk empty pieces)
+        return block
     top = np.concatenate([rsens2, rates], -1)
     bottom = np.concatenate([np.swapaxes(rates, -1, -2), block], -1)
     return np.concatenate([top, bottom], -2)
@@ -168,6 +170,15 @@ def _nan_reasons(name, kinds):
     return {"nan": "; ".join(reasons)} if reasons else {}
 
 
+#: what the result's ``degenerate`` variable holds
+DEGENERATE = (
+    "where the predictive is one value (a count law of mean 0, e.g. an exposure of 0): "
+    "divergence rates have no value there, so every measure is NaN and summary and "
+    "importance leave these points out (local values); the number of such points per "
+    "draw (means over the points, which are over the others)"
+)
+
+
 def result_dataset(results, ctx, mode, attrs, kinds, levels=None, local=True):
     """Local measures as an xarray Dataset with the documented dims and coords.
 
@@ -209,6 +220,12 @@ def result_dataset(results, ctx, mode, attrs, kinds, levels=None, local=True):
         dim = f"{level.label}_level"
         coords[dim] = level.levels[np.flatnonzero(level.weights)]
         data[f"levels_{level.label}"] = ([*sample, *along, dim], levels[f"levels_{level.label}"])
+    if "degenerate" in (levels or {}):
+        data["degenerate"] = (
+            [*sample, *along],
+            levels["degenerate"],
+            {"description": DEGENERATE},
+        )
     if any("feature_bis" in dims for dims, *_ in data.values()):
         coords["feature_bis"] = features
     dataset = xr.Dataset(data, coords=coords, attrs=attrs)

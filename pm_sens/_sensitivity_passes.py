@@ -9,6 +9,7 @@ keeps each draw's sum over the points; the peak memory is one block's local
 values, whatever N (user guide, "Large posteriors").
 """
 
+from contextlib import nullcontext
 from dataclasses import replace
 from functools import partial
 
@@ -27,7 +28,12 @@ from pm_sens._points import feature_matrix
 from pm_sens._progress import progress_bar
 from pm_sens._results import empty_local, result_dims, with_level_columns
 from pm_sens._runner import dependence_of
-from pm_sens._stacked_passes import feature_steps, kl_measures, level_measures
+from pm_sens._stacked_passes import (
+    degenerate_points,
+    feature_steps,
+    kl_measures,
+    level_measures,
+)
 from pm_sens.measures.var import input_gaussian
 
 
@@ -109,12 +115,44 @@ def local_results(ctx, methods, kinds, points=None, *, delta, **settings):
     (``levels_<g>``, ``level_<g>`` and R-sens2's pairs with them). ``points``:
     `over_the_points` (default: of ``ctx``'s points).
     """
-    mode = settings["mode"]
+    mode, family = settings["mode"], settings["family"]
     points = over_the_points(ctx, methods, delta) if points is None else points
-    results = local_measures(ctx, methods, points, **settings)
-    pairs = "rsens2" in methods
-    levels = level_results(ctx, mode, settings["family"], settings["alpha"], pairs=pairs)
-    return with_level_columns(results, levels, ctx, mode, kinds), levels
+    degenerate = _degenerate_points(ctx, mode, family)
+    # the families' formulas divide by the mean: at a point mass they give inf or nan,
+    # replaced by NaN below
+    quiet = np.any(degenerate) if degenerate is not None else False
+    with np.errstate(divide="ignore", invalid="ignore") if quiet else nullcontext():
+        results = local_measures(ctx, methods, points, **settings)
+        pairs = "rsens2" in methods
+        levels = level_results(ctx, mode, family, settings["alpha"], pairs=pairs)
+    results = with_level_columns(results, levels, ctx, mode, kinds)
+    if not quiet:
+        return results, levels
+    return _left_out(results, levels, degenerate)
+
+
+def _degenerate_points(ctx, mode, family):
+    """`degenerate_points` as bool, or None for a family that has no point masses."""
+    if not family.has_point_masses:
+        return None
+    dims = {"degenerate": ["chain", "draw", "point"] if mode == "draw" else ["point"]}
+    measure = partial(degenerate_points, mode=mode, family=family)
+    return run_local(ctx, measure, dims, mode == "draw")["degenerate"] > 0.5
+
+
+def _left_out(results, levels, degenerate):
+    """The local values with NaN where the predictive is one value (``degenerate``).
+
+    ``degenerate`` (N,) or (chain, draw, N) joins the levels' arrays.
+    """
+
+    def masked(value):
+        mask = degenerate.reshape(degenerate.shape + (1,) * (value.ndim - degenerate.ndim))
+        return np.where(mask, np.nan, value)
+
+    results = {name: masked(value) for name, value in results.items()}
+    levels = {name: masked(value) for name, value in levels.items()}
+    return results, {**levels, "degenerate": degenerate}
 
 
 #: methods that average over the points before taking an absolute value: their
@@ -149,10 +187,12 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
     """
     if ctx.points.lazy or ctx.draws.lazy:  # dask arrays: their mean is a dask reduction
         results, levels = local_results(ctx, methods, kinds, delta=delta, **settings)
-        means = {k: v.mean(axis=2) for k, v in {**results, **_shown_levels(levels)}.items()}
-        return _split(means, methods)
+        sums, counts = _point_sums(results, levels)
+        return _split(_means(sums, counts), methods)
     joint = not dependence_of(ctx).local  # a series: its points evaluated together
-    if methods == ["rsens"] and ctx.inputs and not ctx.levels and not joint:  # summed in the graph
+    summed_in_graph = methods == ["rsens"] and ctx.inputs and not ctx.levels and not joint
+    # a point mass must be left out of the mean: found point by point
+    if summed_in_graph and not settings["family"].has_point_masses:
         means = rsens_point_means(ctx, alpha=settings["alpha"])[:, :, None]  # a point axis
         shown = with_level_columns({"rsens": means}, {}, ctx, settings["mode"], kinds)
         return {"rsens": shown["rsens"][:, :, 0]}, {}
@@ -160,18 +200,52 @@ def point_means(ctx, methods, kinds, *, delta, **settings):
     size = int(max(1, min(ctx.points.n_points, ctx.memory_limit // (4 * per_point))))
     size = ctx.points.n_points if joint else size
     working = replace(ctx, memory_limit=ctx.memory_limit / 2)
-    points, sums = over_the_points(ctx, methods, delta), {}
+    points, sums, counts = over_the_points(ctx, methods, delta), {}, 0
     with progress_bar("mean over points", ctx.points.n_points, ctx.progressbar, "points") as done:
         for start in range(0, ctx.points.n_points, size):
             stop = min(start + size, ctx.points.n_points)
             rows = [np.asarray(ctx.points.values[var][start:stop]) for var in ctx.points.per_point]
             block = block_context(working, start, stop, rows)
             results, levels = local_results(block, methods, kinds, points, delta=delta, **settings)
-            for name, value in {**results, **_shown_levels(levels)}.items():
-                total = np.sum(value, axis=2)  # (chain, draw, point, …)
+            block_sums, block_counts = _point_sums(results, levels)
+            for name, total in block_sums.items():
                 sums[name] = total if name not in sums else sums[name] + total
+            counts = counts + block_counts
             done(stop - start)
-    return _split({name: total / ctx.points.n_points for name, total in sums.items()}, methods)
+    return _split(_means(sums, counts), methods)
+
+
+def _point_sums(results, levels):
+    """Each draw's sums over the points (axis 2), and the count of points summed.
+
+    Points whose predictive is one value (``levels["degenerate"]``) are left
+    out; their count per draw is kept as ``degenerate``.
+    """
+    values = {**results, **_shown_levels(levels)}
+    degenerate = levels.get("degenerate")
+    if degenerate is None:
+        n_points = next(iter(values.values())).shape[2]
+        return {name: np.sum(v, axis=2) for name, v in values.items()}, n_points
+    sums = {}
+    for name, value in values.items():
+        mask = degenerate.reshape(degenerate.shape + (1,) * (value.ndim - degenerate.ndim))
+        sums[name] = np.sum(np.where(mask, 0.0, value), axis=2)
+    sums["degenerate"] = np.sum(degenerate, axis=2)
+    return sums, degenerate.shape[2] - sums["degenerate"]
+
+
+def _means(sums, counts):
+    """Each draw's means over the points summed (``degenerate``: the count left out)."""
+    counts = np.asarray(counts)
+    means = {}
+    for name, total in sums.items():
+        if name == "degenerate":
+            means[name] = total
+            continue
+        per_draw = counts.reshape(counts.shape + (1,) * (np.ndim(total) - counts.ndim))
+        # a draw whose every point is degenerate has no mean
+        means[name] = np.where(per_draw > 0, total / np.maximum(per_draw, 1), np.nan)
+    return means
 
 
 def _shown_levels(levels):

@@ -8,6 +8,7 @@ model whose rows depend on other rows' inputs, each copy is a whole series
 time (`pm_sens.measures.kl.colored_offsets`).
 """
 
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
@@ -41,17 +42,40 @@ def stacked_measure(ctx, compiled, values, blocks, family, measure, width, descr
         phi = moments.phi.reshape(blocks, n, -1)
         check_matched(phi, family)
         return measure(phi[0], phi[1:], **{k: v[:n] for k, v in fixed.items()})
-    per_chunk = partial(_stacked_chunk, measure=measure, blocks=blocks, n_points=n)
+    per_chunk = partial(_stacked_chunk, measure=measure, blocks=blocks, n_points=n, family=family)
     shapes = {"measure": (n, width)}
     return collect_draws(ctx, compiled, values, description, per_chunk, shapes)["measure"]
 
 
-def _stacked_chunk(chunk, size, *, measure, blocks, n_points):
+def _stacked_chunk(chunk, size, *, measure, blocks, n_points, family):
     """``measure`` on one chunk's stacked copies of the points: (size, N, width)."""
     phi, fixed = chunk.per_draw_parameters(size)
     phi = np.moveaxis(phi.reshape(size, blocks, n_points, phi.shape[-1]), 1, 0)
     fixed = {k: v[..., :n_points] for k, v in fixed.items()}
-    return {"measure": measure(phi[0], phi[1:], **fixed)}
+    # at a point mass the divergences divide by a mean of 0: such points are left
+    # out afterwards (`pm_sens._sensitivity_passes.local_results`)
+    quiet = family.has_point_masses and family.point_mass(phi[0]).any()
+    with np.errstate(all="ignore") if quiet else nullcontext():
+        return {"measure": measure(phi[0], phi[1:], **fixed)}
+
+
+def _point_masses(phi, copies, family, **fixed):
+    return family.point_mass(phi)[..., None].astype(float)
+
+
+def degenerate_points(ctx, *, mode, family):
+    """Where the predictive is one value (`Family.point_mass`), as 1.0 (else 0.0).
+
+    ``{"degenerate": (N,)}`` in moment mode, ``(chain, draw, N)`` in draw mode.
+    Divergence rates have no value there (at a zero exposure R-sens would be
+    |∂λ|/sqrt(λ) at λ = 0), so every measure is left out at such points.
+    """
+    compiled = compiled_for(ctx, mode, 0, second_moment_of(family, mode))
+    measure = partial(_point_masses, family=family)
+    found = stacked_measure(
+        ctx, compiled, ctx.points.values, 1, family, measure, 1, "degenerate points"
+    )
+    return {"degenerate": found[..., 0]}
 
 
 def kl_measures(ctx, *, mode, family, steps, scheme):

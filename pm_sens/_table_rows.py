@@ -32,14 +32,22 @@ def with_row_joints(dataset, ctx):
     for name in JOINT_MEASURES:
         if name not in dataset:
             continue
-        squares = (dataset[name] ** 2).groupby(row).sum(point_dim)
+        values = dataset[name]
+        if "degenerate" in dataset:  # a cell whose predictive is one value: left out
+            values = values.where(~dataset["degenerate"].astype(bool), 0.0)
+        squares = (values**2).groupby(row).sum(point_dim)
         joint = np.sqrt(squares).rename({row: ROW_DIM})
         joint = joint.where(rate)
         if "feature_bis" in joint.dims:
             joint = joint.where(rate.rename(feature="feature_bis"))
         joint.attrs = {
             "nan": "the column index (feature_kind 'level') is a cell's, not a row's",
-            "of": f"{name} of each row's joint predictive: sqrt of the sum of its cells' squares",
+            "of": f"{name} of each row's joint predictive: sqrt of the sum of its cells' squares"
+            + (
+                " (cells whose predictive is one value left out)"
+                if "degenerate" in dataset
+                else ""
+            ),
         }
         joints[f"{name}_row"] = joint
     return dataset.assign(joints)

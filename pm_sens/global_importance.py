@@ -1,6 +1,14 @@
 """`importance`: each feature's global importance as a DataArray, the draws kept."""
 
-from pm_sens._global import SCALES, SIGNED, feature_variables, per_sd, point_dims
+from pm_sens._global import (
+    SCALES,
+    SIGNED,
+    feature_variables,
+    per_sd,
+    point_dims,
+    skips_degenerate,
+    tell_degenerate,
+)
 from pm_sens._validate import (
     check_choice,
     group_dataset,
@@ -34,6 +42,8 @@ def importance(idata, var_name="rsens", *, group="sensitivity", scale="input"):
         (permutation importance); second-order variables keep ``feature_bis``
         (the diagonal is each feature's curvature). A feature with a non-finite
         local value (nan, inf) gets nan; :func:`summary` counts and names them.
+        Points whose predictive is one value (the group's ``degenerate``) are
+        left out, with an info message.
     """
     check_choice("scale", scale, SCALES)
     dataset = group_dataset(idata, group)
@@ -45,4 +55,7 @@ def importance(idata, var_name="rsens", *, group="sensitivity", scale="input"):
         )
     da = per_sd(var_name, dataset[var_name]) if scale == "sd" else dataset[var_name]
     da = abs(da) if var_name in SIGNED else da
-    return da.mean(point_dims(da), skipna=False).rename(var_name)
+    # points whose predictive is one value have no value: over the others
+    skipna = skips_degenerate(dataset, var_name)
+    tell_degenerate(dataset, [var_name] if skipna else [])
+    return da.mean(point_dims(da), skipna=skipna).rename(var_name)

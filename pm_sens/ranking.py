@@ -16,6 +16,8 @@ from pm_sens._global import (
     pair_labels,
     per_sd,
     point_dims,
+    skips_degenerate,
+    tell_degenerate,
 )
 from pm_sens._posterior import SAMPLE_DIMS
 from pm_sens._validate import (
@@ -334,17 +336,22 @@ def summary(
     names = [
         n for n in names if "feature_bis" not in dataset[n].dims or dataset.sizes["feature"] > 1
     ]
+    # a degenerate point (a predictive that is one value) has no value: left out
+    degenerate = [name for name in names if skips_degenerate(dataset, name)]
+    tell_degenerate(dataset, degenerate)
+    skips = {name: skipna or name in degenerate for name in names}
     blocks = [
         block
         for name in names
         for block in _variable_blocks(
-            name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng, skipna=skipna
+            name, dataset[name], by, scale, n_bootstrap=n_bootstrap, rng=rng, skipna=skips[name]
         )
     ]
     interval = {"ci_prob": ci_prob, "ci_kind": rcParams["stats.ci_kind"], "top_k": top_k}
     computed = _computed(blocks)
-    if not skipna:
-        _warn_nonfinite(computed)
+    # a block's variable may carry its component (``entropy_pfi[total]``)
+    shown = [block for block in computed if not skips[block[0]["variable"].split("[")[0]]]
+    _warn_nonfinite(shown)
     frames = [_frame(*block, **interval) for block in computed]
     return SummaryTable(pd.concat(frames, ignore_index=True))
 

@@ -172,6 +172,23 @@ class Family:
         u = [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)]
         return u, corr
 
+    @property
+    def has_point_masses(self) -> bool:
+        """Whether a member can be one value: a count law of mean 0 (a zero exposure)."""
+        return self.support == "count" and "mean" in self.parameters
+
+    def point_mass(self, phi):
+        """Where the law at ``phi`` (..., M) is one value, (...) bool.
+
+        A count law of mean 0 (a Poisson or negative binomial times an exposure
+        of 0) is the point mass at 0: its Fisher information is infinite, and a
+        divergence rate there has no value (the predictive cannot move
+        smoothly off a point mass).
+        """
+        if not self.has_point_masses:
+            return np.zeros(phi.shape[:-1], bool)
+        return phi[..., self.parameters.index("mean")] <= 0
+
     def in_mean_variance(self, phi, derivatives=None, trailing=0):
         """``(family, phi, derivatives)`` in the mean–variance parametrization.
 

@@ -32,7 +32,8 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
       ``pm.Data`` container is: the NumPy arrays most notebooks pass straight
       into the model (``mu = b0 + b1 * x1``); so is an integer array that
       indexes a variable per observation (``a[county]``), a categorical input
-      as an integer ``pm.Data`` group index is;
+      as an integer ``pm.Data`` group index is, and a flag (`is_flag`: bool,
+      or integers 0 and 1: ``b * treated``), compared at its two levels;
     - held at each point's value instead: other integer arrays (counts),
       arrays with one value for every row (a column of zero logits built with
       ``np.zeros((n, 1))``), censoring and truncation bounds of the observed
@@ -140,10 +141,21 @@ def _constants_in_order_of_use(params, blockers):
 
 
 def _is_input(constant, moving):
-    # a bool array is a two-level flag: a categorical input, as a bool container is
     values = constant.data
     varies = values.shape[0] > 1 and bool(np.any(values != values[:1]))
-    return constant in moving and values.dtype.kind in "fb" and varies
+    return constant in moving and (values.dtype.kind == "f" or is_flag(values)) and varies
+
+
+def is_flag(values):
+    """Whether an array is a two-level flag: bool, or integers that are all 0 or 1.
+
+    A flag multiplied into the model (``b * treated``, ``exp(beta * metastasized)``)
+    is a categorical input, compared at its two levels, as a flag container is.
+    """
+    values = np.asarray(values)
+    if values.dtype.kind == "b":
+        return True
+    return values.dtype.kind in "iu" and bool(np.isin(values, (0, 1)).all())
 
 
 def _group_index_names(model, params, constants):

@@ -22,7 +22,7 @@ from pm_sens.graph.model_queries import (
     replace_rebuilding,
     symbolic_tensor,
 )
-from pm_sens.graph.per_row import numpy_input_names
+from pm_sens.graph.per_row import is_flag, numpy_input_names
 
 
 def row_coordinate(model, rv):
@@ -49,7 +49,8 @@ def cells_of_wide_table(model, params, rv):
         One value per cell, cells in row-major order (R·T,).
     inputs : dict
         ``{symbol: values per cell}`` of the per-row and per-cell float arrays
-        and of the column index (named after the table's second dim).
+        and flags (`pm_sens.graph.per_row.is_flag`), and of the column index
+        (named after the table's second dim).
     held : dict
         ``{symbol: values per cell}`` held at each cell's values: integer
         per-row arrays, the per-cell arrays' tables and each cell's row
@@ -72,13 +73,13 @@ def cells_of_wide_table(model, params, rv):
             cell = symbolic_tensor(name, value.dtype, (None,))
             table = symbolic_tensor(f"{name}_table", value.dtype, (None, n_columns))
             replacements[array] = pt.where(own_column, cell[:, None], table)
-            (inputs if value.dtype.kind == "f" else held)[cell] = value.ravel()
+            (inputs if value.dtype.kind == "f" or is_flag(value) else held)[cell] = value.ravel()
             held[table] = np.repeat(value, n_columns, axis=0)
         else:
             per_cell = symbolic_tensor(name, value.dtype, (None, *value.shape[1:]))
             replacements[array] = per_cell
             varies = np.any(np.ptp(value, axis=0) > 0)
-            target = inputs if value.dtype.kind == "f" and varies else held
+            target = inputs if (value.dtype.kind == "f" or is_flag(value)) and varies else held
             target[per_cell] = np.repeat(value, n_columns, axis=0)
     inputs[column] = np.tile(np.arange(n_columns), n_rows)  # the interval: a categorical input
     params = replace_rebuilding(params, replacements, keep=model.free_RVs)

@@ -1,6 +1,7 @@
 """Shared pieces of the plots: data preparation, names and units, sizes, the PlotCollection."""
 
 import math
+import warnings
 from importlib import import_module
 
 import numpy as np
@@ -49,6 +50,17 @@ def interval_quantiles(ci_prob):
     """The two quantiles of an equal-tailed interval of ``ci_prob`` (default ArviZ's)."""
     prob = rcParams["stats.ci_prob"] if ci_prob is None else check_probability("ci_prob", ci_prob)
     return [(1 - prob) / 2, (1 + prob) / 2]
+
+
+def posterior_bounds(da, quantiles, dims):
+    """``da.quantile(quantiles, dim=dims)``; NaN where every draw is NaN, quietly.
+
+    A padded grid value, or a point whose predictive is one value in every
+    draw, has no values: its interval is not drawn.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        return da.quantile(quantiles, dim=dims)
 
 
 def visual_kwargs(visuals, name):

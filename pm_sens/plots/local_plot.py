@@ -13,6 +13,7 @@ from pm_sens.plots._common import (
     feature_title,
     interval_quantiles,
     label_axes,
+    posterior_bounds,
     resolve_backend,
     tidy_ticks,
     visual_kwargs,
@@ -148,7 +149,7 @@ def plot_local(
     )
     kwargs = visual_kwargs(visuals, "interval")
     if sample_dims and kwargs is not False:
-        bounds = local.quantile(quantiles, dim=sample_dims)
+        bounds = posterior_bounds(local, quantiles, sample_dims)
         intervals = _stacked(
             [x, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
             ["x", "y_bottom", "y_top"],

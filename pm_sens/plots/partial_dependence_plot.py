@@ -13,6 +13,7 @@ from pm_sens.plots._common import (
     feature_title,
     interval_quantiles,
     label_axes,
+    posterior_bounds,
     resolve_backend,
     tidy_ticks,
     visual_kwargs,
@@ -126,7 +127,7 @@ def plot_partial_dependence(
         )
     kwargs = visual_kwargs(visuals, "band")
     if "chain" in pdp.dims and kwargs is not False:
-        bounds = pdp.quantile(quantiles, dim=SAMPLE_DIMS)
+        bounds = posterior_bounds(pdp, quantiles, SAMPLE_DIMS)
         band = xr.concat(
             [grid_value, bounds.isel(quantile=0, drop=True), bounds.isel(quantile=1, drop=True)],
             dim="plot_axis",

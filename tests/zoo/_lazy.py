@@ -64,7 +64,10 @@ def assert_same(got, expected, where, rtol=1e-8):
     assert list(got["feature"].values) == list(expected["feature"].values), where
     assert set(got.data_vars) == set(expected.data_vars), where
     for name, var in expected.data_vars.items():
-        assert np.isfinite(var.values).any(), f"{where}: {name} has no finite value to compare"
+        # all NaN only where the result documents it (a wide table's row joints of
+        # categorical inputs)
+        documented = bool(var.attrs.get("nan"))
+        assert documented or np.isfinite(var.values).any(), f"{where}: {name}: nothing to compare"
         # round-off: moment sums are merged in another order per block, and a
         # matrix product of another block shape rounds differently, which the
         # finite-difference KL divides by delta² (the latent GP's delta is 1e-6)

@@ -2,11 +2,15 @@
 (bool flags, an integer time index in arithmetic), layouts (features × time),
 containers (the observed series in ``pm.Data``) and operations."""
 
+import zlib
+
 import numpy as np
 import pandas as pd
 import pymc as pm
+import pytensor.tensor as pt
 from scipy import stats
 
+import pm_sens
 from tests.zoo._registry import known_posterior, zoo_model
 
 #: pymc-examples, examples/generalized_linear_models/GLM-negative-binomial-regression
@@ -205,3 +209,75 @@ def structural_time_series(rng):
         mu = ar1 + trend + seasonality
         pm.Normal("likelihood", mu=mu, sigma=sigma, observed=y, dims="obs_id")
     return model, known_posterior(model)
+
+
+#: pymc-examples, examples/survival_analysis/survival_analysis
+SURVIVAL_NOTEBOOK = "pymc-examples survival_analysis"
+
+
+def _survival_checks(case, state):
+    """Cells after a patient's last interval have exposure 0: the predictive there is
+    the point mass at 0, marked degenerate in every draw (every measure NaN). At the
+    other cells the level sensitivity of the flag metastasized is sqrt(2 KL) between
+    the Poisson laws at its two levels, λ = t λ₀ exp(β m)."""
+    local = state["draw"]["sensitivity"]
+    df, exposure, _, _ = _mastectomy_like(np.random.default_rng(zlib.crc32(b"survival_notebook")))
+    zero = exposure.ravel() == 0
+    degenerate = local["degenerate"].transpose("chain", "draw", ...).values.reshape(6, -1)
+    assert zero.any() and (degenerate == zero).all(), "the zero-exposure cells, in every draw"
+    post = case.idata["posterior"]
+    lam0 = post["lambda0"].values.reshape(-1, 1, exposure.shape[1])
+    beta = post["beta"].values.reshape(-1, 1, 1)
+    own = df.metastasized.to_numpy()[None, :, None]
+    rate = [(exposure * lam0 * np.exp(beta * m)).reshape(6, -1) for m in (own, 0, 1)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = [r0 * np.log(r0 / r) - r0 + r for r0, r in ((rate[0], rate[1]), (rate[0], rate[2]))]
+    expected = np.sqrt(2 * np.clip(np.stack(kl, -1), 0, None))
+    expected[zero[None, :].repeat(6, 0)] = np.nan
+    got = local["levels_x_beta"].transpose("chain", "draw", ...).values.reshape(6, -1, 2)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    assert np.isfinite(pm_sens.importance(state["draw"]).values).all()
+
+
+@zoo_model(
+    f"{SURVIVAL_NOTEBOOK}: a piecewise-constant hazard, T.outer(exp(beta * "
+    "df.metastasized), lambda0) times an exposure per patient × interval (0 after the "
+    "patient's last interval), death a NumPy table",
+    check=_survival_checks,
+    errors={"integrated_gradients": "depend only on categorical inputs"},
+)
+def survival_notebook(rng):
+    df, exposure, death, intervals = _mastectomy_like(rng)
+    coords = {"intervals": intervals}
+    with pm.Model(coords=coords) as model:
+        lambda0 = pm.Gamma("lambda0", 0.01, 0.01, dims="intervals")
+        beta = pm.Normal("beta", 0, sigma=1000)
+        lambda_ = pm.Deterministic("lambda_", pt.outer(pt.exp(beta * df.metastasized), lambda0))
+        mu = pm.Deterministic("mu", exposure * lambda_)
+        pm.Poisson("obs", mu, observed=death)
+    draws = {
+        "lambda0": rng.gamma(20, 0.005, (2, 3, len(intervals))),
+        "beta": rng.normal(0.4, 0.2, (2, 3)),
+    }
+    return model, known_posterior(model, fixed=draws)
+
+
+def _mastectomy_like(rng, n_patients=12, interval_length=6):
+    """The notebook's table built as it builds it: times, events, metastasized (0/1
+    integers), the death indicators and each patient's time at risk per interval."""
+    df = pd.DataFrame(
+        {
+            "time": np.round(rng.uniform(1, 30, n_patients), 1),
+            "event": rng.integers(0, 2, n_patients),
+            "metastasized": rng.integers(0, 2, n_patients),
+        }
+    )
+    patients = np.arange(n_patients)
+    interval_bounds = np.arange(0, df.time.max() + interval_length + 1, interval_length)
+    n_intervals = interval_bounds.size - 1
+    last_period = np.floor((df.time - 0.01) / interval_length).astype(int)
+    death = np.zeros((n_patients, n_intervals))
+    death[patients, last_period] = df.event
+    exposure = np.greater_equal.outer(df.time.to_numpy(), interval_bounds[:-1]) * interval_length
+    exposure[patients, last_period] = df.time - interval_bounds[last_period]
+    return df, exposure, death, np.arange(n_intervals)
