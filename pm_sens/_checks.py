@@ -122,6 +122,33 @@ def _component_names(ctx, compiled):
     return ["mean", "1 - mean"]
 
 
+def _point_masses(ctx, compiled, phi):
+    """Where the chunk's law is one value (a count law of mean 0), or None.
+
+    Derivatives through such a law's parameters (a negative binomial's p of 1)
+    may be infinite there; the point is reported as degenerate instead
+    (`pm_sens._stacked_passes.degenerate_points`).
+    """
+    names = _component_names(ctx, compiled)
+    family = ctx.predictive.likelihood.draw_family
+    if phi is None or not family.has_point_masses or "mean" not in names:
+        return None
+    masses = phi[..., names.index("mean")] <= 0
+    return masses if masses.any() else None
+
+
+def _outside(part, test, masses):
+    """``test`` of ``part``, false at the rows of point masses."""
+    return test(part) & ~_along_rows(masses, part)
+
+
+def _along_rows(mask, part):
+    """``mask`` (rows) broadcast over ``part``: its leading axes, or those after the first."""
+    start = 0 if part.shape[: mask.ndim] == mask.shape else 1
+    shape = (1,) * start + mask.shape + (1,) * (part.ndim - start - mask.ndim)
+    return mask.reshape(shape)
+
+
 def _first_problem(values, test):
     """(index, value, count) of the first value failing ``test``, or None.
 
@@ -164,6 +191,10 @@ def check_outputs(ctx, compiled, draws, out):
         if key not in screened:
             continue
         problem = _first_problem(screened[key], test)
+        masses = _point_masses(ctx, compiled, out.phi) if problem and key != "phi" else None
+        if masses is not None:  # a count law of mean 0: reported as a degenerate point
+            kept = partial(_outside, test=test, masses=masses)
+            problem = _first_problem(screened[key], kept)
         if problem is None:
             continue
         index, value, count = problem

@@ -9,6 +9,7 @@ import numpy as np
 from pm_sens.families import poisson as poisson_family
 from pm_sens.families._base import (
     Family,
+    clip_positive,
     diagonal_factors,
     diagonal_matrix,
     log1p_gap,
@@ -49,7 +50,11 @@ def alpha_information(m, a, tail=1e-12):
 
 
 def _mean_information(m, a):
-    """``α/(μ(μ+α))``, written to stay finite for α up to the float limit."""
+    """``α/(μ(μ+α))``, written to stay finite for α up to the float limit.
+
+    A mean of 0 (a point mass, left out as a degenerate point) is held positive.
+    """
+    m = clip_positive(m)
     return 1 / (m * (1 + m / a))
 
 
