@@ -152,7 +152,9 @@ def _refuse_bart(model, params):
 
 def _refuse_bambi_backend(predictive, model):
     """A model bambi built holds its predictors as constants: ask for the bambi model."""
-    containers = [v for v in predictive.inputs if hasattr(v, "get_value")]
+    # the rebuilt model holds its predictors in containers (integer ones for
+    # categorical terms)
+    containers = [v for v in model.data_vars if hasattr(v, "get_value")]
     if "__obs__" in model.coords and not containers:
         raise ValueError(
             "this PyMC model was built by bambi (its observations run along '__obs__') "

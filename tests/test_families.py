@@ -635,3 +635,24 @@ def test_hurdle_kl_at_small_rates_against_scipy():
     np.testing.assert_allclose(kl, expected, rtol=1e-9)
     upper = poisson.support_upper(mu_p[:, None], 1e-20)
     assert np.all(upper >= 1) and np.all(stats.poisson(mu_p).sf(upper) <= 1e-16)
+
+
+def test_zero_inflated_kl_of_far_apart_laws_is_finite_and_exact():
+    """A level change can move a count law far: q/p overflows where p is tiny (the fish
+    example's livebait). KL(ZIP(ψ, μ₁) ‖ ZIP(ψ, μ₂)) summed directly with SciPy."""
+    from scipy import stats
+
+    from pm_sens.families import ZERO_INFLATED_POISSON
+
+    def log_zip(y, psi, mu):
+        positive = np.log(psi) + stats.poisson.logpmf(y, mu)
+        # P(0) = 1 − ψ + ψ e^(−μ)
+        return np.where(y == 0, np.log1p(psi * np.expm1(-mu)), positive)
+
+    pairs = [(0.6, 0.05, 40.0), (0.6, 40.0, 0.05), (0.9, 3.0, 3.5), (0.3, 200.0, 0.5)]
+    y = np.arange(2000)
+    for psi, mu1, mu2 in pairs:
+        log_p, log_q = log_zip(y, psi, mu1), log_zip(y, psi, mu2)
+        expected = np.sum(np.exp(log_p) * (log_p - log_q))
+        got = ZERO_INFLATED_POISSON.kl_divergence(np.array([psi, mu1]), np.array([psi, mu2]))
+        np.testing.assert_allclose(got, expected, rtol=1e-9)

@@ -281,3 +281,96 @@ def _mastectomy_like(rng, n_patients=12, interval_length=6):
     exposure = np.greater_equal.outer(df.time.to_numpy(), interval_bounds[:-1]) * interval_length
     exposure[patients, last_period] = df.time - interval_bounds[last_period]
     return df, exposure, death, np.arange(n_intervals)
+
+
+#: bambi's docs, notebooks/zero_inflated_regression (fish data: counts of fish caught)
+ZIP_NOTEBOOK = "bambi's zero_inflated_regression notebook"
+_FISH_TERMS = "livebait + camper + persons + child"
+
+
+def _fish_like(rng, n=40):
+    """The notebook's table: livebait and camper pd.Categorical of 0.0/1.0, persons
+    and child floats, count a float column."""
+    fish = pd.DataFrame(
+        {
+            "count": rng.poisson(2, n).astype(float),
+            "livebait": rng.integers(0, 2, n).astype(float),
+            "camper": rng.integers(0, 2, n).astype(float),
+            "persons": rng.integers(1, 5, n).astype(float),
+            "child": rng.integers(0, 4, n).astype(float),
+        }
+    )
+    fish["livebait"] = pd.Categorical(fish["livebait"])
+    fish["camper"] = pd.Categorical(fish["camper"])
+    return fish
+
+
+def _zip_levels(case, mode):
+    """Per draw, sqrt(2 KL) between the zero-inflated Poisson laws at each point's own
+    livebait (camper) and at both levels, summed over the counts with SciPy."""
+    if mode == "moment":
+        return None  # matched by moments to a negative binomial
+    post = case.idata["posterior"]
+    fish = _fish_like(np.random.default_rng(zlib.crc32(b"bambi_zero_inflated_fish")))
+    columns = {
+        c: fish[c].astype(float).to_numpy() for c in ("livebait", "camper", "persons", "child")
+    }
+
+    def coefficient(name):
+        return post[name].values.reshape(6, -1)[:, :1]  # (S, 1)
+
+    y = np.arange(1500)[:, None, None]  # (count, draw, point)
+    out = {}
+    for name in ("livebait", "camper"):
+        laws = []
+        for level in (None, 0.0, 1.0):
+            x = dict(columns)
+            if level is not None:
+                x[name] = np.full(len(fish), level)
+            eta = coefficient("Intercept") + sum(
+                coefficient(c) * x[c][None, :] for c in ("livebait", "camper", "persons", "child")
+            )
+            logit = coefficient("psi_Intercept") + sum(
+                coefficient(f"psi_{c}") * x[c][None, :]
+                for c in ("livebait", "camper", "persons", "child")
+            )
+            mu, psi = np.exp(eta), 1 / (1 + np.exp(-logit))
+            positive = np.log(psi) + stats.poisson.logpmf(y, mu)
+            laws.append(np.where(y == 0, np.log1p(psi * np.expm1(-mu)), positive))
+        own = laws[0]
+        kl = [np.sum(np.exp(own) * (own - law), axis=0) for law in laws[1:]]
+        out[name] = np.sqrt(2 * np.clip(np.stack(kl, -1), 0, None))  # (draw, point, level)
+    return out
+
+
+@zoo_model(
+    f"{ZIP_NOTEBOOK}: bmb.Formula('count ~ {_FISH_TERMS}', 'psi ~ {_FISH_TERMS}'), "
+    "family='zero_inflated_poisson', livebait and camper pd.Categorical; levels far apart",
+    levels=_zip_levels,
+)
+def bambi_zero_inflated_fish(rng):
+    import bambi as bmb
+
+    fish = _fish_like(rng)
+    formula = bmb.Formula(f"count ~ {_FISH_TERMS}", f"psi ~ {_FISH_TERMS}")
+    model = bmb.Model(formula, fish, family="zero_inflated_poisson")
+    model.build()
+    # near the notebook's posterior, with livebait's effect far larger (q/p past float64)
+    draws = np.random.default_rng(11)
+
+    def near(mean, sd=0.1, extra=()):
+        return draws.normal(mean, sd, size=(2, 3, *extra))
+
+    fixed = {
+        "Intercept": near(-1.6),
+        "livebait": near(4.0, extra=(1,)),
+        "camper": near(0.3, extra=(1,)),
+        "persons": near(0.6),
+        "child": near(-0.8),
+        "psi_Intercept": near(-1.4),
+        "psi_livebait": near(-0.2, extra=(1,)),
+        "psi_camper": near(0.8, extra=(1,)),
+        "psi_persons": near(0.9),
+        "psi_child": near(-1.9),
+    }
+    return model, known_posterior(model.backend.model, fixed=fixed)
