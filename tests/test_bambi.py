@@ -215,12 +215,21 @@ def test_points_as_a_data_frame_and_unknown_levels(rng, data):
         pm_sens.sensitivity(idata, model, points=pd.DataFrame({"x": [0.0], "cat": ["d"]}))
 
 
-def test_families_with_per_observation_constants_are_refused(data):
+def test_binomial_family_holds_the_trials(data):
+    """p(count, trials) ~ x: bambi's trials (a NumPy constant per observation) are held
+    at each point's value, never an input; per draw R-sens = |b| sqrt(n p (1 − p))."""
     data = data.assign(trials=data["count"] + 3)
     model = bmb.Model("p(count, trials) ~ x", data, family="binomial")
     model.build()
-    with pytest.raises(ValueError, match=r"does not rebuild bambi models of the 'binomial'"):
-        pm_sens.sensitivity(posterior({"Intercept": np.zeros((1, 2))}), model)
+    draws = {"Intercept": np.array([[0.2, -0.1]]), "x": np.array([[0.7, -0.4]])}
+    out = pm_sens.sensitivity(posterior(draws), model, mode="draw", progressbar=False)
+    local = out["sensitivity"]
+    assert list(local["feature"].values) == ["x"]
+    p = 1 / (
+        1 + np.exp(-(draws["Intercept"][0][:, None] + draws["x"][0][:, None] * data.x.values))
+    )
+    expected = np.abs(draws["x"][0][:, None]) * np.sqrt(data.trials.values * p * (1 - p))
+    np.testing.assert_allclose(local["rsens"].values[0, ..., 0], expected, rtol=1e-10)
 
 
 def test_unbuilt_bambi_model_is_refused(rng, data):

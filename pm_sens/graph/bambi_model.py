@@ -35,7 +35,7 @@ from pm_sens.graph.design import bspline_basis
 from pm_sens.graph.functions import evaluate
 
 #: bambi families whose parameters bambi builds from the observed data itself.
-UNSUPPORTED_FAMILIES = ("Binomial", "BetaBinomial")
+UNSUPPORTED_FAMILIES = ()
 #: How far the rebuilt design may differ from bambi's before it is refused.
 DESIGN_TOLERANCE = 1e-8
 

@@ -374,3 +374,43 @@ def bambi_zero_inflated_fish(rng):
         "psi_child": near(-1.9),
     }
     return model, known_posterior(model.backend.model, fixed=fixed)
+
+
+def _binomial_checks(case, state):
+    """Trials are held, never an input; per draw R-sens of x is |b_x| sqrt(n p (1 − p))."""
+    local = state["draw"]["sensitivity"]
+    assert list(local["feature"].values) == ["x", "z"], local["feature"].values
+    frame = _trials_frame(np.random.default_rng(zlib.crc32(b"bambi_binomial_trials")))
+    post = case.idata["posterior"]
+    coefficient = {k: post[k].values.reshape(6, 1) for k in ("Intercept", "x", "z")}
+    eta = coefficient["Intercept"] + coefficient["x"] * frame.x.to_numpy()
+    p = 1 / (1 + np.exp(-(eta + coefficient["z"] * frame.z.to_numpy())))
+    expected = np.abs(coefficient["x"]) * np.sqrt(frame.trials.to_numpy() * p * (1 - p))
+    got = local["rsens"].sel(feature="x").transpose("chain", "draw", ...).values.reshape(6, -1)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+def _trials_frame(rng, n=30):
+    frame = pd.DataFrame(
+        {"x": rng.normal(size=n), "z": rng.uniform(1, 3, n), "trials": rng.integers(5, 20, n)}
+    )
+    frame["successes"] = rng.binomial(frame.trials, 0.4)
+    return frame
+
+
+@zoo_model(
+    "bambi's docs (binomial regression): p(successes, trials) ~ x + z, family='binomial'",
+    check=_binomial_checks,
+)
+def bambi_binomial_trials(rng):
+    import bambi as bmb
+
+    model = bmb.Model("p(successes, trials) ~ x + z", _trials_frame(rng), family="binomial")
+    model.build()
+    draws = np.random.default_rng(5)
+    fixed = {
+        "Intercept": draws.normal(0.0, 0.1, (2, 3)),
+        "x": draws.normal(0.5, 0.1, (2, 3)),
+        "z": draws.normal(-0.3, 0.1, (2, 3)),
+    }
+    return model, known_posterior(model.backend.model, fixed=fixed)
