@@ -128,8 +128,8 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
     """Rows of 0 to 100 trials, draws of concentration κ = 1e6 (the binomial limit)
     and 1e-3 (the mass at 0 and n): every function's results are finite, with no
     floating-point warning, and draw-mode R-sens equals the central finite-difference
-    KL, and where one trial makes it a Bernoulli, that law's closed form. Moment mode
-    refuses the rows of 0 trials (a predictive of variance 0), naming the cause."""
+    KL, and where one trial makes it a Bernoulli, that law's closed form. In moment
+    mode the rows of 0 trials (a predictive of one value) are degenerate points."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=12)
     trials = np.array([0, 1, 2, 5, 40, 0, 3, 7, 100, 1, 9, 30])
@@ -171,5 +171,9 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
     one = trials == 1
     expected = (np.abs(b) * np.sqrt(p * (1 - p)))[..., one]
     np.testing.assert_allclose(out["rsens"].values[..., one, 0], expected, rtol=1e-8)
-    with pytest.raises(ValueError, match=r"not finite and positive.*0 trials\); use mode='draw'"):
-        pm_sens.sensitivity(idata, model, **quiet)
+    # moment mode: a row of 0 trials has a predictive of one value (matched mean 0),
+    # marked degenerate and left out; the others are computed
+    moment = pm_sens.sensitivity(idata, model, **quiet)["sensitivity"]
+    assert (moment["degenerate"].values == (trials == 0)).all()
+    assert np.isnan(moment["rsens"].values[trials == 0]).all()
+    assert np.isfinite(moment["rsens"].values[trials > 0]).all()
