@@ -47,7 +47,10 @@ def masked_rows(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the negative-binomial GLM notebook as written: NumPy arrays, no pm.Data")
+@zoo_model(
+    "NumPy float arrays straight into a negative-binomial GLM, no pm.Data (the notebook's "
+    "own bool columns: notebooks.sneezes_numpy_bool)"
+)
 def numpy_inputs(rng):
     n = 20
     x1, x2 = rng.normal(size=(2, n))
@@ -220,7 +223,8 @@ def patsy_product_per_raw_input(rng):
 
 
 @zoo_model(
-    "the survival notebook: a piecewise-constant hazard over a patients × intervals table, "
+    "a piecewise-constant hazard over a patients × intervals table with float exposures "
+    "(the survival notebook's own int exposures with zeros: notebooks.survival_notebook), "
     "pt.outer(exp(beta * x), lambda0) times exposure per cell (NumPy arrays)"
 )
 def survival_wide_table(rng):

@@ -149,7 +149,10 @@ def poisson_offset(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the negative-binomial GLM notebook's model, inputs in pm.Data, scalar alpha")
+@zoo_model(
+    "a negative-binomial GLM on float pm.Data inputs, scalar alpha (the notebook's bool "
+    "containers: notebooks.sneezes_bool_containers)"
+)
 def negative_binomial_glm(rng):
     n = 25
     x1, x2 = rng.normal(size=(2, n))

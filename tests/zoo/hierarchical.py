@@ -54,9 +54,14 @@ def varying_intercepts(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the radon notebook as written: NumPy county index (pd.factorize) and floor")
+@zoo_model(
+    "pymc-examples multilevel_modeling (radon) as written: NumPy county index (pd.factorize) "
+    "and floor, an int64 0/1 column (srrs_mn.floor.values): a flag, compared at its levels",
+    errors={"integrated_gradients": "depend only on categorical inputs"},
+)
 def radon_numpy_arrays(rng):
     county, floor, _ = _radon_like(rng)
+    floor = floor.astype(np.int64)
     coords = {"county": [f"c{i}" for i in range(5)], "obs_id": np.arange(len(county))}
     with pm.Model(coords=coords) as model:
         mu_a = pm.Normal("mu_a", 0, 1)
@@ -234,7 +239,8 @@ def _time_is_a_rate(case, state):
 
 
 @zoo_model(
-    "the structural-AR notebook's trend: an integer time index used in arithmetic",
+    "an integer time index used in arithmetic (the structural-AR notebook's trend without "
+    "its latent AR: notebooks.structural_time_series writes the notebook's model)",
     check=_time_is_a_rate,
 )
 def integer_used_in_arithmetic(rng):
