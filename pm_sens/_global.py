@@ -171,6 +171,8 @@ def skips_degenerate(dataset, name):
     if "degenerate" not in dataset or not point_dims(dataset["degenerate"]):
         return False
     da, degenerate = dataset[name], dataset["degenerate"].astype(bool)
+    if not set(point_dims(degenerate)) <= set(da.dims):  # a wide table's row joints
+        return False
     # a feature with no value at any point (a categorical input's R-sens2 diagonal)
     # is documented and listed unranked either way
     valueless = da.isnull().all(point_dims(da))

@@ -105,7 +105,13 @@ def importance_dataset(dt, group, var_names, ci_prob, scale="input", top=None):
         level = table["kind"] == "level"
         table.loc[level, "feature"] = table.loc[level, "feature"] + " (level)"
     data, labels, counts = {}, {}, {}
-    groups = list(table.groupby("variable", sort=False))
+    # a variable with no value for any feature (a wide table's row joints of
+    # categorical inputs only) has nothing to draw
+    groups = [
+        (name, rows)
+        for name, rows in table.groupby("variable", sort=False)
+        if rows["importance"].notna().any()
+    ]
     width = max(len(rows) if top is None else min(top, len(rows)) for _, rows in groups)
     for name, rows in groups:
         counts[name] = len(rows)

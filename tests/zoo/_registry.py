@@ -11,6 +11,8 @@ import xarray as xr
 
 #: every zoo model by name
 ZOO = {}
+#: each zoo model's builder and what it expects, to build it again (`tests.zoo.variants`)
+BUILDERS = {}
 
 
 @dataclass
@@ -67,6 +69,7 @@ def zoo_model(source, **expect):
             return ZooCase(model, idata, source, **expect, kwargs=kwargs[0] if kwargs else {})
 
         ZOO[build.__name__] = case
+        BUILDERS[build.__name__] = (build, expect)
         return build
 
     return register

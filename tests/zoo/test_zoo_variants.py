@@ -1,0 +1,44 @@
+"""Every zoo model with its float containers as float32, and whole numbers as int64
+(`tests.zoo.variants`): `sensitivity` gives the float64 model's results."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+from tests.zoo._registry import ZOO
+from tests.zoo.run import _foreign, _sensitivity_call
+from tests.zoo.variants import CASTS, build_variant
+
+#: relative tolerance of each variant against the float64 model
+RTOL = {"float32": 1e-5, "int": 1e-9}
+
+
+@pytest.mark.parametrize("variant", sorted(CASTS))
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_sensitivity_of_the_model_with_its_data_in_other_dtypes(name, variant):
+    case = ZOO[name]()
+    if not isinstance(case.model, pm.Model) or case.errors or case.known_failures:
+        pytest.skip("front ends build their own containers; refused forms have their errors")
+    if "predictive" in case.kwargs:
+        pytest.skip("a predictive built by hand holds the float64 containers")
+    other, changed = build_variant(name, variant, case)
+    if not changed:
+        pytest.skip(f"no container to give as {variant}")
+    for mode in ("moment", "draw"):
+        expected = _sensitivity_call(case, case.idata, mode, extend_inferencedata=False)
+        try:
+            got = _sensitivity_call(other, case.idata, mode, extend_inferencedata=False)
+        except Exception as error:  # only our clear error may refuse a dtype
+            assert _foreign(error) is None, _foreign(error)
+            raise
+        got, expected = got["sensitivity"], expected["sensitivity"]
+        assert list(got["feature"].values) == list(expected["feature"].values), changed
+        for var in expected.data_vars:
+            np.testing.assert_allclose(
+                got[var].values,
+                expected[var].values,
+                rtol=RTOL[variant],
+                atol=1e-12,
+                err_msg=f"{variant} {changed}, {mode}: {var}",
+            )
