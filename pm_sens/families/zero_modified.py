@@ -159,8 +159,9 @@ def _kl_terms(log_p, log_q):
     q/p overflows, as ``q − p − p log(q/p)``, and then ``Σ (q − p)`` over the
     window, no longer 0 when q puts mass beyond p's support, is taken off.
     """
-    ratio = log_q - log_p
     support = np.isfinite(log_p)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) outside p's support: not summed
+        ratio = log_q - log_p
     near = np.abs(ratio) < 1
     p = np.exp(log_p)
     with np.errstate(invalid="ignore", over="ignore"):

@@ -3,7 +3,7 @@
 Notebooks hand ``pm.Data`` float32 arrays (``floatX`` habits, ``df.x.astype("float32")``)
 and whole numbers as integers (``list(range(n))``, counts of rooms). A variant
 builds the model again with the same data in another dtype, on the same
-posterior draws, and `sensitivity` (both modes) must give the float64 model's
+posterior draws, and `sensitivity` (moment mode) must give the float64 model's
 results, or our clear error:
 
 - ``float32``: every float container as float32 (values equal to float32
