@@ -145,14 +145,14 @@ def _left_out(results, levels, degenerate):
 
     ``degenerate`` (N,) or (chain, draw, N) joins the levels' arrays.
     """
-
-    def masked(value):
-        mask = degenerate.reshape(degenerate.shape + (1,) * (value.ndim - degenerate.ndim))
-        return np.where(mask, np.nan, value)
-
-    results = {name: masked(value) for name, value in results.items()}
-    levels = {name: masked(value) for name, value in levels.items()}
+    results = {k: np.where(_along(degenerate, v), np.nan, v) for k, v in results.items()}
+    levels = {k: np.where(_along(degenerate, v), np.nan, v) for k, v in levels.items()}
     return results, {**levels, "degenerate": degenerate}
+
+
+def _along(mask, value):
+    """``mask`` over the leading axes of ``value``, broadcast along the others."""
+    return mask.reshape(mask.shape + (1,) * (value.ndim - mask.ndim))
 
 
 #: methods that average over the points before taking an absolute value: their
@@ -228,8 +228,7 @@ def _point_sums(results, levels):
         return {name: np.sum(v, axis=2) for name, v in values.items()}, n_points
     sums = {}
     for name, value in values.items():
-        mask = degenerate.reshape(degenerate.shape + (1,) * (value.ndim - degenerate.ndim))
-        sums[name] = np.sum(np.where(mask, 0.0, value), axis=2)
+        sums[name] = np.sum(np.where(_along(degenerate, value), 0.0, value), axis=2)
     sums["degenerate"] = np.sum(degenerate, axis=2)
     return sums, degenerate.shape[2] - sums["degenerate"]
 
