@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pm_sens._validate import is_lazy, native_array
+from pm_sens._validate import inform_once, is_lazy, native_array
 from pm_sens.graph.model_queries import data_value
 from pm_sens.graph.trees import draw_numbers, tree_draw_positions, tree_inputs
 
@@ -150,4 +150,15 @@ def _tree_draws(rv, draws, numbers):
     """
     ends = draws.isel(draw=[0, -1]).values  # two draws per chain, even when lazy
     training_X = data_value(tree_inputs(rv))
-    return tree_draw_positions(rv, training_X, ends, numbers)
+    positions, share = tree_draw_positions(rv, training_X, ends, numbers)
+    if share < 1:
+        inform_once(
+            rv.owner.op,
+            f"pymc-bart fitted the BART variable {rv.name!r} on jittered copies of the "
+            f"repeated values in its columns of whole numbers, so its trees reproduce "
+            f"{share:.0%} of idata.posterior[{rv.name!r}] at the training rows (all of it "
+            "at the rows it left unmoved, which pm_sens checks). pm_sens evaluates the "
+            "trees at the rows' own values, as pymc-bart's predictions, plot_pdp and "
+            "variable importance do.",
+        )
+    return positions

@@ -229,6 +229,38 @@ def test_negative_binomial_kl_between_distant_laws(phi_q):
 
 
 @pytest.mark.parametrize(
+    ("m1", "m2", "alpha"),
+    [
+        (500.0, 500.5, 3.0),
+        (500.0, 620.0, 3.0),
+        (2.0, 40.0, 7.0),
+        (30.0, 0.3, 1e-3),
+        (1.5, 1.2, 1e6),
+    ],
+)
+def test_negative_binomial_kl_with_a_shared_alpha_is_scipys_sum(m1, m2, alpha):
+    """One α in both laws (an input's step under a global dispersion): the closed form
+    equals SciPy's direct sum over the counts, near and far."""
+    p = stats.nbinom(alpha, alpha / (alpha + m1))
+    q = stats.nbinom(alpha, alpha / (alpha + m2))
+    y = np.arange(int(p.isf(1e-18)) + 1)
+    expected = np.sum(p.pmf(y) * (p.logpmf(y) - q.logpmf(y)))
+    got = negative_binomial.kl_divergence_mean_alpha(
+        np.array([[m1, alpha]]), np.array([[m2, alpha]])
+    )[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+def test_negative_binomial_kl_with_a_shared_alpha_is_quadratic_in_a_small_step():
+    """A step too small for a sum to resolve (KL ~ 1e-13): ½ d² I(m), I = α/(m(m + α))."""
+    m, alpha, d = 4.0, 0.5, 4e-6
+    got = negative_binomial.kl_divergence_mean_alpha(
+        np.array([[m, alpha]]), np.array([[m + d, alpha]])
+    )[0]
+    np.testing.assert_allclose(got, 0.5 * d**2 * alpha / (m * (m + alpha)), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
     ("eta_p", "eta_q"),
     [(-20.0, 20.0), (0.0, 40.0), (20.0, -20.0), (-40.0, 40.0), (3.0, 2.5), (0.3, 0.2), (5.0, 5.0)],
 )

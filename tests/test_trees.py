@@ -162,10 +162,14 @@ def test_a_bart_of_two_outputs_against_pymc_barts_trees():
     np.testing.assert_allclose(out["kl"].values[0, :, :, 0], np.sqrt(kl) / h, rtol=1e-9)
 
 
-def test_integer_columns_that_pymc_bart_evaluates_unlike_its_draws_are_named(rng):
-    """pymc-bart 0.13.1 evaluates trees that split on integer-valued columns unlike the
-    draws it sampled: refused, naming the columns, as no moved point would be right."""
+def test_integer_columns_jittered_by_pymc_bart_are_checked_at_the_rows_it_left(rng, caplog):
+    """pymc-bart's sampler grows trees on a copy of X whose repeated whole numbers are
+    jittered: the draws match the trees only at first occurrences, which pm_sens checks;
+    the trees are evaluated at the rows' own values, with a message. A posterior of
+    another fit still fails the check."""
     import pymc_bart as pmb
+
+    from pm_sens.graph.trees import jittered_rows
 
     n = 40
     x = np.column_stack([rng.normal(size=n), rng.integers(0, 2, n), rng.integers(0, 3, n)])
@@ -181,8 +185,21 @@ def test_integer_columns_that_pymc_bart_evaluates_unlike_its_draws_are_named(rng
             progressbar=False,
             compute_convergence_checks=False,
         )
+    first = {k: np.unique(x[:, k], return_index=True)[1] for k in (1, 2)}
+    unmoved = np.isin(np.arange(n), first[1]) & np.isin(np.arange(n), first[2])
+    np.testing.assert_array_equal(jittered_rows(mu, x), ~unmoved)
     sampler = _get_posterior_sampler(mu.owner.op)
     at_rows = sampler.sample_posterior(np.ascontiguousarray(x, dtype=float), [0], None)[0, 0]
-    assert not np.allclose(at_rows, idata.posterior["mu"].values[0, 0])  # pymc-bart's own
-    with pytest.raises(ValueError, match=r"integer values in its X \(columns \[1, 2\]\)"):
-        pm_sens.permutation_importance(idata, model, **QUIET)
+    draws = idata.posterior["mu"].values[0, 0]
+    np.testing.assert_allclose(at_rows[unmoved], draws[unmoved], rtol=1e-12)
+    assert not np.allclose(at_rows, draws)  # pymc-bart's own evaluation, at the rows moved
+
+    with caplog.at_level("INFO", logger="pm_sens"):
+        out = pm_sens.permutation_importance(idata, model, **QUIET)["permutation_importance"]
+    assert np.isfinite(out["likelihood_pfi"]).all()
+    assert "jittered copies of the repeated values" in caplog.text
+
+    other = idata.copy()
+    other.posterior["mu"] = other.posterior["mu"] + 0.01
+    with pytest.raises(ValueError, match=r"do not reproduce idata.posterior\['mu'\]"):
+        pm_sens.permutation_importance(other, model, **QUIET)

@@ -152,57 +152,70 @@ def tree_draw_positions(rv, training_X, end_values, draw_numbers):
     pymc-bart stores each chain's trees in the order the chains finished, and
     ``idata`` may hold a slice of the draws: each chain of the posterior is
     matched with the history whose trees reproduce its values at the
-    training rows ``training_X``. ``end_values``: (chain, 2, [outputs,] rows), the values
+    training rows ``training_X`` that pymc-bart's sampler saw unmoved
+    (`jittered_rows`). ``end_values``: (chain, 2, [outputs,] rows), the values
     of each chain's first and last kept draw; ``draw_numbers``: (draw,), each
     kept draw's number within its chain (`draw_numbers`). Returns (chain ·
-    draw,) integer positions.
+    draw,) integer positions, and the share of the end draws' values at all
+    training rows that the trees reproduce (1 unless rows were jittered).
     """
     sampler = trees_sampler(rv.owner.op)
     offsets = np.cumsum([0] + [s.n_draws for s in sampler._chain_samplers])
     X = np.ascontiguousarray(training_X, dtype=np.float64)
-    positions = []
+    unmoved = ~jittered_rows(rv, X)
+    positions, shares = [], []
     for chain, values in enumerate(end_values):
-        # the share of the two draws' values each history reproduces
-        agreement = {
-            start: np.isclose(
-                sampler.sample_posterior(X, (start + draw_numbers[[0, -1]]).tolist(), None),
-                values.reshape(2, -1, X.shape[0]),
-                rtol=1e-7,
-                atol=1e-9,
-            ).mean()
-            for start, stop in zip(offsets[:-1], offsets[1:], strict=True)
-            if draw_numbers.max() < stop - start
-        }
+        # per history: the share of the two draws' values it reproduces at the
+        # unmoved rows (which must be all) and at every row
+        agreement = {}
+        for start, stop in zip(offsets[:-1], offsets[1:], strict=True):
+            if draw_numbers.max() >= stop - start:
+                continue
+            trees = sampler.sample_posterior(X, (start + draw_numbers[[0, -1]]).tolist(), None)
+            same = np.isclose(trees, values.reshape(2, -1, X.shape[0]), rtol=1e-7, atol=1e-9)
+            agreement[start] = (same[..., unmoved].mean(), same.mean())
         best = max(agreement, key=agreement.get, default=None)
-        if best is None or agreement[best] < 1:
-            share = 0.0 if best is None else agreement[best]
-            raise ValueError(_unmatched_chain(rv.name, chain, share, X))
+        if best is None or agreement[best][0] < 1:
+            share = 0.0 if best is None else agreement[best][0]
+            raise ValueError(_unmatched_chain(rv.name, chain, share))
         positions.append(best + draw_numbers)
-    return np.concatenate(positions)
+        shares.append(agreement[best][1])
+    return np.concatenate(positions), min(shares)
 
 
-def _unmatched_chain(name, chain, share, X):
+def jittered_rows(rv, X):
+    """The training rows pymc-bart's sampler moved before growing trees, (rows,) bool.
+
+    bartrs (0.4) adds N(0, (sd/12)²) noise to every repeat of a value in a
+    column of whole numbers split by the continuous rule (the default),
+    keeping each value's first occurrence: splits fall between the moved
+    values and the draws are the trees at them, while pymc-bart evaluates
+    the trees at the rows' own values. Only the unmoved rows can be checked
+    against the draws.
+    """
+    rules = list(getattr(rv.owner.op, "split_rules", None) or [])
+    rules += ["ContinuousSplit"] * (X.shape[1] - len(rules))
+    moved = np.zeros(X.shape[0], dtype=bool)
+    for column, rule in zip(X.T, rules, strict=True):
+        values = column[~np.isnan(column)]
+        if "Continuous" not in str(rule) or np.any(values % 1) or not np.std(values) > 0:
+            continue
+        first = np.zeros(X.shape[0], dtype=bool)
+        first[np.unique(column, return_index=True)[1]] = True
+        moved |= ~first & ~np.isnan(column)
+    return moved
+
+
+def _unmatched_chain(name, chain, share):
     """The error for a chain of the posterior whose draws no history of trees reproduces.
 
-    ``share``: the largest share of its values at the training rows ``X`` that a
-    history reproduces. pymc-bart 0.13.1 evaluates trees that split on a column
-    of integer values (0/1, codes, hours) differently from the draws it stored
-    while sampling (many values differ): named when it is the likely cause.
+    ``share``: the largest share of its values at the training rows that a
+    history reproduces.
     """
-    coded = [k for k in range(X.shape[1]) if np.array_equal(X[:, k], np.round(X[:, k]))]
-    if 0 < share < 1 and coded:
-        return (
-            f"pymc-bart's evaluation of the trees of the BART variable {name!r} reproduces "
-            f"only {share:.0%} of idata.posterior[{name!r}] at the training rows (chain "
-            f"{chain}): with columns of integer values in its X (columns {coded}), "
-            "pymc-bart 0.13 evaluates the trees differently from the draws it sampled, so "
-            "the trees at moved points would be wrong (pymc-bart's own plot_pdp and "
-            "compute_variable_importance use the same evaluation). Give such columns "
-            "other values (e.g. x + 0.01 × noise), or leave them out of BART's X"
-        )
     return (
         f"the trees pymc-bart holds for the BART variable {name!r} do not reproduce "
-        f"idata.posterior[{name!r}] in chain {chain} (its values at the training rows). "
+        f"idata.posterior[{name!r}] in chain {chain} (at most {share:.0%} of its values "
+        "at the training rows). "
         "idata and the model must come from a pm.sample call of this session, with the "
         "training data unchanged since (no pm.set_data); and pymc-bart keeps only the "
         "first chain's trees when the chains are sampled one after another (cores=1): "

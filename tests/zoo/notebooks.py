@@ -3,6 +3,7 @@
 containers (the observed series in ``pm.Data``) and operations."""
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -414,3 +415,93 @@ def bambi_binomial_trials(rng):
         "z": draws.normal(-0.3, 0.1, (2, 3)),
     }
     return model, known_posterior(model.backend.model, fixed=fixed)
+
+
+#: pymc-bart's docs, examples/BART_introduction ("Biking with BART")
+BIKES_NOTEBOOK = "pymc-bart BART_introduction (Biking with BART)"
+BIKES = Path(__file__).parents[2] / "examples" / "data" / "bike_sharing" / "hour_february.csv"
+BIKE_FEATURES = ["hour", "temperature", "humidity", "workingday"]
+
+
+def _bikes():
+    """The notebook's bikes.csv columns, from the UCI bike-sharing hours (February; see
+    examples/data/bike_sharing/README.md for the source and citation): hour and
+    workingday int64, temperature and humidity float, count int64."""
+    hours = pd.read_csv(BIKES).sample(120, random_state=0).reset_index(drop=True)
+    names = {"hr": "hour", "temp": "temperature", "hum": "humidity", "cnt": "count"}
+    return hours.rename(columns=names)[[*BIKE_FEATURES, "count"]]
+
+
+def _moved_by_pymc_bart(X):
+    """Rows pymc-bart's sampler jitters, as bartrs writes it: in each whole-number
+    column, every value already seen in an earlier row."""
+    moved = np.zeros(len(X), dtype=bool)
+    for column in X.T:
+        if np.all(column % 1 == 0):
+            seen = set()
+            for row, value in enumerate(column):
+                moved[row] |= value in seen
+                seen.add(value)
+    return moved
+
+
+def _biking_checks(case, state):
+    """The trees reproduce the draws at the rows pymc-bart left unmoved; per draw, the
+    KL over a step of temperature is SciPy's sum of the NB log ratio over the counts,
+    with the means from pymc-bart's own evaluation of the trees."""
+    from pymc_bart.utils import _get_posterior_sampler
+
+    from pm_sens.graph.trees import jittered_rows
+
+    mu = case.model["μ"]
+    sampler = _get_posterior_sampler(mu.owner.op)
+    X = _bikes()[BIKE_FEATURES].to_numpy(dtype=float)
+    moved = _moved_by_pymc_bart(X)
+    np.testing.assert_array_equal(jittered_rows(mu, X), moved)
+    draws = case.idata["posterior"]["μ"].values[0]  # one chain: history positions 0..59
+
+    def trees(x):
+        return sampler.sample_posterior(np.ascontiguousarray(x), list(range(60)), None)[:, 0]
+
+    at_rows = trees(X)
+    np.testing.assert_allclose(at_rows[:, ~moved], draws[:, ~moved], rtol=1e-12)
+    assert not np.allclose(at_rows, draws)  # pymc-bart's draws are at the jittered rows
+
+    alpha = case.idata["posterior"]["α"].values[0]
+    h = 0.1 * X[:, 1].std()
+    kl = state["draw"]["sensitivity"]["kl"].sel(feature="1").values[0]  # (draw, point)
+    shifted = [trees(X + s * h * np.eye(4)[1]) for s in (1, -1)]
+    for point in (0, 7, 51):
+        for draw in (0, 33):
+            a, m = alpha[draw], np.exp(at_rows[draw, point])
+            p = stats.nbinom(a, a / (a + m))
+            y = np.arange(int(p.isf(1e-16)) + 1)
+            total = 0.0
+            for moved_mu in shifted:
+                q_mean = np.exp(moved_mu[draw, point])
+                q = stats.nbinom(a, a / (a + q_mean))
+                total += np.sum(p.pmf(y) * (p.logpmf(y) - q.logpmf(y)))
+            np.testing.assert_allclose(kl[draw, point], np.sqrt(total) / h, rtol=1e-8)
+
+
+@zoo_model(
+    f"{BIKES_NOTEBOOK}: X = bikes[features] a DataFrame with int64 hour and workingday, "
+    "BART('μ', X, np.log(Y), m=50), NegativeBinomial(mu=exp(μ), alpha=α)",
+    methods=("kl", "var"),
+    kl_delta=0.1,
+    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+    check=_biking_checks,
+)
+def bart_biking(rng):
+    import pymc_bart as pmb
+
+    from tests.zoo.frontends import bart_fit
+
+    bikes = _bikes()
+    X = bikes[BIKE_FEATURES]
+    Y = bikes["count"]
+    with pm.Model() as model:
+        α = pm.Exponential("α", 1)
+        μ = pmb.BART("μ", X, np.log(Y), m=50)
+        pm.NegativeBinomial("y", mu=pm.math.exp(μ), alpha=α, observed=Y)
+    return model, bart_fit(model, 5)
