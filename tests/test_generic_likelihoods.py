@@ -869,3 +869,96 @@ def test_differenced_second_derivatives_equal_pytensors_where_it_has_them():
     outputs = _differenced_second(generic.functions["score"], nodes, *phi.T)
     differenced = np.stack(outputs[3:], -1).reshape(*nodes.shape, 2, 2)
     np.testing.assert_allclose(differenced, exact, rtol=1e-7, atol=1e-9)
+
+
+def _stick_breaking_mixture(x, K=4):
+    """The dependent density regression notebook's form: probit stick-breaking weights
+    by erf, pt.extra_ops.cumprod, pt.outer, a NormalMixture, y in a container, dims."""
+    alpha = np.array([-1.0, 0.5, 40.0, 0.0])[:K]  # the third break takes the whole stick
+    beta = np.array([1.5, -0.8, 0.5, 1.0])[:K]
+    with pm.Model(coords={"N": np.arange(len(x)), "K": np.arange(K) + 1}) as model:
+        x_ = pm.Data("x", x, dims="N")
+        z = pm.Normal("a", alpha, 1, dims="K") + pt.outer(x_, pm.Normal("b", beta, 1, dims="K"))
+        v = 0.5 * (1 + pt.erf(z / np.sqrt(2)))
+        w = v * pt.concatenate(
+            [pt.ones_like(v[:, :1]), pt.extra_ops.cumprod(1 - v[:, :-1], axis=1)], axis=1
+        )
+        gamma = pm.Normal("g", np.arange(K), 1, dims="K")
+        mu = gamma + pt.outer(x_, pm.Normal("d", np.linspace(-1, 1, K), dims="K"))
+        y = pm.Data("y", 0 * x, dims="N")
+        pm.NormalMixture("obs", w, mu, sigma=np.full(K, 0.7), observed=y, dims="N")
+    return model, alpha, beta
+
+
+def test_cumulative_products_are_running_products_with_finite_derivatives():
+    """cumprod as running products: the same values; PyTensor's own derivative where no
+    factor is 0, and the product rule's (finite) where one is, which PyTensor's 0/0 is not."""
+    import pytensor
+
+    from pm_sens.graph.cumulative import cumulative_products_as_chains
+
+    x = pt.matrix("x", shape=(None, 5))
+    (chain,) = cumulative_products_as_chains([pt.extra_ops.cumprod(x, axis=1)])
+    assert not any(
+        type(n.op).__name__ == "CumOp" for n in pytensor.graph.traversal.toposort([chain])
+    )
+    weights = np.arange(1.0, 6.0)
+    f = pytensor.function([x], [chain, pytensor.grad((chain * weights).sum(), x)])
+    g = pytensor.function([x], pytensor.grad((pt.extra_ops.cumprod(x, axis=1) * weights).sum(), x))
+    values = np.random.default_rng(0).uniform(0.2, 1.5, (3, 5))
+    got, gradient = f(values)
+    np.testing.assert_allclose(got, np.cumprod(values, axis=1), rtol=1e-15)
+    np.testing.assert_allclose(gradient, g(values), rtol=1e-12)
+    values[:, 1] = 0.0
+    _, gradient = f(values)
+    assert np.isnan(g(values)).any()
+    # d/dx_1 of Σ_j w_j Π_{i≤j} x_i at x_1 = 0: x_0 (w_1 + w_2 x_2 + w_3 x_2 x_3 + ...)
+    x0, x2, x3, x4 = values[:, 0], values[:, 2], values[:, 3], values[:, 4]
+    expected = x0 * (2 + 3 * x2 + 4 * x2 * x3 + 5 * x2 * x3 * x4)
+    np.testing.assert_allclose(gradient[:, 1], expected, rtol=1e-12)
+
+
+def test_a_mixture_weight_of_zero_has_the_components_moments_as_derivatives():
+    """∂E[y]/∂w_k = E_k[y] and ∂E[y²]/∂w_k = E_k[y²] for every k, a weight of exactly 0
+    too (PyTensor's derivative of PyMC's log w there is 0·∞)."""
+    model, _, _ = _stick_breaking_mixture(np.zeros(2))
+    generic = GenericLikelihood(model["obs"], set(model.basic_RVs))
+    w = np.array([0.5, 0.3, 0.2, 0.0])
+    mu, sigma = np.array([-1.0, 0.0, 0.5, 1.0]), np.full(4, 0.7)
+    phi = np.concatenate([w, mu])[None]  # the sigmas are constants, not leaves
+    _, derivatives = generic.raw_moments(phi, list(range(4)), 1)
+    # a weight of 0 has no nodes of its own: its integrals use the other components'
+    np.testing.assert_allclose(derivatives[0, 0], mu, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(derivatives[0, 1], mu**2 + sigma**2, rtol=1e-7)
+
+
+def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
+    """Per draw, R-sens of x equals sqrt(KL(x+h) + KL(x−h))/h of the mixtures, with the
+    weights and KL computed in NumPy/SciPy, at points where a break took the whole stick
+    (weights of exactly 0 after it: their derivative is 0, as float64 holds them)."""
+    x = np.array([-0.8, 0.1, 0.9])
+    model, alpha, beta = _stick_breaking_mixture(x)
+    fixed = {"a": alpha, "b": beta, "g": np.arange(4.0), "d": np.linspace(-1, 1, 4)}
+    idata = posterior({k: v[None, None] for k, v in fixed.items()})
+    out = pm_sens.sensitivity(
+        idata, model, mode="draw", progressbar=False, extend_inferencedata=False
+    )["sensitivity"]
+
+    def mixture(xv):
+        v = special.ndtr(alpha + xv * beta)
+        w = v * np.concatenate([[1.0], np.cumprod(1 - v[:-1])])
+        return w, xv * np.linspace(-1, 1, 4) + np.arange(4)
+
+    def kl(xa, xb):
+        (wa, ma), (wb, mb) = mixture(xa), mixture(xb)
+
+        def integrand(y):
+            p = wa @ stats.norm.pdf(y, ma, 0.7)
+            return p * np.log(p / (wb @ stats.norm.pdf(y, mb, 0.7)))
+
+        return integrate.quad(integrand, -8, 10, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+
+    assert mixture(x[0])[0][3] == 0.0  # the third break took the whole stick
+    h = 1e-3
+    expected = [np.sqrt(kl(xv, xv + h) + kl(xv, xv - h)) / h for xv in x]
+    np.testing.assert_allclose(out["rsens"].values.ravel(), expected, rtol=1e-4)

@@ -16,11 +16,14 @@ import pytensor.tensor as pt
 from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
 from pymc.exceptions import UndefinedMomentException
-from pytensor.gradient import NullTypeGradError
+from pytensor.gradient import NullTypeGradError, zero_grad
 from pytensor.graph.replace import graph_replace, vectorize_graph
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, toposort
 from pytensor.graph.utils import MethodNotDefined
+from pytensor.scalar import Add, Log
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.special import LogSumExp
 
 from pm_sens.graph.generic_leaves import (
     constant_parameters,
@@ -164,6 +167,7 @@ class LikelihoodGraph:
         resized, replacements = self._rebuilt(phis)
         value = pt.vector("y", dtype=self._rv.dtype)
         (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
+        logp = _weights_outside_the_log(logp)
         scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
         # y at P nodes per row, (P, R): what depends on the row's parameters only
         # (a truncation's normalizer, a mixture's log weights) is computed once per row
@@ -238,6 +242,41 @@ class LikelihoodGraph:
                 outputs = at_nodes([logp, *scores, *second], value, nodes)
                 self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]
+
+
+def _weights_outside_the_log(logp):
+    """``logp`` with each mixture's weights as factors of the sum, not inside its log.
+
+    PyMC writes a mixture's log density as ``logsumexp(log w + log p_k)``. At a
+    weight of exactly 0 (a stick-breaking weight after a break that took the
+    whole stick) PyTensor's derivative in ``w_k`` is 0·∞, where the score is
+    ``p_k(y)/p(y)``. Written as ``log Σ_k w_k exp(log p_k − m) + m``, with ``m``
+    the largest term held constant in derivatives, the value is the same and
+    every derivative finite.
+    """
+    replacements = {}
+    for node in toposort([logp]):
+        terms = node.inputs[0].owner if isinstance(node.op, LogSumExp) else None
+        if terms is None or not _is_elemwise(terms, Add):
+            continue
+        logs = [t for t in terms.inputs if t.owner and _is_elemwise(t.owner, Log)]
+        if len(logs) != 1:
+            continue
+        others = [t for t in terms.inputs if t is not logs[0]]
+        axis = node.op.axis
+        top = zero_grad(pt.max(node.inputs[0], axis=axis, keepdims=True))
+        top = pt.switch(pt.isinf(top), 0.0, top)  # all terms -inf: no offset
+        weighted = logs[0].owner.inputs[0] * pt.exp(pt.add(*others) - top)
+        mixed = pt.log(pt.sum(weighted, axis=axis, keepdims=True)) + top
+        replacements[node.outputs[0]] = mixed.squeeze(axis)
+    if not replacements:
+        return logp
+    (logp,) = replace_rebuilding([logp], replacements)
+    return logp
+
+
+def _is_elemwise(node, scalar_op):
+    return isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, scalar_op)
 
 
 #: the step of central differences, relative to each parameter's size: the cube

@@ -9,6 +9,7 @@ the observed variable rebuilt with them replaced.
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import SymbolicRandomVariable
+from pymc.distributions.mixture import _BaseMixtureRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Apply, Constant
@@ -57,11 +58,12 @@ class Leaf:
 
     ``trailing`` is its shape per point: the component's own batch axes beyond
     the point axis (a `NormalMixture`'s components) and the parameter's core
-    axes (a mixture's weights).
+    axes (a mixture's weights). ``weights``: whether it is a mixture's weights.
     """
 
-    def __init__(self, var, core, owner_output):
+    def __init__(self, var, core, owner_output, weights=False):
         self.var = var
+        self.weights = weights
         self.batch_ndim = owner_output.type.ndim
         self.core = core
         extra = _lengths(owner_output)[1:]
@@ -81,7 +83,14 @@ class Leaf:
         # elementwise ops broadcast only along axes known to have length 1
         rows = 1 if padded.type.broadcastable[0] else padded.shape[0]
         full = pt.broadcast_to(padded, (rows, *self.trailing))
-        return [full[(slice(None), *index)] for index in np.ndindex(*self.trailing)]
+        components = [full[(slice(None), *index)] for index in np.ndindex(*self.trailing)]
+        if self.weights:
+            # a weight of exactly 0 (a stick used up: 1 − Φ(z) rounds to 0) stays 0
+            # for nearby inputs in float64, so its derivative is 0, where PyTensor's
+            # derivative of the real-number expression is not, and would meet the
+            # huge information of a weight at 0 (∫ p_k²/p)
+            components = [pt.switch(pt.eq(c, 0), pt.zeros_like(c), c) for c in components]
+        return components
 
     def placeholder(self):
         """A root variable standing for the leaf, of the type `assemble` gives it.
@@ -190,7 +199,8 @@ def likelihood_leaves(rv, model_rvs):
         if is_distribution(param) and param not in model_rvs:
             leaves += likelihood_leaves(param, model_rvs)
         elif not _is_constant(param) or _is_row_constant(param, rv):
-            leaf = Leaf(param, core, rv)
+            weights = position == 0 and isinstance(rv.owner.op, _BaseMixtureRV)
+            leaf = Leaf(param, core, rv, weights=weights)
             # the variable's name, else the distribution's and the position
             op_name = getattr(rv.owner.op, "name", None) or type(rv.owner.op).__name__
             leaf.name = param.name or f"{op_name.removesuffix('RV').lower()}_{position}"

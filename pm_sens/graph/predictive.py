@@ -4,6 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
+from pm_sens.graph.cumulative import cumulative_products_as_chains
 from pm_sens.graph.data_statistics import hold_data_statistics
 from pm_sens.graph.design import design_from_raw_inputs
 from pm_sens.graph.dims_model import tensor_model
@@ -303,6 +304,7 @@ class Predictive:
                 "observation"
             )
         likelihood, params = _likelihood_and_parameters(rv, model, vector)
+        params = cumulative_products_as_chains(params, keep=model.free_RVs)
         # first: a NumPy X of the trees is then found as an input like any other
         params = trees_at_points(model, params)
         # the observed data's length: the variable's own is unknown with dims
