@@ -918,18 +918,39 @@ def test_cumulative_products_are_running_products_with_finite_derivatives():
     np.testing.assert_allclose(gradient[:, 1], expected, rtol=1e-12)
 
 
-def test_a_mixture_weight_of_zero_has_the_components_moments_as_derivatives():
-    """∂E[y]/∂w_k = E_k[y] and ∂E[y²]/∂w_k = E_k[y²] for every k, a weight of exactly 0
-    too (PyTensor's derivative of PyMC's log w there is 0·∞)."""
+def test_a_mixture_weight_of_zero_leaves_every_other_derivative_exact():
+    """With a weight of exactly 0 (PyTensor's derivative of PyMC's log w there is 0·∞):
+    ∂E[y]/∂w_k = μ_k and ∂E[y²]/∂w_k = μ_k² + σ_k² for the others, ∂/∂μ_k = w_k and
+    2 w_k μ_k for all, every value finite. The zero weight's own derivative is left out
+    (0): the predictive holds such a weight at 0, so nothing multiplies it."""
     model, _, _ = _stick_breaking_mixture(np.zeros(2))
     generic = GenericLikelihood(model["obs"], set(model.basic_RVs))
     w = np.array([0.5, 0.3, 0.2, 0.0])
     mu, sigma = np.array([-1.0, 0.0, 0.5, 1.0]), np.full(4, 0.7)
     phi = np.concatenate([w, mu])[None]  # the sigmas are constants, not leaves
-    _, derivatives = generic.raw_moments(phi, list(range(4)), 1)
-    # a weight of 0 has no nodes of its own: its integrals use the other components'
-    np.testing.assert_allclose(derivatives[0, 0], mu, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(derivatives[0, 1], mu**2 + sigma**2, rtol=1e-7)
+    _, derivatives = generic.raw_moments(phi, list(range(8)), 1)
+    first = np.concatenate([mu[:3], [0.0], w])
+    second = np.concatenate([(mu**2 + sigma**2)[:3], [0.0], 2 * w * mu])
+    np.testing.assert_allclose(derivatives[0, 0], first, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(derivatives[0, 1], second, rtol=1e-9, atol=1e-12)
+
+
+def test_moment_derivatives_of_a_mixture_of_very_different_widths():
+    """A narrow component (sd 0.05) beside wide ones: ∂E[y]/∂φ and ∂E[y²]/∂φ in closed
+    form (w_k: μ_k, μ_k² + σ_k²; μ_k: w_k, 2 w_k μ_k; σ_k: 0, 2 w_k σ_k). Taken with the
+    mixture's score, the wide components' nodes missed the narrow one's spike."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        mu = pm.Normal("mu", 0, 1, shape=3)
+        sigma = pm.HalfNormal("sigma", 1, shape=3)
+        pm.NormalMixture("y", w, mu, sigma=sigma, observed=np.zeros(2))
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    w, mu, sigma = np.array([0.5, 0.3, 0.2]), np.array([-3.0, 4.0, 0.3]), np.array([3, 5, 0.05])
+    _, derivatives = generic.raw_moments(np.concatenate([w, mu, sigma])[None], range(9), 1)
+    first = np.concatenate([mu, w, 0 * sigma])
+    second = np.concatenate([mu**2 + sigma**2, 2 * w * mu, 2 * w * sigma])
+    np.testing.assert_allclose(derivatives[0, 0], first, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(derivatives[0, 1], second, rtol=1e-8, atol=1e-9)
 
 
 def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
@@ -962,3 +983,22 @@ def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
     h = 1e-3
     expected = [np.sqrt(kl(xv, xv + h) + kl(xv, xv - h)) / h for xv in x]
     np.testing.assert_allclose(out["rsens"].values.ravel(), expected, rtol=1e-4)
+
+
+def test_second_moment_derivatives_of_a_mixture_component_by_component():
+    """∂²E[y²] of a mixture with a narrow component, in closed form: E[y²] =
+    Σ w_k (μ_k² + σ_k²), so ∂²/∂μ_k² = 2 w_k, ∂²/∂σ_k² = 2 w_k, ∂²/∂w_k∂μ_k = 2 μ_k."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(3))
+        mu = pm.Normal("mu", 0, 1, shape=3)
+        sigma = pm.HalfNormal("sigma", 1, shape=3)
+        pm.NormalMixture("y", w, mu, sigma=sigma, observed=np.zeros(2))
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    w, mu, sigma = np.array([0.5, 0.3, 0.2]), np.array([-3.0, 4.0, 0.3]), np.array([3, 5, 0.05])
+    *_, second = generic.raw_moments(np.concatenate([w, mu, sigma])[None], range(9), 2)
+    expected = np.zeros((9, 9))
+    for k in range(3):
+        expected[3 + k, 3 + k] = expected[6 + k, 6 + k] = 2 * w[k]
+        expected[k, 3 + k] = expected[3 + k, k] = 2 * mu[k]
+        expected[k, 6 + k] = expected[6 + k, k] = 2 * sigma[k]
+    np.testing.assert_allclose(second[0, 1], expected, rtol=1e-6, atol=1e-8)

@@ -6,6 +6,7 @@ import threading
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.logprob.utils import ParameterValueError
 from pytensor.graph.traversal import applys_between, io_toposort
 from pytensor.tensor.type import TensorType
 
@@ -64,9 +65,27 @@ class GraphFunction:
         return self._compile().maker
 
     def __call__(self, *args):
-        """The outputs at ``args`` (compiled first if it was lazy)."""
+        """The outputs at ``args`` (compiled first if it was lazy).
+
+        Raises
+        ------
+        ValueError
+            Where a parameter check of the model's likelihood fails (PyMC's
+            ``check_parameters``: mixture weights that do not sum to 1, a
+            negative scale), naming the check.
+        """
         with self._lock:
-            return self._compile()(*args)
+            try:
+                return self._compile()(*args)
+            except ParameterValueError as error:
+                raise ValueError(
+                    f"the likelihood's parameters fail the model's own check ({error}) at "
+                    "some of the draws and points evaluated: the model's expressions give "
+                    "values its likelihood does not allow there (e.g. stick-breaking "
+                    "weights truncated before they sum to 1, or inputs moved beyond where "
+                    "they stay valid). Check the posterior (idata from this model), or "
+                    "choose points= and inputs within the data's range"
+                ) from None
 
     def largest_array(self, *args):
         """Elements of the largest array of three or more dims the graph computes at ``args``.

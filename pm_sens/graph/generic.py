@@ -44,6 +44,8 @@ class GenericLikelihood(LikelihoodGraph):
     def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
         super().__init__(rv, model_rvs, n_nodes=n_nodes, tail=tail)
         self._per_row = None
+        #: a mixture's component of each node of the continuous rule (P,)
+        self._owners = None
         #: largest |Σ weights − 1| of the rules used so far (see `expectation`)
         self.mass_error = 0.0
 
@@ -95,6 +97,21 @@ class GenericLikelihood(LikelihoodGraph):
             derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
         return [logp, *derivatives]
 
+    def _own_derivatives(self, y, phi, order):
+        """As `_derivatives`, of ``log(w_k p_k)`` of each node's own component k."""
+        function = self.functions["own_second" if order == 2 else "own_score"]
+
+        def own(nodes, *columns):
+            owners = np.broadcast_to(self._owners[:, None], nodes.shape)
+            return function(nodes, np.ascontiguousarray(owners), *columns)
+
+        logp, *outputs = self._by_rows(own, y, phi)
+        m = phi.shape[-1]
+        derivatives = [np.stack(outputs[:m], -1)]
+        if order == 2:
+            derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
+        return [logp, *derivatives]
+
     def _logp_at(self, y, phi):
         """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
         return self._by_rows(self.functions["logp"], y, phi)[0]
@@ -120,12 +137,19 @@ class GenericLikelihood(LikelihoodGraph):
             yield np.arange(len(flat))[rows], *self._continuous_rule(flat[rows])
 
     def _continuous_rule(self, phi):
-        """Nodes and weights (P, R) of continuous rows ``phi`` (R, M)."""
+        """Nodes and weights (P, R) of continuous rows ``phi`` (R, M).
+
+        For a mixture, each node's component (P,), the same for every row, is
+        kept in ``_owners``.
+        """
         columns = list(np.ascontiguousarray(phi.T))
         located = []
         for functions in self.functions["locate"]:
             located += locate(functions, columns)
-        return self.functions["nodes"](*columns, *located)
+        nodes, weights, *owners = self.functions["nodes"](*columns, *located)
+        if owners:
+            self._owners = owners[0]
+        return nodes, weights
 
     def _support_sizes(self, phi):
         """Per row, K (a power of 2, ≥ 16) with the mass above K − 1 below ``tail``.
@@ -165,7 +189,7 @@ class GenericLikelihood(LikelihoodGraph):
             low, top = top, top * 2
         return sizes, _tables(summed, sizes) if summed else None
 
-    def expectation(self, phi, integrand, order=1):
+    def expectation(self, phi, integrand, order=1, own_components=False):
         """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
 
         ``phi`` (..., M); ``y`` and ``logp`` are (P, R) over the rule's P nodes,
@@ -173,11 +197,20 @@ class GenericLikelihood(LikelihoodGraph):
         ``order == 2``; the integrand returns (P, R, ...) arrays. Records in
         ``mass_error`` the largest |Σ weights − 1| seen: how well the rule
         integrates the density.
+
+        ``own_components``: for the derivatives of ``E[f]`` (an integrand ``f s``
+        or ``f (s sᵀ + ∂s)``) of a mixture of continuous laws, component by
+        component: at each node, ``logp`` and its derivatives are those of
+        ``log(w_k p_k)`` of the node's own component k (`_own_derivatives`).
         """
         flat = phi.reshape(-1, phi.shape[-1])
+        own_components = own_components and order >= 1 and "own_score" in self.functions
         out = None
         for index, y, w in self._rules(flat, 1 + (order == 2) * flat.shape[1]):
-            logp, *derivatives = self._derivatives(y, flat[index], order)
+            if own_components:
+                logp, *derivatives = self._own_derivatives(y, flat[index], order)
+            else:
+                logp, *derivatives = self._derivatives(y, flat[index], order)
             w = np.exp(logp) if w is None else w
             # nodes without mass (or that underflowed onto a boundary) may score nan
             w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
@@ -237,7 +270,7 @@ class GenericLikelihood(LikelihoodGraph):
                 )
             return np.concatenate(out, -1)
 
-        flat = self.expectation(phi, integrand, order)
+        flat = self.expectation(phi, integrand, order, own_components=True)
         shapes = [(2,), (2, v), (2, v, v)][: order + 1]
         sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
         return [

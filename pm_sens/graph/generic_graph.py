@@ -35,6 +35,7 @@ from pm_sens.graph.generic_rules import (
     Parts,
     lazy_function,
     locate_functions,
+    plain_mixture,
     support_bounds,
     support_name,
 )
@@ -193,7 +194,11 @@ class LikelihoodGraph:
             nodes = pt.concatenate([y for y, _ in pieces])
             weights = pt.concatenate([w for _, w in pieces])
             extra = [v for _, c, s, _, _, _ in parts.located for v in (c, s)]
-            functions["nodes"] = lazy_function([*phis, *extra], [nodes, weights], replacements)
+            outputs = [nodes, weights]
+            if plain_mixture(resized):
+                outputs.append(pt.concatenate(parts.components))
+                functions.update(_own_component_scores(resized, phis, replacements))
+            functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements)
             functions["locate"] = [
                 locate_functions(out, phis, replacements, lower, upper, space)
                 for out, _, _, lower, upper, space in parts.located
@@ -242,6 +247,53 @@ class LikelihoodGraph:
                 outputs = at_nodes([logp, *scores, *second], value, nodes)
                 self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]
+
+
+def _own_component_scores(mixture, phis, replacements):
+    """The compiled ``log(w_k p_k(y))`` of each node's own component k, and its derivatives.
+
+    ``∂E[f]/∂φ = Σ_k ∫ f ∂(w_k p_k)/∂φ dy = Σ_k w_k E_k[f ∂log(w_k p_k)/∂φ]``, and
+    likewise for second derivatives: summed over each component's own nodes,
+    every term is as smooth as its component. The mixture's score
+    ``Σ_k w_k ∂p_k/p`` instead carries a narrow component's spike into the
+    nodes of the wide ones, which cannot resolve it. A component of weight 0
+    has no nodes of weight above 0, so the derivatives in its weight are left
+    out: the predictive holds such a weight at 0 (`generic_leaves.Leaf`).
+
+    Returns the lazily compiled ``"own_score"`` (the log density and M first
+    derivatives) and ``"own_second"`` (the same and M·M second derivatives,
+    k-major), each of nodes (P, R), each node's component (P, R) and the leaf
+    parameters.
+    """
+    weights, *components = mixture.owner.op.dist_params(mixture.owner)
+    value = pt.vector("y", dtype=mixture.dtype)
+    owner = pt.vector("component", dtype="int64")
+    if len(components) == 1:  # stacked on the last axis
+        component_logp = pm.logp(components[0], value[:, None])
+    else:
+        component_logp = pt.stack([pm.logp(c, value) for c in components], axis=-1)
+    rows = pt.arange(value.shape[0])
+    weights = pt.broadcast_to(weights, component_logp.shape)
+    own = pt.log(weights[rows, owner]) + component_logp[rows, owner]
+    (own,) = replace_rebuilding([own], replacements)
+    scores = pytensor.grad(own.sum(), phis, disconnected_inputs="ignore")
+    second = [
+        g
+        for score in scores
+        for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
+    ]
+    nodes = pt.matrix("y", dtype=mixture.dtype)
+    owners = pt.matrix("component", dtype="int64")
+
+    def at_own_nodes(outputs):
+        outputs = vectorize_graph(outputs, {value: nodes, owner: owners})
+        outputs = [pt.broadcast_to(out, nodes.shape) for out in outputs]
+        return lazy_function([nodes, owners, *phis], outputs, {})
+
+    return {
+        "own_score": at_own_nodes([own, *scores]),
+        "own_second": at_own_nodes([own, *scores, *second]),
+    }
 
 
 def _weights_outside_the_log(logp):

@@ -68,6 +68,19 @@ def _truncated_base(node):
     return op.base_rv_op.make_node(*node.inputs[:-2]).default_output()
 
 
+def plain_mixture(out):
+    """Whether ``out`` is a mixture of continuous laws, none with a point mass or bounds.
+
+    Such a mixture's nodes are its components' own (`Parts`), so expectations'
+    derivatives can be taken component by component.
+    """
+    if not isinstance(out.owner.op, _BaseMixtureRV):
+        return False
+    _, *components = out.owner.op.dist_params(out.owner)
+    nested = (DiracDeltaRV, CensoredRV, TruncatedRV, _BaseMixtureRV)
+    return not any(isinstance(c.owner.op, nested) for c in components)
+
+
 class Parts:
     """Quadrature parts of a continuous distribution, built symbolically.
 
@@ -81,6 +94,8 @@ class Parts:
         t, w = np.polynomial.legendre.leggauss(n_nodes)
         self.t, self.w = (t + 1) / 2, w / 2
         self.located = []
+        #: per part of the last mixture read, the component of each node (P_part,)
+        self.components = []
 
     def of(self, out, lower, upper):
         """Nodes and weights (P, ...) of ``out`` between ``lower`` and ``upper``."""
@@ -111,21 +126,24 @@ class Parts:
     def _mixture(self, out, lower, upper):
         weights, *components = out.owner.op.dist_params(out.owner)
         batch = out.shape
-        weights = pt.broadcast_to(weights, (*batch, weights.shape[-1]))
-        parts = []
+        n_components = weights.shape[-1]
+        weights = pt.broadcast_to(weights, (*batch, n_components))
+        parts, owners = [], []
         if len(components) == 1:  # components stacked on the last axis
             for y, w in self.of(components[0], lower, upper):
-                w = w * weights
                 # (Q, *batch, K) -> (Q·K, *batch)
-                parts.append(
-                    tuple(
-                        pt.moveaxis(a, -1, 1).reshape((-1, *[batch[i] for i in range(out.ndim)]))
-                        for a in (y, w)
-                    )
+                y, w = (
+                    pt.moveaxis(a, -1, 1).reshape((-1, *[batch[i] for i in range(out.ndim)]))
+                    for a in (y, w * weights)
                 )
-            return parts
-        for k, component in enumerate(components):
-            parts += [(y, w * weights[..., k]) for y, w in self.of(component, lower, upper)]
+                parts.append((y, w))
+                owners.append(pt.tile(pt.arange(n_components), y.shape[0] // n_components))
+        else:
+            for k, component in enumerate(components):
+                for y, w in self.of(component, lower, upper):
+                    parts.append((y, w * weights[..., k]))
+                    owners.append(pt.full((y.shape[0],), k, dtype="int64"))
+        self.components = owners
         return parts
 
     def _continuous(self, out, lower, upper):

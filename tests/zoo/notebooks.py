@@ -505,3 +505,90 @@ def bart_biking(rng):
         μ = pmb.BART("μ", X, np.log(Y), m=50)
         pm.NegativeBinomial("y", mu=pm.math.exp(μ), alpha=α, observed=Y)
     return model, bart_fit(model, 5)
+
+
+#: pymc-examples, examples/mixture_models/dependent_density_regression
+DDR_NOTEBOOK = "pymc-examples dependent_density_regression"
+
+
+def _norm_cdf(z):
+    return 0.5 * (1 + pt.erf(z / np.sqrt(2)))
+
+
+def _stick_breaking(v):
+    return v * pt.concatenate(
+        [pt.ones_like(v[:, :1]), pt.extra_ops.cumprod(1 - v[:, :-1], axis=1)], axis=1
+    )
+
+
+def _lidar_like(rng, n=30):
+    """Standardized range and log ratio shaped like the LIDAR data (flat, then falling,
+    noise growing with the range); the data set itself is not shipped."""
+    x = np.sort(rng.uniform(390, 720, n))
+    y = np.where(x < 550, -0.05, -0.05 - 0.006 * (x - 550)) + rng.normal(0, 0.02 + x / 8000)
+    return (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+
+
+def _ddr_checks(case, state):
+    """Per draw, R-sens of x is sqrt(KL(x+h) + KL(x−h))/h of the NormalMixtures, with
+    the probit stick-breaking weights in SciPy and the KL by adaptive quadrature."""
+    from scipy import integrate, special
+
+    post = case.idata["posterior"]
+    x = case.model["x"].get_value()
+    rsens = state["draw"]["sensitivity"]["rsens"].sel(feature="x")
+    for chain, draw, point in ((0, 0, 3), (1, 2, 17)):
+        a, b, g, d, s = (
+            post[k].values[chain, draw] for k in ("alpha", "beta", "gamma", "delta", "sigma")
+        )
+
+        def mixture(xv, a=a, b=b, g=g, d=d):
+            v = special.ndtr(a + xv * b)
+            return v * np.concatenate([[1.0], np.cumprod(1 - v[:-1])]), g + d * xv
+
+        def kl(xa, xb, s=s, mixture=mixture):
+            (wa, ma), (wb, mb) = mixture(xa), mixture(xb)
+
+            def integrand(y):
+                p = wa @ stats.norm.pdf(y, ma, s)
+                return p * np.log(p / (wb @ stats.norm.pdf(y, mb, s))) if p > 0 else 0.0
+
+            points = np.sort(ma[wa > 1e-12])
+            low, high = (ma - 12 * s).min(), (ma + 12 * s).max()
+            return integrate.quad(integrand, low, high, points=points, limit=400)[0]
+
+        h, xv = 1e-3, x[point]
+        expected = np.sqrt(kl(xv, xv + h) + kl(xv, xv - h)) / h
+        got = rsens.isel(chain=chain, draw=draw).values[point]
+        np.testing.assert_allclose(got, expected, rtol=1e-3)
+
+
+@zoo_model(
+    f"{DDR_NOTEBOOK}: probit stick-breaking weights norm_cdf(alpha + pt.outer(x, beta)) "
+    "by erf, stick_breaking with pt.extra_ops.cumprod, component means gamma + "
+    "pt.outer(x, delta), NormalMixture, y a container, dims N and K (5 components, not "
+    "the notebook's 20: its graphs take minutes to compile)",
+    check=_ddr_checks,
+)
+def dependent_density_regression(rng):
+    std_range, std_logratio = _lidar_like(rng)
+    N, K = len(std_range), 5
+    with pm.Model(coords={"N": np.arange(N), "K": np.arange(K) + 1}) as model:
+        alpha = pm.Normal("alpha", 0, 5, dims="K")
+        beta = pm.Normal("beta", 0, 5, dims="K")
+        x = pm.Data("x", std_range, dims="N")
+        v = _norm_cdf(alpha + pt.outer(x, beta))
+        w = pm.Deterministic("w", _stick_breaking(v), dims=["N", "K"])
+        gamma = pm.Normal("gamma", 0, 3, dims="K")
+        delta = pm.Normal("delta", 0, 3, dims="K")
+        mu = pm.Deterministic("mu", gamma + pt.outer(x, delta), dims=("N", "K"))
+        sigma = pm.HalfNormal("sigma", 3, dims="K")
+        y = pm.Data("y", std_logratio, dims="N")
+        pm.NormalMixture("obs", w, mu, sigma=sigma, observed=y, dims="N")
+    # as a posterior's draws: the last break takes the rest of the stick, so the
+    # truncated weights sum to 1 (PyMC's mixture checks it)
+    draws = np.random.default_rng(3)
+    alpha = draws.normal(0, 5, (2, 3, K))
+    alpha[..., -1] = 40.0
+    fixed = {"alpha": alpha, "beta": draws.normal(0, 5, (2, 3, K)).clip(-15, 15)}
+    return model, known_posterior(model, fixed=fixed)
