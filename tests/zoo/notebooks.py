@@ -566,13 +566,13 @@ def _ddr_checks(case, state):
 @zoo_model(
     f"{DDR_NOTEBOOK}: probit stick-breaking weights norm_cdf(alpha + pt.outer(x, beta)) "
     "by erf, stick_breaking with pt.extra_ops.cumprod, component means gamma + "
-    "pt.outer(x, delta), NormalMixture, y a container, dims N and K (5 components, not "
+    "pt.outer(x, delta), NormalMixture, y a container, dims N and K (3 components, not "
     "the notebook's 20: its graphs take minutes to compile)",
     check=_ddr_checks,
 )
 def dependent_density_regression(rng):
     std_range, std_logratio = _lidar_like(rng)
-    N, K = len(std_range), 5
+    N, K = len(std_range), 3
     with pm.Model(coords={"N": np.arange(N), "K": np.arange(K) + 1}) as model:
         alpha = pm.Normal("alpha", 0, 5, dims="K")
         beta = pm.Normal("beta", 0, 5, dims="K")
