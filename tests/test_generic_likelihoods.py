@@ -935,17 +935,22 @@ def test_a_mixture_weight_of_zero_leaves_every_other_derivative_exact():
     np.testing.assert_allclose(derivatives[0, 1], second, rtol=1e-9, atol=1e-12)
 
 
-def test_moment_derivatives_of_a_mixture_of_very_different_widths():
-    """A narrow component (sd 0.05) beside wide ones: ∂E[y]/∂φ and ∂E[y²]/∂φ in closed
-    form (w_k: μ_k, μ_k² + σ_k²; μ_k: w_k, 2 w_k μ_k; σ_k: 0, 2 w_k σ_k). Taken with the
-    mixture's score, the wide components' nodes missed the narrow one's spike."""
+def _narrow_among_wide():
+    """A NormalMixture's likelihood, and weights, means and sds with a narrow component."""
     with pm.Model() as model:
         w = pm.Dirichlet("w", np.ones(3))
         mu = pm.Normal("mu", 0, 1, shape=3)
         sigma = pm.HalfNormal("sigma", 1, shape=3)
         pm.NormalMixture("y", w, mu, sigma=sigma, observed=np.zeros(2))
     generic = GenericLikelihood(model["y"], set(model.basic_RVs))
-    w, mu, sigma = np.array([0.5, 0.3, 0.2]), np.array([-3.0, 4.0, 0.3]), np.array([3, 5, 0.05])
+    return generic, np.array([0.5, 0.3, 0.2]), np.array([-3.0, 4.0, 0.3]), np.array([3, 5, 0.05])
+
+
+def test_moment_derivatives_of_a_mixture_of_very_different_widths():
+    """A narrow component (sd 0.05) beside wide ones: ∂E[y]/∂φ and ∂E[y²]/∂φ in closed
+    form (w_k: μ_k, μ_k² + σ_k²; μ_k: w_k, 2 w_k μ_k; σ_k: 0, 2 w_k σ_k). Taken with the
+    mixture's score, the wide components' nodes missed the narrow one's spike."""
+    generic, w, mu, sigma = _narrow_among_wide()
     _, derivatives = generic.raw_moments(np.concatenate([w, mu, sigma])[None], range(9), 1)
     first = np.concatenate([mu, w, 0 * sigma])
     second = np.concatenate([mu**2 + sigma**2, 2 * w * mu, 2 * w * sigma])
@@ -988,13 +993,7 @@ def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
 def test_second_moment_derivatives_of_a_mixture_component_by_component():
     """∂²E[y²] of a mixture with a narrow component, in closed form: E[y²] =
     Σ w_k (μ_k² + σ_k²), so ∂²/∂μ_k² = 2 w_k, ∂²/∂σ_k² = 2 w_k, ∂²/∂w_k∂μ_k = 2 μ_k."""
-    with pm.Model() as model:
-        w = pm.Dirichlet("w", np.ones(3))
-        mu = pm.Normal("mu", 0, 1, shape=3)
-        sigma = pm.HalfNormal("sigma", 1, shape=3)
-        pm.NormalMixture("y", w, mu, sigma=sigma, observed=np.zeros(2))
-    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
-    w, mu, sigma = np.array([0.5, 0.3, 0.2]), np.array([-3.0, 4.0, 0.3]), np.array([3, 5, 0.05])
+    generic, w, mu, sigma = _narrow_among_wide()
     *_, second = generic.raw_moments(np.concatenate([w, mu, sigma])[None], range(9), 2)
     expected = np.zeros((9, 9))
     for k in range(3):

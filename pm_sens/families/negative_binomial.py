@@ -214,8 +214,14 @@ def _kl_mean_alpha(m1, a1, m2, a2, tail=1e-15):
 
 
 def _shared_alpha(m1, a1, a2):
-    """Pairs of one finite α whose closed form keeps 12 digits (`_kl_shared_alpha`)."""
-    return np.isfinite(a1) & (a1 == a2) & (m1 > 0) & (a1 >= 1e-4 * m1)
+    """Pairs of one finite α whose closed form keeps 12 digits (`_kl_shared_alpha`).
+
+    α equal to rounding (1e-12 relative) counts as shared: the KL's part from
+    so small a difference, ½ Δα² I_αα, is below the sum's own rounding, and
+    the same laws computed in another order must take the same route.
+    """
+    same = np.abs(a1 - a2) <= 1e-12 * np.abs(a1)
+    return np.isfinite(a1) & same & (m1 > 0) & (a1 >= 1e-4 * m1)
 
 
 def _kl_shared_alpha(m1, a, m2):

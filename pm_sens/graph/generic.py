@@ -80,16 +80,20 @@ class GenericLikelihood(LikelihoodGraph):
                 whole[:, rows] = part
         return out
 
-    def _derivatives(self, y, phi, order):
+    def _derivatives(self, y, phi, order, own_components=False):
         """The log density and, up to ``order``, its derivatives at nodes of rows.
 
         At nodes ``y`` (P, R) of rows ``phi`` (R, M): the log density (P, R),
         with ``order >= 1`` the score (P, R, M), with ``order == 2`` ∂²log p
-        (P, R, M, M).
+        (P, R, M, M). ``own_components``: of ``log(w_k p_k)`` of each node's
+        own component k, for a mixture of continuous laws.
         """
         if order == 0:
             return [self._logp_at(y, phi)]
-        function = self._second_function() if order == 2 else self.functions["score"]
+        if own_components:
+            function = self._own_function(order)
+        else:
+            function = self._second_function() if order == 2 else self.functions["score"]
         logp, *outputs = self._by_rows(function, y, phi)
         m = phi.shape[-1]
         derivatives = [np.stack(outputs[:m], -1)]
@@ -97,20 +101,15 @@ class GenericLikelihood(LikelihoodGraph):
             derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
         return [logp, *derivatives]
 
-    def _own_derivatives(self, y, phi, order):
-        """As `_derivatives`, of ``log(w_k p_k)`` of each node's own component k."""
+    def _own_function(self, order):
+        """`_derivatives`' function for ``log(w_k p_k)`` of each node's own component k."""
         function = self.functions["own_second" if order == 2 else "own_score"]
 
         def own(nodes, *columns):
             owners = np.broadcast_to(self._owners[:, None], nodes.shape)
             return function(nodes, np.ascontiguousarray(owners), *columns)
 
-        logp, *outputs = self._by_rows(own, y, phi)
-        m = phi.shape[-1]
-        derivatives = [np.stack(outputs[:m], -1)]
-        if order == 2:
-            derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
-        return [logp, *derivatives]
+        return own
 
     def _logp_at(self, y, phi):
         """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
@@ -201,16 +200,13 @@ class GenericLikelihood(LikelihoodGraph):
         ``own_components``: for the derivatives of ``E[f]`` (an integrand ``f s``
         or ``f (s sᵀ + ∂s)``) of a mixture of continuous laws, component by
         component: at each node, ``logp`` and its derivatives are those of
-        ``log(w_k p_k)`` of the node's own component k (`_own_derivatives`).
+        ``log(w_k p_k)`` of the node's own component k (`_own_function`).
         """
         flat = phi.reshape(-1, phi.shape[-1])
         own_components = own_components and order >= 1 and "own_score" in self.functions
         out = None
         for index, y, w in self._rules(flat, 1 + (order == 2) * flat.shape[1]):
-            if own_components:
-                logp, *derivatives = self._own_derivatives(y, flat[index], order)
-            else:
-                logp, *derivatives = self._derivatives(y, flat[index], order)
+            logp, *derivatives = self._derivatives(y, flat[index], order, own_components)
             w = np.exp(logp) if w is None else w
             # nodes without mass (or that underflowed onto a boundary) may score nan
             w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
