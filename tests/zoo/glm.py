@@ -38,7 +38,10 @@ def normal_heteroscedastic_dims(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the robust GLM notebook: Student-t with nu ~ Gamma(2, 0.1)")
+@zoo_model(
+    "a robust regression with nu ~ Gamma(2, 0.1) on two inputs (the GLM-robust notebook's "
+    "form, nu = 3 on one input: notebooks.studentt_robust_notebook)"
+)
 def studentt_robust(rng):
     n = 30
     x1, x2 = rng.normal(size=(2, n))

@@ -592,3 +592,36 @@ def dependent_density_regression(rng):
     alpha[..., -1] = 40.0
     fixed = {"alpha": alpha, "beta": draws.normal(0, 5, (2, 3, K)).clip(-15, 15)}
     return model, known_posterior(model, fixed=fixed)
+
+
+#: pymc-examples, examples/generalized_linear_models/GLM-robust
+ROBUST_NOTEBOOK = "pymc-examples GLM-robust"
+
+
+def _robust_checks(case, state):
+    """Per draw, Student-t(ν = 3) in its location: R-sens of x is
+    |slope| sqrt((ν + 1)/(ν + 3)) / σ at every point."""
+    post = case.idata["posterior"]
+    expected = np.abs(post["slope"]) * np.sqrt(4 / 6) / post["sigma"]
+    got = state["draw"]["sensitivity"]["rsens"].sel(feature="x").transpose("chain", "draw", ...)
+    np.testing.assert_allclose(got, np.broadcast_to(expected.values[..., None], got.shape))
+
+
+@zoo_model(
+    f"{ROBUST_NOTEBOOK}: x a container with dims obs_id (pm.ConstantData, now pm.Data), "
+    "a Deterministic mu with dims, StudentT(nu=3) on a NumPy y",
+    check=_robust_checks,
+)
+def studentt_robust_notebook(rng):
+    size = 30
+    x = np.linspace(0, 1, size)
+    y = 1 + 2 * x + rng.normal(scale=0.5, size=size)
+    x_out, y_out = np.append(x, [0.1, 0.15, 0.2]), np.append(y, [8, 6, 9])
+    with pm.Model(coords={"obs_id": np.arange(len(x_out))}) as model:
+        xdata = pm.Data("x", x_out, dims="obs_id")
+        intercept = pm.Normal("intercept", mu=0, sigma=1)
+        slope = pm.Normal("slope", mu=0, sigma=1)
+        sigma = pm.HalfCauchy("sigma", beta=10)
+        mu = pm.Deterministic("mu", intercept + slope * xdata, dims="obs_id")
+        pm.StudentT("y", mu=mu, sigma=sigma, nu=3, observed=y_out, dims="obs_id")
+    return model, known_posterior(model)
