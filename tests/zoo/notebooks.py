@@ -625,3 +625,55 @@ def studentt_robust_notebook(rng):
         mu = pm.Deterministic("mu", intercept + slope * xdata, dims="obs_id")
         pm.StudentT("y", mu=mu, sigma=sigma, nu=3, observed=y_out, dims="obs_id")
     return model, known_posterior(model)
+
+
+#: pymc-examples, examples/generalized_linear_models/GLM-ordinal-regression
+ORDINAL_NOTEBOOK = "pymc-examples GLM-ordinal-regression"
+
+
+def _ratings(rng, n=40):
+    """The notebook's make_data: salary, work satisfaction, an int 0/1 work-from-home
+    flag, a rounded latent rating (here 0..6)."""
+    salary = rng.normal(40, 10, n)
+    work_sat = rng.beta(1, 0.4, n)
+    work_from_home = rng.binomial(1, 0.5, n)
+    latent = 0.08 * salary + 0.2 * work_sat + work_from_home + rng.normal(0, 1, n)
+    rating = np.clip(np.round(latent), 0, 6).astype(int)
+    return pd.DataFrame(
+        {
+            "salary": salary,
+            "work_sat": work_sat,
+            "work_from_home": work_from_home,
+            "explicit_rating": rating,
+        }
+    )
+
+
+@zoo_model(
+    f"{ORDINAL_NOTEBOOK} (make_model, model_spec=3): pandas columns straight into "
+    "beta[0] * df.salary + beta[1] * df.work_sat + beta[2] * df.work_from_home (an int "
+    "0/1 flag), a Deterministic mu, cutpoints Normal(sigma ~ Exponential) with the ordered "
+    "transform (univariate_ordered in PyMC 5), OrderedLogistic on the int ratings",
+)
+def ordinal_regression_notebook(rng):
+    df = _ratings(rng)
+    K = 7
+    with pm.Model() as model:
+        sigma = pm.Exponential("sigma", 1)
+        cutpoints = pm.Normal(
+            "cutpoints",
+            mu=np.linspace(0, K, K - 1),
+            sigma=sigma,
+            transform=pm.distributions.transforms.ordered,
+        )
+        beta = pm.Normal("beta", 0, 1, size=3)
+        mu = pm.Deterministic(
+            "mu", beta[0] * df.salary + beta[1] * df.work_sat + beta[2] * df.work_from_home
+        )
+        pm.OrderedLogistic("y", cutpoints=cutpoints, eta=mu, observed=df.explicit_rating)
+    draws = np.random.default_rng(3)
+    fixed = {
+        "cutpoints": np.sort(draws.normal(np.linspace(2, 6, K - 1), 0.2, (2, 3, K - 1)), -1),
+        "beta": draws.normal([0.08, 0.2, 1.0], 0.02, (2, 3, 3)),
+    }
+    return model, known_posterior(model, fixed=fixed)
