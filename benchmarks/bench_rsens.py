@@ -20,9 +20,10 @@ import numpy as np
 import pymc as pm
 
 import pm_sens
-from pm_sens._background import wait_for_compiles
-from pm_sens._runner import compiled_for, make_context
-from pm_sens.graph.compiled import data_for_chunk
+from pm_sens._core.context import make_context
+from pm_sens._run.background import wait_for_compiles
+from pm_sens._run.compiling import compiled_for
+from pm_sens.graph.compile.compiled import data_for_chunk
 
 
 def logistic_glm(rng, n, d):
@@ -89,7 +90,7 @@ def best_of(fn, repeats):
     in the others.
     """
     fn()
-    fn()  # a second request starts Numba's compile in the background (pm_sens._background)
+    fn()  # a second request starts Numba's compile in the background (pm_sens._run.background)
     wait_for_compiles()
     times = []
     for _ in range(repeats):

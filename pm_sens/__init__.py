@@ -20,13 +20,13 @@ if not logging.root.handlers and not _log.handlers:
 #: public name -> the module that defines it, imported on first use
 _PUBLIC = {
     "Predictive": "pm_sens.graph.predictive",
-    "bspline_basis": "pm_sens.graph.design",
-    "importance": "pm_sens.global_importance",
-    "integrated_gradients": "pm_sens.attribution",
-    "partial_dependence": "pm_sens.pdp",
-    "permutation_importance": "pm_sens.pfi",
-    "sensitivity": "pm_sens.api",
-    "summary": "pm_sens.ranking",
+    "bspline_basis": "pm_sens.graph.model.design",
+    "importance": "pm_sens.ranking.importance",
+    "integrated_gradients": "pm_sens.local.integrated_gradients",
+    "partial_dependence": "pm_sens.uncertainty.partial_dependence",
+    "permutation_importance": "pm_sens.uncertainty.permutation_importance",
+    "sensitivity": "pm_sens.local.sensitivity",
+    "summary": "pm_sens.ranking.summary",
     # the plots load arviz-plots
     "plot_importance": "pm_sens.plots",
     "plot_interactions": "pm_sens.plots",

@@ -9,24 +9,47 @@ import pathlib
 import sys
 import textwrap
 
-#: top to bottom; each layer may import only the layers listed for it (SPEC §4)
+#: top to bottom, as folders or files under pm_sens/ ("graph/" standing for all of
+#: graph's); each layer may import only the layers listed for it
+#: (docs/architecture.md states what each one receives and returns)
 LAYERS = {
-    "plots/": ("public layer", "measures/", "families/"),
-    "public layer": ("graph/", "measures/", "families/"),
-    "graph/": ("families/",),
+    "plots/": ("ranking/", "_core/", "measures/", "families/"),
+    "local/": ("_run/", "_core/", "graph/", "measures/", "families/"),
+    "uncertainty/": ("_run/", "_core/", "graph/", "measures/", "families/"),
+    "ranking/": ("_core/", "measures/", "families/"),
+    "_run/": ("_core/", "graph/", "measures/", "families/"),
+    "_core/": ("graph/", "measures/", "families/", "top level"),
+    "graph/engine.py": ("graph/", "families/"),
+    "graph/predictive.py": (
+        "graph/frontends/",
+        "graph/likelihoods/",
+        "graph/model/",
+        "graph/compile/",
+        "families/",
+    ),
+    "graph/frontends/": ("graph/model/", "graph/compile/", "families/"),
+    "graph/likelihoods/": ("graph/model/", "graph/compile/", "families/"),
+    "graph/model/": ("graph/compile/", "families/"),
+    "graph/compile/": ("families/",),
+    "graph/": ("families/",),  # graph/__init__.py
     "measures/": ("families/",),
     "families/": (),
+    #: ``pm_sens/__init__.py`` (each public name loaded on first use) and ``_version.py``
+    "top level": (),
 }
-FOLDERS = [layer for layer in LAYERS if layer.endswith("/")]
 WIDTH = 78
 
 
 def layer_of(module):
-    """The layer of a module named ``pm_sens.<...>``."""
-    parts = module.split(".")
-    if len(parts) > 1 and f"{parts[1]}/" in LAYERS:
-        return f"{parts[1]}/"
-    return "public layer"
+    """The layer of a module named ``pm_sens.<...>``: the longest layer path it lies in."""
+    path = "/".join(module.split(".")[1:])
+    found = [layer for layer in LAYERS if layer in (path + ".py", path + "/")[: 2 if path else 0]]
+    found += [layer for layer in LAYERS if layer.endswith("/") and path.startswith(layer)]
+    return max(found, key=len, default="top level")
+
+
+def _may_use(layer, other):
+    return any(other.startswith(allowed) for allowed in LAYERS[layer])
 
 
 def _imports(path):
@@ -57,7 +80,7 @@ def upward_imports(graph):
         for path, targets in graph.items()
         for target in targets
         if layer_of(target) != layer_of(_module_name(path))
-        and layer_of(target) not in LAYERS[layer_of(_module_name(path))]
+        and not _may_use(layer_of(_module_name(path)), layer_of(target))
     ]
 
 
@@ -67,14 +90,14 @@ def diagram(graph):
     uses = {layer: set() for layer in LAYERS}
     for path, targets in graph.items():
         layer = layer_of(_module_name(path))
-        folder = pathlib.Path("pm_sens", layer if layer in FOLDERS else "")
+        folder = pathlib.Path("pm_sens", layer if layer.endswith("/") else "")
         members[layer].append(str(pathlib.Path(path).relative_to(folder)))
         uses[layer] |= {layer_of(t) for t in targets} - {layer}
     lines = []
     for layer in LAYERS:
         used = [other for other in LAYERS if other in uses[layer]]
         lines.append(f"{layer}  (imports: {', '.join(used) or 'no other layer'})")
-        names = "  ".join(sorted(members[layer]))
+        names = "  ".join(sorted(members[layer])) or layer.removeprefix("graph/")
         lines += textwrap.wrap(names, WIDTH, initial_indent="    ", subsequent_indent="    ")
     return "\n".join(lines)
 

@@ -177,7 +177,7 @@ def test_rebuilt_parameters_match_bambi_predict(data, rng, case):
     model = bmb.Model(formula, data, family=family)
     idata = model.fit(draws=20, tune=20, chains=1, random_seed=3, progressbar=False)
     predicted = model.predict(idata, kind="response_params", inplace=False).posterior
-    from pm_sens._runner import pymc_model_for
+    from pm_sens.graph.frontends.choice import pymc_model_for
 
     rebuilt, info = pymc_model_for(model)
     observed = rebuilt.observed_RVs[0]

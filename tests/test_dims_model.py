@@ -1,4 +1,4 @@
-"""Models written with ``pymc.dims``: lowered to tensors (`pm_sens.graph.dims_model`)."""
+"""Models written with ``pymc.dims``: lowered to tensors (`pm_sens.graph.frontends.dims`)."""
 
 import numpy as np
 import pymc as pm
@@ -6,7 +6,7 @@ import pymc.dims as pmd
 import pytest
 
 import pm_sens
-from pm_sens.graph.dims_model import tensor_model
+from pm_sens.graph.frontends.dims import tensor_model
 from tests.zoo._registry import known_posterior
 
 QUIET = dict(progressbar=False, extend_inferencedata=False)

@@ -1,5 +1,7 @@
 """The same results on a dask.distributed cluster (2 worker processes) as in process."""
 
+import importlib
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -102,7 +104,7 @@ def test_results_on_a_cluster_equal_in_process(client, tmp_path):
     )
     # the chunks and blocks really ran on the workers
     cached = client.run(
-        lambda: list(__import__("pm_sens._distributed")._distributed._WORKER_CACHE)
+        lambda: list(importlib.import_module("pm_sens._run.cluster")._WORKER_CACHE)
     )
     assert any(cached.values())
     lazy.close()

@@ -12,12 +12,14 @@ import xarray as xr
 from scipy import special
 
 import pm_sens
-from pm_sens import _chunk_passes, _runner
-from pm_sens._validate import native_array
+from pm_sens._core import context as _context
+from pm_sens._core.arguments import native_array
+from pm_sens._run import chunks as _chunks
+from pm_sens._run import compiling as _compiling
 from pm_sens.graph import engine
-from pm_sens.graph.compiled import data_for_chunk
-from pm_sens.graph.generic import GenericLikelihood
-from pm_sens.graph.rewrites import runs_element_by_element
+from pm_sens.graph.compile.compiled import data_for_chunk
+from pm_sens.graph.compile.rewrites import runs_element_by_element
+from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from tests.conftest import posterior
 
 
@@ -35,7 +37,7 @@ def logistic(rng):
 
 def _default_context(idata, model):
     """The validated request of a default call, without running it."""
-    return _runner.make_context(
+    return _context.make_context(
         idata,
         model,
         var_name=None,
@@ -56,7 +58,7 @@ def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
     calls = []
     original = engine.compile_predictive
     monkeypatch.setattr(
-        _runner, "compile_predictive", lambda *a, **k: calls.append(1) or original(*a, **k)
+        _compiling, "compile_predictive", lambda *a, **k: calls.append(1) or original(*a, **k)
     )
     out = pm_sens.sensitivity(
         idata, model, points={"X": rng.normal(size=(7, 2))}, progressbar=False
@@ -77,13 +79,13 @@ def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch
     before = blas_threads()
     assert before  # NumPy's BLAS is found
     seen = []
-    original = _chunk_passes.check_outputs
+    original = _chunks.check_outputs
 
     def check_outputs(*args):
         seen.append(blas_threads())
         return original(*args)
 
-    monkeypatch.setattr(_chunk_passes, "check_outputs", check_outputs)
+    monkeypatch.setattr(_chunks, "check_outputs", check_outputs)
     model, idata, _ = logistic
     pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
     assert seen and all(threads == [1] * len(before) for threads in seen)
@@ -109,7 +111,7 @@ def test_the_next_chunk_is_evaluated_while_one_is_consumed():
         return 10 * start
 
     got = []
-    for start, value in _chunk_passes._ahead(evaluate, range(7)):
+    for start, value in _chunks._ahead(evaluate, range(7)):
         if 3 <= start < 6:  # without a thread, nothing would start while it waits
             assert started[start + 1].wait(timeout=10), start
         time.sleep(0.02)
@@ -126,7 +128,7 @@ def test_the_next_chunk_is_evaluated_while_one_is_consumed():
 
     consumed = []
     with pytest.raises(FloatingPointError, match="chunk 5"):
-        for start, _ in _chunk_passes._ahead(fails_at_five, range(7)):
+        for start, _ in _chunks._ahead(fails_at_five, range(7)):
             time.sleep(0.02)
             consumed.append(start)
     assert consumed == [0, 1, 2, 3, 4]
@@ -146,7 +148,7 @@ def test_chunks_whose_consumer_takes_no_time_are_evaluated_in_turn():
         time.sleep(0.02)
         return start
 
-    assert [s for s, _ in _chunk_passes._ahead(evaluate, range(6))] == list(range(6))
+    assert [s for s, _ in _chunks._ahead(evaluate, range(6))] == list(range(6))
     assert set(threads) == {threading.current_thread().name}
 
 
@@ -316,15 +318,15 @@ def test_numba_compiles_in_the_background_when_asked_again(rng, monkeypatch):
     """A graph worth compiling runs in NumPy at the first request; the second starts
     Numba's compile in a thread; once it is done, requests run the compiled graph,
     with the same numbers."""
-    from pm_sens import _background
+    from pm_sens._run import background as _background
 
-    monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
+    monkeypatch.setattr(_compiling, "INTERPRETED_WORK", -1)
     model, idata = _heteroscedastic(rng)
-    _runner._PREDICTIVES.pop(model, None)
+    _context._PREDICTIVES.pop(model, None)
 
     def call():
         out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
-        compiled = _runner.predictive_for(model, None).compiled.values()
+        compiled = _context.predictive_for(model, None).compiled.values()
         whitened = {c.settings["backend"] for c in compiled if c.settings.get("whitened")}
         return out["sensitivity"]["rsens"].values, whitened
 
@@ -346,12 +348,12 @@ def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
     model, idata = _heteroscedastic(rng)
     results, backends = {}, {}
     for backend, work in (("python", np.inf), ("numba", -1)):
-        monkeypatch.setattr(_runner, "INTERPRETED_WORK", work)
-        monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+        monkeypatch.setattr(_compiling, "INTERPRETED_WORK", work)
+        monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
         results[backend] = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)[
             "sensitivity"
         ]
-        compiled = _runner.predictive_for(model, None).compiled.values()
+        compiled = _context.predictive_for(model, None).compiled.values()
         backends[backend] = {c.settings["backend"] for c in compiled}
         interpreted = [c.function for c in compiled if c.settings["backend"] == "python"]
         assert not any(runs_element_by_element(f) for f in interpreted)
@@ -367,16 +369,16 @@ def test_small_requests_are_interpreted_and_large_ones_compiled(logistic, monkey
     2^order here; forward graphs and per-draw derivatives always run in NumPy."""
     model, idata, _ = logistic
     ctx = _default_context(idata, model)
-    assert [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)] == ["python"] * 3
-    monkeypatch.setattr(_runner, "INTERPRETED_WORK", 40 * 10 * 2)
-    moment = [_runner.backend_for(ctx, "moment", order) for order in (0, 1, 2)]
+    assert [_compiling.backend_for(ctx, "moment", order) for order in (0, 1, 2)] == ["python"] * 3
+    monkeypatch.setattr(_compiling, "INTERPRETED_WORK", 40 * 10 * 2)
+    moment = [_compiling.backend_for(ctx, "moment", order) for order in (0, 1, 2)]
     assert moment == ["python", "python", "numba"]
-    assert _runner.backend_for(ctx, "moment", 1, rows=21) == "numba"  # stacked copies
-    assert _runner.backend_for(ctx, "moment", 0, rows=10**6) == "python"  # forward only
-    assert _runner.backend_for(ctx, "draw", 2, rows=10**6) == "python"
+    assert _compiling.backend_for(ctx, "moment", 1, rows=21) == "numba"  # stacked copies
+    assert _compiling.backend_for(ctx, "moment", 0, rows=10**6) == "python"  # forward only
+    assert _compiling.backend_for(ctx, "draw", 2, rows=10**6) == "python"
     # draw-mode R-sens computed in the graph follows the work, as moment mode does
-    assert _runner.backend_for(ctx, "draw", 1, whitened=True) == "python"
-    assert _runner.backend_for(ctx, "draw", 1, rows=21, whitened=True) == "numba"
+    assert _compiling.backend_for(ctx, "draw", 1, whitened=True) == "python"
+    assert _compiling.backend_for(ctx, "draw", 1, rows=21, whitened=True) == "numba"
 
 
 def test_an_op_numpy_cannot_run_whole_is_compiled(rng):
@@ -391,7 +393,7 @@ def test_an_op_numpy_cannot_run_whole_is_compiled(rng):
         pm.Normal("y", mu=mu, sigma=0.5, observed=x)
     b = rng.normal(scale=0.3, size=(1, 8))
     out = pm_sens.sensitivity(posterior({"b": b}), model, mode="draw", progressbar=False)
-    compiled = _runner.predictive_for(model, None).compiled.values()
+    compiled = _context.predictive_for(model, None).compiled.values()
     # the forward graph holds the rounding; R-sens's graph only ufuncs
     forward = [c for c in compiled if c.settings["mode"] == "draw" and c.settings["order"] == 0]
     assert [c.settings["backend"] for c in forward] == ["numba"]
@@ -475,12 +477,12 @@ def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monke
     """Large draw-mode requests compute R-sens in a Numba-compiled graph: the same
     numbers as the NumPy quadratic forms (two parameters, softplus and clip)."""
     model, idata = _heteroscedastic(rng)
-    monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
-    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+    monkeypatch.setattr(_compiling, "INTERPRETED_WORK", -1)
+    monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     compiled = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     backends = {
         c.settings["backend"]
-        for c in _runner.predictive_for(model, None).compiled.values()
+        for c in _context.predictive_for(model, None).compiled.values()
         if c.settings.get("whitened")
     }
     assert backends == {"numba"}
@@ -520,8 +522,8 @@ def test_draw_mode_rsens_is_computed_in_the_result_array(backend, containers, rn
         "a 2-D and a 1-D": partial(_draw_mode_model, "normal_two_containers"),
     }[containers](rng)
     if backend == "numba":
-        monkeypatch.setattr(_runner, "INTERPRETED_WORK", -1)
-    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+        monkeypatch.setattr(_compiling, "INTERPRETED_WORK", -1)
+    monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     run, exact = engine.WhitenedNorm.run, engine.WhitenedNorm.norm_is_exact
     # first, as it compiles every graph used (Numba cannot compile with np.empty patched)
     monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
@@ -561,7 +563,7 @@ def test_draw_mode_components_and_statistics_are_separate_contiguous_arrays(rng)
     draws = {"b": rng.normal(size=(1, 3, 2)), "g": rng.normal(size=(1, 3, 2))}
     idata = posterior(draws)
     ctx = _default_context(idata, model)
-    compiled = _runner.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
+    compiled = _compiling.compiled_for(ctx, "draw", 0, statistics=("mean", "variance"))
     out = compiled(data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, 3))
     mu, sigma = x @ draws["b"][0].T, np.exp(x @ draws["g"][0].T)
     phi, statistics = out.phi, out.statistics
@@ -602,7 +604,7 @@ def test_draws_are_read_native_and_a_native_array_as_it_is(rng):
 def test_largest_array_counts_an_axis_inside_the_graph():
     """A (draws, rows, K) temporary summed away before the outputs: its size is found
     from the shapes alone; a size known only from values (a nonzero count) is not."""
-    from pm_sens.graph.functions import GraphFunction
+    from pm_sens.graph.compile.functions import GraphFunction
 
     x, w = pt.tensor("x", shape=(None, 1)), pt.matrix("w")  # (rows, 1), (draws, K)
     kernel = pt.exp(-((x[None, :, :] - w[:, None, :]) ** 2))  # (draws, rows, K)
@@ -619,7 +621,7 @@ def test_largest_array_is_the_compiled_graphs():
     held a 30-input logistic's PDP to one draw per chunk)."""
     from pytensor.graph.replace import vectorize_graph
 
-    from pm_sens.graph.functions import GraphFunction, _largest_array
+    from pm_sens.graph.compile.functions import GraphFunction, _largest_array
 
     x, beta, draws = pt.matrix("x"), pt.vector("beta"), pt.matrix("draws")
     eta = vectorize_graph(pt.dot(x, beta), {beta: draws})  # (draws, rows)
@@ -636,7 +638,7 @@ def test_class_probability_derivatives_equal_the_closed_form(rng, monkeypatch, b
     η = x·b: per draw and point, ∂p_k/∂x = −b Δ_k σ' and ∂²p_k/∂x∂x = b bᵀ Δ_k σ'',
     whether the derivatives of the classes come from one backward pass batched
     over them (`_over_components`) or one pass each."""
-    from pm_sens.graph import derivatives
+    from pm_sens.graph.compile import derivatives
 
     if not batched:
         monkeypatch.setattr(derivatives, "BATCHED_COMPONENTS", 99)
@@ -649,7 +651,7 @@ def test_class_probability_derivatives_equal_the_closed_form(rng, monkeypatch, b
         pm.OrderedLogistic("y", eta=xd @ b, cutpoints=c, observed=np.zeros(n, dtype=int))
     draws = {"b": rng.normal(size=(1, s, 2)), "c": np.sort(rng.normal(size=(1, s, 3)), -1)}
     ctx = _default_context(posterior(draws), model)
-    compiled = _runner.compiled_for(ctx, "draw", 2)
+    compiled = _compiling.compiled_for(ctx, "draw", 2)
     out = compiled(data_for_chunk(compiled, ctx.points.values), ctx.draws.chunk(0, s))
     beta, cutpoints = draws["b"][0], draws["c"][0]
     z = cutpoints[:, None, :] - (beta @ x.T)[..., None]  # (S, N, 3)

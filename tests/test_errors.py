@@ -6,7 +6,7 @@ import pymc as pm
 import pytest
 
 import pm_sens
-from pm_sens import _runner
+from pm_sens._core import context as _context
 from tests.conftest import posterior
 
 
@@ -28,7 +28,7 @@ def _raises(setup, match, **kwargs):
     model, idata, _ = setup
     with pytest.raises((ValueError, TypeError), match=match):
         pm_sens.sensitivity(idata, model, progressbar=False, **kwargs)
-    predictive = _runner._PREDICTIVES.get(model, {}).get(kwargs.get("var_name"))
+    predictive = _context._PREDICTIVES.get(model, {}).get(kwargs.get("var_name"))
     assert predictive is None or not predictive.compiled, "compiled before validating"
 
 

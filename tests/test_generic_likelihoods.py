@@ -20,7 +20,7 @@ from pytensor.tensor.random.basic import BetaBinomialRV
 from scipy import integrate, special, stats
 
 import pm_sens
-from pm_sens.graph.generic import GenericLikelihood
+from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 
 B = 0.6  # the one posterior draw of the slope
 XS = np.array([-0.7, 0.4])
@@ -643,7 +643,7 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     closed = {mode: run(mode) for mode in ("draw", "moment")}
     for recognizer in ("zero_modified_likelihood", "censored_normal_likelihood"):
         monkeypatch.setattr(pm_sens.graph.predictive, recognizer, lambda rv: None)
-    monkeypatch.delitem(pm_sens.graph.likelihoods.LIKELIHOODS, BetaBinomialRV)
+    monkeypatch.delitem(pm_sens.graph.likelihoods.closed_forms.LIKELIHOODS, BetaBinomialRV)
     summed = {mode: run(mode) for mode in ("draw", "moment")}
     assert closed["draw"].attrs["fisher"] == "closed form"
     assert any(rule in summed["draw"].attrs["fisher"] for rule in ("summation", "quadrature"))
@@ -723,7 +723,7 @@ def test_a_rule_that_misses_mass_is_reported():
 def test_locate_mixes_quartiles_and_newton_row_by_row():
     """Rows whose inverse CDF fails take the mode and curvature scale (Newton on
     log p), the others keep the median and interquartile half-width."""
-    from pm_sens.graph.generic_rules import locate as _locate
+    from pm_sens.graph.likelihoods.generic.rules import locate as _locate
 
     mu, sd = np.array([1.0, -2.0]), np.array([0.5, 3.0])
 
@@ -810,7 +810,7 @@ def test_pmf_tables_sum_a_bounded_support_to_its_end_only():
     """A beta-binomial with 41 and 12 trials, no logcdf in PyMC: each row's pmf is
     summed to the count where its mass passes 1 − 1e-10, in sizes of a quarter
     octave (48 counts, not 64, for 41 trials), and equals SciPy's."""
-    from pm_sens.graph.generic import GenericLikelihood
+    from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 
     with pm.Model() as model:
         x = pm.Data("x", np.array([0.1, 0.5]))
@@ -858,7 +858,7 @@ def test_second_derivatives_without_a_gradient_are_differences_of_the_score():
 
 def test_differenced_second_derivatives_equal_pytensors_where_it_has_them():
     """The same route on a law PyTensor differentiates twice (Gumbel): the same values."""
-    from pm_sens.graph.generic_graph import _differenced_second
+    from pm_sens.graph.likelihoods.generic.graph import _differenced_second
 
     with pm.Model() as model:
         pm.Gumbel("y", mu=pm.Normal("m"), beta=pm.HalfNormal("s"), observed=[0.3])
@@ -895,7 +895,7 @@ def test_cumulative_products_are_running_products_with_finite_derivatives():
     factor is 0, and the product rule's (finite) where one is, which PyTensor's 0/0 is not."""
     import pytensor
 
-    from pm_sens.graph.cumulative import cumulative_products_as_chains
+    from pm_sens.graph.model.cumulative import cumulative_products_as_chains
 
     x = pt.matrix("x", shape=(None, 5))
     (chain,) = cumulative_products_as_chains([pt.extra_ops.cumprod(x, axis=1)])

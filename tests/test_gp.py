@@ -108,19 +108,19 @@ def test_gp_integrated_gradients_in_blocks_of_rows(rng, data, monkeypatch):
     """A kernel row over the training inputs per path point: where one draw's
     temporaries would exceed memory_limit, the rows are evaluated a block at a
     time; against the GP's closed-form gradient along the Gauss–Legendre path."""
-    from pm_sens import _chunk_passes
+    from pm_sens._run import chunks as _chunks
 
     x, x_new = data
     y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1]
     model, gp, idata = _marginal(x, y)
     blocks = []
-    evaluate = _chunk_passes.evaluate_by_rows
+    evaluate = _chunks.evaluate_by_rows
 
     def spy(compiled, data_values, draw_values, block_rows, per_point):
         blocks.append(block_rows)
         return evaluate(compiled, data_values, draw_values, block_rows, per_point)
 
-    monkeypatch.setattr(_chunk_passes, "evaluate_by_rows", spy)
+    monkeypatch.setattr(_chunks, "evaluate_by_rows", spy)
     out = pm_sens.integrated_gradients(
         idata,
         model,
@@ -129,7 +129,7 @@ def test_gp_integrated_gradients_in_blocks_of_rows(rng, data, monkeypatch):
         n_steps=7,
         progressbar=False,
         # (6 points × 7 nodes + 12) rows × 25 training inputs: 1,350 values per
-        # temporary, 43,200 bytes per draw as `_chunk_passes` counts them,
+        # temporary, 43,200 bytes per draw as `_chunks` counts them,
         # against 3e4 for each of the two chunks in memory at once
         memory_limit=6e4,
     )["attribution"]

@@ -12,7 +12,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pm_sens
-from pm_sens.graph.dependence import Dependence
+from pm_sens.graph.model.dependence import Dependence
 from pm_sens.measures.kl import window_sums
 from pm_sens.measures.permutation import permutations
 from tests.conftest import posterior

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import pm_sens
-from pm_sens._blocks import BlockJob
+from pm_sens._run.blocks import BlockJob
 from tests.conftest import interaction_model, posterior
 
 pytest.importorskip("dask")

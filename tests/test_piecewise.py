@@ -6,7 +6,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pm_sens
-from pm_sens.graph.piecewise import piecewise_constant_inputs
+from pm_sens.graph.frontends.piecewise import piecewise_constant_inputs
 from tests.conftest import posterior
 
 x, z = pt.vector("x"), pt.vector("z")

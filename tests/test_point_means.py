@@ -70,12 +70,12 @@ def test_the_automatic_choice_says_so(logistic, caplog, monkeypatch):
     kw = dict(mode="draw", method="rsens", **QUIET)
     # the local values here take 8 bytes × 40 draws × 90 points × (3 features + g's
     # 3 levels and its mean) = 201,600 bytes
-    monkeypatch.setattr(pm_sens.api, "LOCAL_VALUES_LIMIT", 1e5)
+    monkeypatch.setattr(pm_sens.local.sensitivity, "LOCAL_VALUES_LIMIT", 1e5)
     with caplog.at_level(logging.INFO, logger="pm_sens"):
         out = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     assert "would take" in caplog.text and "local=True" in caplog.text
     assert out.attrs["local_values"] == "mean over points"
-    monkeypatch.setattr(pm_sens.api, "LOCAL_VALUES_LIMIT", 1e6)
+    monkeypatch.setattr(pm_sens.local.sensitivity, "LOCAL_VALUES_LIMIT", 1e6)
     kept = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     assert kept.attrs["local_values"] == "kept" and "point" in kept["rsens"].dims
 
@@ -140,10 +140,10 @@ def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
     """R-sens alone, no categorical input: the points are summed inside the graph, run in
     NumPy or compiled (the Beta's information is not diagonal: its chunks are summed from
     their derivatives); a constant column stays NaN."""
-    from pm_sens import _runner
+    from pm_sens._run import compiling as _compiling
 
-    monkeypatch.setattr(_runner, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
-    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+    monkeypatch.setattr(_compiling, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
+    monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.normal(size=(400, 2)), np.ones(400)])
     with pm.Model() as model:

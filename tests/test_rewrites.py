@@ -1,4 +1,4 @@
-"""pm_sens's graph rewrites (`pm_sens.graph.rewrites`): each changes how a graph
+"""pm_sens's graph rewrites (`pm_sens.graph.compile.rewrites`): each changes how a graph
 is computed, with the same values as PyTensor's own graph, and can be left out by name."""
 
 import numpy as np
@@ -10,8 +10,8 @@ import pytest
 from pytensor.tensor.elemwise import Elemwise
 
 import pm_sens
-from pm_sens import _runner
-from pm_sens.graph.rewrites import (
+from pm_sens._core import context as _context
+from pm_sens.graph.compile.rewrites import (
     BACKENDS,
     REWRITES,
     compile_mode,
@@ -19,9 +19,9 @@ from pm_sens.graph.rewrites import (
     excluding,
     runs_element_by_element,
 )
-from pm_sens.graph.rewrites._along import constant_along
-from pm_sens.graph.rewrites.branches import COSTLY_FUNCTIONS, WhereSelected
-from pm_sens.graph.rewrites.numpy_linker import GemmByBlas, UfuncWithOut
+from pm_sens.graph.compile.rewrites._along import constant_along
+from pm_sens.graph.compile.rewrites.branches import COSTLY_FUNCTIONS, WhereSelected
+from pm_sens.graph.compile.rewrites.numpy_linker import GemmByBlas, UfuncWithOut
 from tests.conftest import posterior
 
 
@@ -412,7 +412,7 @@ def test_blockwise_increments_are_broadcast_by_the_inferred_shapes(rng):
     from pytensor.tensor.rewriting.shape import ShapeFeature
     from pytensor.tensor.subtensor import IncSubtensor
 
-    from pm_sens.graph.rewrites.batched import local_blockwise_inc_subtensor_buffer
+    from pm_sens.graph.compile.rewrites.batched import local_blockwise_inc_subtensor_buffer
 
     x, b = pt.vector("x"), pt.scalar("b")
     deep = x
@@ -485,7 +485,7 @@ def test_without_numpy_forms_a_graph_is_compiled_with_the_same_numbers(rng):
     with_forms = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
     with excluding("local_numpy_ufunc_forms"):
         without = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
-    compiled = _runner.predictive_for(model, None).compiled
+    compiled = _context.predictive_for(model, None).compiled
     backends = {key[-1]: c.settings["backend"] for key, c in compiled.items()}
     assert set(backends.values()) == {"python", "numba"}
     for name in ("rsens", "rsens2"):
@@ -619,7 +619,7 @@ def test_an_ordered_probits_curves_are_the_same_with_special_functions_where_sel
     for new, old in zip(rewritten, plain, strict=True):
         for name, values in new.data_vars.items():
             np.testing.assert_allclose(values.values, old[name].values, rtol=1e-13, atol=1e-300)
-    compiled = _runner.predictive_for(model, None).compiled
+    compiled = _context.predictive_for(model, None).compiled
     forward = [c for key, c in compiled.items() if key[:3] == ("draw", 0, "python")]
     assert any(masked for c in forward for _, masked, _ in _special_function_nodes(c.function))
 

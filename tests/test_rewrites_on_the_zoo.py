@@ -10,7 +10,7 @@ compares R-sens2 without any rewrite.
 
 import pytest
 
-from pm_sens.graph.rewrites import REWRITES, excluding
+from pm_sens.graph.compile.rewrites import REWRITES, excluding
 from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
 from tests.zoo._lazy import assert_same
 from tests.zoo._registry import ZOO

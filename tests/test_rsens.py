@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 import pm_sens
-from pm_sens import _runner
+from pm_sens._run import compiling as _compiling
 from tests.conftest import posterior
 
 
@@ -156,8 +156,8 @@ def test_logistic_interactions_match_closed_form(rng, backend, monkeypatch):
     the mean probability's Hessian is ``mean_s σ''(η) b_d b_e``, the Bernoulli's
     Fisher information ``1 / (m (1 - m))``. (The compiled graph factors each
     feature's column out of the second backward pass, which this pins.)"""
-    monkeypatch.setattr(_runner, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
-    monkeypatch.setattr(_runner, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+    monkeypatch.setattr(_compiling, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
+    monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
     model, idata, x, b, a = _logistic(rng)
     out = pm_sens.sensitivity(idata, model, interactions=True, progressbar=False)["sensitivity"]
     p = 1 / (1 + np.exp(-(a[:, None] + b @ x.T)))

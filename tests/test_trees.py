@@ -35,7 +35,7 @@ def _trees(sampler, x):
 
 
 def test_tree_sums_vectorized_over_draws_are_pymc_barts_predictions(bart):
-    from pm_sens.graph.trees import TreeSums
+    from pm_sens.graph.frontends.trees import TreeSums
 
     case, sampler, x = bart
     X = pt.matrix("X")
@@ -169,7 +169,7 @@ def test_integer_columns_jittered_by_pymc_bart_are_checked_at_the_rows_it_left(r
     another fit still fails the check."""
     import pymc_bart as pmb
 
-    from pm_sens.graph.trees import jittered_rows
+    from pm_sens.graph.frontends.trees import jittered_rows
 
     n = 40
     x = np.column_stack([rng.normal(size=n), rng.integers(0, 2, n), rng.integers(0, 3, n)])

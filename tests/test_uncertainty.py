@@ -688,7 +688,7 @@ def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch)
     rows are not looked through again); the ICE mean is E_s exp(a + b g) at
     every point, the entropies are SciPy's, and with the observed y (each
     point's own) the log density is log E_s Poisson(y_i | exp(a + b g))."""
-    from pm_sens import _points
+    from pm_sens._core import points as _point_set
 
     x = rng.normal(size=30)
     y = rng.poisson(1.0, 30)
@@ -698,12 +698,13 @@ def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch)
         pm.Poisson("y", mu=pm.math.exp(a + b * xd), observed=y)
     a, b = rng.normal(0.2, 0.1, (1, 6)), rng.normal(0.5, 0.2, (1, 6))
     found, again = [], []
-    distinct_rows = _points.distinct_rows
+    distinct_rows = _point_set.distinct_rows
     monkeypatch.setattr(
-        "pm_sens.pdp.distinct_rows", lambda *args: found.append(distinct_rows(*args)) or found[-1]
+        "pm_sens.uncertainty.partial_dependence.distinct_rows",
+        lambda *args: found.append(distinct_rows(*args)) or found[-1],
     )
     monkeypatch.setattr(
-        "pm_sens._uncertainty_passes.distinct_rows",
+        "pm_sens.uncertainty.passes.distinct_rows",
         lambda *args: again.append(distinct_rows(*args)) or again[-1],
     )
     grid = [-1.0, 0.0, 2.0]
@@ -739,7 +740,7 @@ def test_pfi_of_a_models_only_input_evaluates_its_points_once(rng, monkeypatch, 
     ones. The entropy importance is then 0 (the same entropies, averaged over
     the points in another order) and the likelihood importance equals that
     of the evaluation of every row."""
-    from pm_sens import _uncertainty_passes
+    from pm_sens.uncertainty import passes as _passes
 
     x = rng.normal(size=25)
     with pm.Model() as model:
@@ -755,18 +756,18 @@ def test_pfi_of_a_models_only_input_evaluates_its_points_once(rng, monkeypatch, 
     )
     kw = dict(n_repeats=3, random_seed=1, progressbar=False, extend_inferencedata=False)
     evaluated = []
-    distinct = _uncertainty_passes._distinct_evaluation
+    distinct = _passes._distinct_evaluation
 
     def spy(ctx, values, by_row):
         found = distinct(ctx, values, by_row)
         evaluated.append(len(found[0][model["x"]]))
         return found
 
-    monkeypatch.setattr(_uncertainty_passes, "_distinct_evaluation", spy)
+    monkeypatch.setattr(_passes, "_distinct_evaluation", spy)
     once = pm_sens.permutation_importance(idata, model, **kw)["permutation_importance"]
     assert evaluated == [25]
     monkeypatch.setattr(
-        _uncertainty_passes, "_distinct_evaluation", lambda ctx, values, by_row: (values, None)
+        _passes, "_distinct_evaluation", lambda ctx, values, by_row: (values, None)
     )
     every = pm_sens.permutation_importance(idata, model, **kw)["permutation_importance"]
     np.testing.assert_allclose(once["entropy_pfi"].values, 0.0, atol=1e-12)
@@ -780,7 +781,7 @@ def test_equal_rows_are_grouped_by_their_bits(rng):
     """200 rows drawn from 30 (one with a NaN, one with −0.0 beside 0.0): one
     group per distinct row of bits, as NumPy's unique on the rows' bytes gives,
     each row equal to its group's first; None when most rows differ."""
-    from pm_sens._points import _equal_rows
+    from pm_sens._core.points import _equal_rows
 
     base = rng.normal(size=(30, 4))
     base[3, 1], base[4] = np.nan, 0.0

@@ -5,7 +5,7 @@ import pymc as pm
 import pytest
 
 import pm_sens
-from pm_sens import _runner
+from pm_sens._core import context as _context
 from tests.conftest import posterior
 
 
@@ -42,9 +42,11 @@ SENSITIVITY = [
 @pytest.mark.parametrize(("kwargs", "argument"), SENSITIVITY)
 def test_sensitivity_arguments(fitted, kwargs, argument):
     model, idata, _ = fitted
-    _runner._PREDICTIVES.pop(model, None)  # what other tests compiled must not hide a compile here
+    _context._PREDICTIVES.pop(
+        model, None
+    )  # what other tests compiled must not hide a compile here
     _check(lambda: pm_sens.sensitivity(idata, model, progressbar=False, **kwargs), argument)
-    predictive = _runner._PREDICTIVES.get(model, {}).get(None)
+    predictive = _context._PREDICTIVES.get(model, {}).get(None)
     assert predictive is None or not predictive.compiled, "compiled before validating"
 
 

@@ -126,8 +126,11 @@ class Family:
         Parameters
         ----------
         phi : ndarray, shape (..., M)
+            The family's parameters.
         given : list of int
             The K parameters (indices into the M) to whiten.
+        **fixed
+            Parameters the family holds fixed (Binomial ``n``).
 
         Returns
         -------
@@ -153,10 +156,13 @@ class Family:
         Parameters
         ----------
         phi : ndarray, shape (..., M)
+            The family's parameters.
         derivatives : list of M arrays of shape (..., *T), or None where a
             parameter does not vary (taken as 0)
         trailing : int
             ``len(T)``: derivative axes after those of ``phi[..., 0]``.
+        **fixed
+            Parameters the family holds fixed (Binomial ``n``).
 
         Returns
         -------

@@ -42,6 +42,7 @@ def renyi_exponential_family(eta_p, eta_q, log_partition, alpha, in_domain):
     log_partition : callable
         ``A(*eta) -> (...)``.
     alpha : float
+        The order of the divergence.
     in_domain : callable
         ``in_domain(*eta) -> bool (...)``: whether η is a natural parameter
         (always so for ``0 < α < 1``, where η_α lies between η_p and η_q).
@@ -85,6 +86,7 @@ def sum_over_counts(log_density, phi_p, phi_q, top, reduce):
     log_density : callable
         The family's ``log_density(phi, y)``.
     phi_p, phi_q : ndarray (..., M)
+        The parameters of p and q.
     top : callable
         ``top(flat_p, flat_q) -> K`` from the rows' parameters (R, M).
     reduce : callable
@@ -121,6 +123,7 @@ def renyi_by_rules(own_p, own_q, alpha):
     own_p, own_q : tuple of ndarray
         For the rule of p and of q, as `log_rule_term` takes them.
     alpha : float
+        The order of the divergence, in (0, 1).
 
     Returns
     -------
@@ -141,6 +144,7 @@ def log_rule_term(log_weight, log_p, log_q, alpha):
     log_p, log_q : ndarray (P, ...)
         Both log densities at the nodes.
     alpha : float
+        The order of the divergence, in (0, 1).
 
     Returns
     -------

@@ -88,12 +88,6 @@ FAMILY = Family(
 # The moment-matched family: the raw moments (E m, E r) merge chunk by chunk.
 
 
-def raw_second_moment(m, v):
-    """``r = E Σ_k y_k² = v(1 − Σ m²) + Σ m²`` per draw."""
-    squares = (m**2).sum(-1)
-    return v * (1 - squares) + squares
-
-
 def matched(phi, derivatives=None, trailing=0):
     """Raw moments ``(m̄, r̄)`` → ``(m̄, v̄)``, ``v̄ = (r̄ − S)/(1 − S)``, ``S = Σ m̄²``.
 

@@ -17,19 +17,18 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
-from pm_sens.graph.compiled import CompiledPredictive, WhitenedNorm
-from pm_sens.graph.derivatives import over_components, point_derivatives, whitened_norm
-from pm_sens.graph.functions import compiled_function, evaluate
-from pm_sens.graph.generic_statistics import GenericStatistics, by_rule
-from pm_sens.graph.likelihoods import VECTOR_SUPPORTS, statistic_expression
-from pm_sens.graph.model_queries import (
-    data_containers,
-    depends_on,
-    free_variables,
-    observed_ancestors,
-    symbolic_tensor,
+from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
+from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
+from pm_sens.graph.compile.functions import compiled_function, evaluate
+from pm_sens.graph.compile.nodes import depends_on
+from pm_sens.graph.likelihoods.closed_forms import VECTOR_SUPPORTS, statistic_expression
+from pm_sens.graph.likelihoods.generic.statistics import GenericStatistics, by_rule
+from pm_sens.graph.model.queries import symbolic_tensor
+from pm_sens.graph.predictive import (
+    data_variables_of,
+    parameters_given_observed,
+    required_free_rvs,
 )
-from pm_sens.graph.trees import tree_draw_symbols
 
 
 def _symbolic_like(var, value):
@@ -76,32 +75,6 @@ def _moment_components(likelihood, params, second_moment, n_classes):
     if second_moment == "scale2":
         components.append(pt.broadcast_to(inverse_nu, mean.shape).mean(0))
     return components, varying
-
-
-def _parameters_given_observed(predictive, model):
-    """The predictive's parameters with any upstream observed RV set to its data."""
-    params = list(predictive.parameter_list)
-    observed = observed_ancestors(model, params)
-    return graph_replace(params, observed, strict=False) if observed else params
-
-
-def data_variables_of(predictive, model, inputs):
-    """The compiled function's data arguments, in order.
-
-    The inputs, then those held at their values: containers and symbolic inputs
-    (a GP's X, per-point group copies) that are not differentiated.
-    """
-    params = _parameters_given_observed(predictive, model)
-    candidates = dict.fromkeys(
-        [*predictive.inputs, *data_containers(model, params), *predictive.row_constants]
-    )
-    return list(inputs) + [v for v in candidates if v not in inputs]
-
-
-def required_free_rvs(predictive, model, params=None):
-    """What the predictive needs per draw: free RVs, then `pm_sens.graph.trees` symbols."""
-    params = _parameters_given_observed(predictive, model) if params is None else params
-    return free_variables(model, params) + tree_draw_symbols(params)
 
 
 def _class_count(params, inputs, first_values):
@@ -153,14 +126,14 @@ def compile_predictive(
     mode, order 0, closed-form likelihoods): per-draw statistics returned
     alongside ``phi``, from the same evaluation; ``parameters=False`` leaves
     ``phi`` out (no stacked copy of the parameters when the caller needs only
-    the statistics). ``backend``: one of `pm_sens.graph.rewrites.BACKENDS`.
+    the statistics). ``backend``: one of `pm_sens.graph.compile.rewrites.BACKENDS`.
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None);
     ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (a
     model whose rows depend on other rows' inputs as ``dependence``, a
-    `pm_sens.graph.dependence.Dependence`, says; derivatives, not whitened):
+    `pm_sens.graph.model.dependence.Dependence`, says; derivatives, not whitened):
     the derivatives of the rows of each colour
-    (`pm_sens.graph.derivatives.point_derivatives`), with the parameters of
+    (`pm_sens.graph.compile.derivatives.point_derivatives`), with the parameters of
     the rows they belong to.
     """
     if colors > 1 and (order == 0 or whitened):
@@ -234,7 +207,7 @@ def compile_predictive(
     compiled["settings"]["whitened"] = whitened
     return WhitenedNorm(
         **compiled,
-        # forward graphs run in NumPy (`pm_sens._runner.backend_for`)
+        # forward graphs run in NumPy (`pm_sens._run.compiling.backend_for`)
         forward=forward or per_draw_graph(order=0, backend="python"),
         family=likelihood.draw_family,
         n_features=graph.n_features,
@@ -282,7 +255,7 @@ class _ChunkGraph:
 
 def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, order, statistic):
     """The predictive's parameters over symbolic data and a chunk of draws (`_ChunkGraph`)."""
-    params = _parameters_given_observed(predictive, model)
+    params = parameters_given_observed(predictive, model)
     free_rvs = required_free_rvs(predictive, model, params)
     data_variables = data_variables_of(predictive, model, inputs)
     symbols = {v: _symbolic_like(v, data_values[v]) for v in data_variables}

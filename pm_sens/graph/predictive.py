@@ -3,40 +3,39 @@
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
 
-from pm_sens.graph.cumulative import cumulative_products_as_chains
-from pm_sens.graph.data_statistics import hold_data_statistics
-from pm_sens.graph.design import design_from_raw_inputs
-from pm_sens.graph.dims_model import tensor_model
-from pm_sens.graph.generic import GenericLikelihood
-from pm_sens.graph.gp import gp_parameters, training_inputs
-from pm_sens.graph.lagged import lagged_series
-from pm_sens.graph.likelihoods import (
+from pm_sens.graph.compile.nodes import is_float
+from pm_sens.graph.frontends.dims import tensor_model
+from pm_sens.graph.frontends.gp import gp_parameters, training_inputs
+from pm_sens.graph.frontends.trees import tree_draw_symbols, trees_at_points
+from pm_sens.graph.likelihoods.closed_forms import (
     LIKELIHOODS_BY_NAME,
     Likelihood,
     likelihood_for_op,
 )
-from pm_sens.graph.likelihoods_on_a_base import (
+from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
+from pm_sens.graph.likelihoods.multivariate import outcome_labels, vector_outcome
+from pm_sens.graph.likelihoods.on_a_base import (
     censored_normal_likelihood,
     zero_modified_likelihood,
 )
-from pm_sens.graph.model_queries import (
+from pm_sens.graph.model.cumulative import cumulative_products_as_chains
+from pm_sens.graph.model.data_statistics import hold_data_statistics
+from pm_sens.graph.model.design import design_from_raw_inputs
+from pm_sens.graph.model.lagged import lagged_series
+from pm_sens.graph.model.per_row import column_labels, per_row_constants, per_row_variables
+from pm_sens.graph.model.point_reads import per_point_group_inputs, per_point_observation_rows
+from pm_sens.graph.model.queries import (
     data_containers,
     data_value,
-    is_float,
+    free_variables,
+    observed_ancestors,
     observed_variable,
     per_point_arithmetic_integers,
 )
-from pm_sens.graph.multivariate import outcome_labels, vector_outcome
-from pm_sens.graph.per_row import (
-    column_labels,
-    per_row_constants,
-    per_row_variables,
-)
-from pm_sens.graph.point_reads import per_point_group_inputs, per_point_observation_rows
-from pm_sens.graph.transposed import transposed_containers
-from pm_sens.graph.trees import trees_at_points
-from pm_sens.graph.wide_table import cells_of_wide_table, row_coordinate
+from pm_sens.graph.model.transposed import transposed_containers
+from pm_sens.graph.model.wide_table import cells_of_wide_table, row_coordinate
 
 
 def _generic_likelihood(rv, model):
@@ -211,17 +210,17 @@ class Predictive:
         #: held at each point's value (their values are in ``defaults``)
         self.row_constants = []
         #: symbolic stand-ins of float NumPy arrays with one row per observation,
-        #: taken as inputs (`pm_sens.graph.per_row.per_row_constants`)
+        #: taken as inputs (`pm_sens.graph.model.per_row.per_row_constants`)
         self.numpy_inputs = []
         #: column labels of 2-D inputs that have no dims of their own
         self.column_labels = {}
-        #: statistics of the data held at their values (`pm_sens.graph.data_statistics`)
+        #: statistics of the data held at their values (`pm_sens.graph.model.data_statistics`)
         self.held_statistics = []
         #: raw inputs that build the design columns, and what those replaced
-        #: (`pm_sens.graph.design`)
+        #: (`pm_sens.graph.model.design`)
         self.raw_inputs = []
         self.design_replaced = None
-        #: a wide table's cells as points (`pm_sens.graph.wide_table`): their
+        #: a wide table's cells as points (`pm_sens.graph.model.wide_table`): their
         #: count, and the per-cell symbols taken as inputs
         self.observation_count = None
         self.table_row = None  # the name of the cells' row index
@@ -232,7 +231,7 @@ class Predictive:
         self.outcome_labels = []
 
     def __getstate__(self):
-        # compiled functions stay in the process that built them (see _distributed)
+        # compiled functions stay in the process that built them (see `pm_sens._run.cluster`)
         return {**self.__dict__, "compiled": {}}
 
     @property
@@ -276,7 +275,7 @@ class Predictive:
         design matrix from them with PyTensor operations
         (``design(**raw) -> (rows, C)``): the array holding those columns is
         replaced by it in a copy of the graph, and the raw inputs are the
-        inputs (`pm_sens.graph.design`; user guide, "Design columns from raw
+        inputs (`pm_sens.graph.model.design`; user guide, "Design columns from raw
         inputs").
         """
         if (raw_inputs is None) != (design is None):
@@ -403,3 +402,29 @@ class Predictive:
             f"Predictive(family={self.family!r}, parameters={list(self.parameters)}, "
             f"inputs={names})"
         )
+
+
+def parameters_given_observed(predictive, model):
+    """The predictive's parameters with any upstream observed RV set to its data."""
+    params = list(predictive.parameter_list)
+    observed = observed_ancestors(model, params)
+    return graph_replace(params, observed, strict=False) if observed else params
+
+
+def data_variables_of(predictive, model, inputs):
+    """The compiled function's data arguments, in order.
+
+    The inputs, then those held at their values: containers and symbolic inputs
+    (a GP's X, per-point group copies) that are not differentiated.
+    """
+    params = parameters_given_observed(predictive, model)
+    candidates = dict.fromkeys(
+        [*predictive.inputs, *data_containers(model, params), *predictive.row_constants]
+    )
+    return list(inputs) + [v for v in candidates if v not in inputs]
+
+
+def required_free_rvs(predictive, model, params=None):
+    """What the predictive needs per draw: free RVs, then BART trees' draw symbols."""
+    params = parameters_given_observed(predictive, model) if params is None else params
+    return free_variables(model, params) + tree_draw_symbols(params)

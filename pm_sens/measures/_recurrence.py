@@ -140,9 +140,12 @@ def _walk(y0, low, high, draws, log_start, p, log_p, flags, log_y, inverse_y, ne
 def recursion_kernel(
     by_draw, start, log_start, n_alone, center, rows, flags, tables, pmf_sum, aleatoric_sum
 ):
-    """Per row (in parallel): the draws ``0..S−n_alone`` walk together from ``center``,
-    the others one by one from their ``start``; arrays are (R, S), draws
-    ``(a, b, k, z)``; ``rows``: (lower, upper, offsets) (R,), (R,), (R + 1,)."""
+    """Per row (in parallel): draws ``0..S−n_alone`` walk together, the others alone.
+
+    The first draws walk from ``center``, the others one by one from their
+    ``start``; arrays are (R, S), draws ``(a, b, k, z)``; ``rows``: (lower,
+    upper, offsets) (R,), (R,), (R + 1,).
+    """
     log_y, inverse_y, negligible = tables
     lower, upper, offsets = rows
     n_rows, n_draws = start.shape

@@ -24,7 +24,7 @@ def colored_offsets(offsets, n_rows, colors):
 
     Colour r moves the rows ``s ≡ r (mod C)`` only, so that each prediction
     of a series whose rows depend on a window of C rows moves with one input
-    row (`pm_sens.graph.dependence`).
+    row (`pm_sens.graph.model.dependence`).
     """
     moved = np.arange(n_rows) % colors == np.arange(colors)[:, None]  # (C, N)
     return (offsets[:, None, None, :] * moved[None, :, :, None]).reshape(

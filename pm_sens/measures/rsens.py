@@ -91,7 +91,7 @@ def joint_over_colors(values, colors, point_axis=-2, out=None):
     """R-sens (or R-sens2) of the joint predictive of a series from its colours' parts.
 
     ``values`` (..., C·N, D[, D]): the values of each colour's rows
-    (colour-major, `pm_sens.graph.derivatives.colored_gradient`) on
+    (colour-major, `pm_sens.graph.compile.derivatives.colored_gradient`) on
     ``point_axis``; the joint value at input row s is ``sqrt(Σ_r
     values[r, s]²)``, the square root of ``α Σ_i J_{i,s}ᵀ I_i J_{i,s}``
     summed over the rows i that s moves. Returns (..., N, D[, D]).

@@ -10,9 +10,9 @@ from arviz_base import rcParams
 from arviz_plots import PlotCollection
 from arviz_plots.plot_collection import backend_from_object
 
-from pm_sens._global import PER_UNIT, PER_UNIT_PAIR, SIGNED
-from pm_sens._validate import check_choice, check_probability
-from pm_sens.ranking import summary
+from pm_sens._core.arguments import check_choice, check_probability
+from pm_sens.ranking.global_values import PER_UNIT, PER_UNIT_PAIR, SIGNED
+from pm_sens.ranking.summary import summary
 
 #: arviz-plots backends.
 BACKENDS = ("matplotlib", "bokeh", "plotly", "none")
@@ -201,9 +201,11 @@ def feature_title(da, target, sel, var_name=None, isel=None, **kwargs):
 
 
 def tidy_ticks(pc, max_ticks=5):
-    """Numeric axes (matplotlib) get at most ``max_ticks`` ticks and a power-of-ten
-    offset for very small or large numbers, so their labels do not run into each other.
-    Axes labelled by name (features) are left alone."""
+    """At most ``max_ticks`` ticks on numeric axes (matplotlib), with an offset.
+
+    A power-of-ten offset for very small or large numbers, so labels do not run
+    into each other. Axes labelled by name (features) are left alone.
+    """
     if pc.backend != "matplotlib":
         return
     from matplotlib.ticker import MaxNLocator, ScalarFormatter

@@ -4,7 +4,7 @@ import numpy as np
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import labelled_title, labelled_x, set_ylim
 
-from pm_sens._validate import check_positive_int
+from pm_sens._core.arguments import check_positive_int
 from pm_sens.plots._common import (
     axis_label,
     grid_shape,

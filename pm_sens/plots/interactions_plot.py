@@ -5,8 +5,7 @@ import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import labelled_title, set_xlim, set_ylim
 
-from pm_sens._global import SCALES, per_sd
-from pm_sens._validate import check_choice, group_dataset
+from pm_sens._core.arguments import check_choice, group_dataset
 from pm_sens.plots._common import (
     axis_label,
     label_width,
@@ -15,6 +14,7 @@ from pm_sens.plots._common import (
     visual_kwargs,
     wrap_collection,
 )
+from pm_sens.ranking.global_values import SCALES, per_sd
 
 #: Side of one cell in inches (room for a 6-character value at 7 points).
 CELL = 0.5

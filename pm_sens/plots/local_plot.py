@@ -4,8 +4,8 @@ import numpy as np
 import xarray as xr
 from arviz_plots.visuals import ci_line_y, scatter_xy
 
-from pm_sens._posterior import SAMPLE_DIMS
-from pm_sens._validate import check_names_in, group_dataset
+from pm_sens._core.arguments import check_names_in, group_dataset
+from pm_sens._core.draws import SAMPLE_DIMS
 from pm_sens.plots._common import (
     add_legend,
     axis_label,

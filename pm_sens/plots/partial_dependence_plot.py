@@ -5,8 +5,8 @@ import xarray as xr
 from arviz_plots.plot_collection import backend_from_object
 from arviz_plots.visuals import line_xy, multiple_lines
 
-from pm_sens._posterior import SAMPLE_DIMS
-from pm_sens._validate import check_choice, check_names_in, group_dataset
+from pm_sens._core.arguments import check_choice, check_names_in, group_dataset
+from pm_sens._core.draws import SAMPLE_DIMS
 from pm_sens.plots._common import (
     add_legend,
     feature_grid_size,

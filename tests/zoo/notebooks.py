@@ -451,7 +451,7 @@ def _biking_checks(case, state):
     with the means from pymc-bart's own evaluation of the trees."""
     from pymc_bart.utils import _get_posterior_sampler
 
-    from pm_sens.graph.trees import jittered_rows
+    from pm_sens.graph.frontends.trees import jittered_rows
 
     mu = case.model["μ"]
     sampler = _get_posterior_sampler(mu.owner.op)

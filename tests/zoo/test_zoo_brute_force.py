@@ -12,7 +12,7 @@ from tests.zoo._registry import ZOO
 
 QUIET = dict(progressbar=False, extend_inferencedata=False)
 #: discrete mixtures' entropies sum the support until the mass left is below
-#: 1e-10 (`pm_sens.graph.generic.TAIL`, the families' pmf tables alike)
+#: 1e-10 (`pm_sens.graph.likelihoods.generic.likelihood.TAIL`, the families' pmf tables alike)
 ENTROPY_ATOL = 1e-9
 
 

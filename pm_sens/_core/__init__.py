@@ -1,0 +1,1 @@
+"""The request: its arguments, its context (predictive, inputs, points, draws), its results."""

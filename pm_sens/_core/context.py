@@ -1,0 +1,135 @@
+"""A validated request, shared by the public functions.
+
+A `Context` holds what every measure needs once validated: the predictive, the
+inputs to differentiate, the points, the categorical inputs' levels and the
+posterior draws. `pm_sens._run.compiling` builds its graphs and
+`pm_sens._run.chunks` runs them over the draws.
+"""
+
+import weakref
+from dataclasses import dataclass, field
+
+from pm_sens._core.arguments import (
+    check_bool,
+    check_optional_positive_int,
+    check_positive,
+    check_seed,
+)
+from pm_sens._core.draws import Draws, posterior_draws
+from pm_sens._core.inputs import resolve_inputs
+from pm_sens._core.levels import check_levels, one_hot_levels, resolve_levels
+from pm_sens._core.points import PointSet, resolve_points
+from pm_sens.graph.frontends.choice import pymc_model_for
+from pm_sens.graph.frontends.trees import tree_draw_symbols
+from pm_sens.graph.model.dependence import Dependence
+from pm_sens.graph.predictive import Predictive, required_free_rvs
+
+_PREDICTIVES = weakref.WeakKeyDictionary()
+
+#: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
+DEFAULT_MEMORY_LIMIT = 1e9
+
+
+def predictive_for(model, var_name):
+    """`Predictive.from_observed`, reused across calls so compiled graphs are too."""
+    per_model = _PREDICTIVES.setdefault(model, {})
+    if var_name not in per_model:
+        per_model[var_name] = Predictive.from_observed(model, var_name)
+    return per_model[var_name]
+
+
+@dataclass
+class Context:
+    """A validated request: predictive, inputs, points and draws."""
+
+    model: object
+    predictive: Predictive
+    inputs: list
+    points: PointSet
+    draws: Draws
+    memory_limit: float
+    progressbar: bool
+    #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
+    dependence: Dependence | None = None
+    #: categorical inputs, compared level by level (`pm_sens._core.levels.Levels`)
+    levels: list = field(default_factory=list)
+
+
+def make_context(
+    idata,
+    model,
+    *,
+    var_name,
+    inputs,
+    points,
+    predictive,
+    num_draws,
+    random_seed,
+    memory_limit,
+    progressbar,
+    extend_inferencedata,
+    differentiable=True,
+    lazy_points=True,
+    levels=False,
+    categorical=None,
+):
+    """Check the request (no compiling) and gather what the measures need.
+
+    Validates the arguments every public function shares (``progressbar``,
+    ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
+    inputs, points and posterior draws). Dask-backed points stay lazy if
+    ``lazy_points`` (and the model has no BART variable), else they are read
+    into memory. With ``levels``, integer
+    per-point inputs are categorical inputs (``ctx.levels``), and so is each
+    group of feature columns in ``categorical``.
+    """
+    progressbar = check_bool("progressbar", progressbar)
+    check_bool("extend_inferencedata", extend_inferencedata)
+    model, frontend = pymc_model_for(model)
+    if frontend is not None:
+        points = frontend.points(points)
+        if inputs is None:
+            inputs = frontend.default_inputs
+    num_draws = check_optional_positive_int("num_draws", num_draws)
+    random_seed = check_seed("random_seed", random_seed)
+    memory_limit = check_positive("memory_limit", memory_limit)
+    if predictive is None:
+        predictive = predictive_for(model, var_name)
+    elif not isinstance(predictive, Predictive):
+        raise TypeError(
+            f"predictive={type(predictive).__name__} is not valid; "
+            "give a pm_sens.Predictive or None"
+        )
+    else:
+        foreign = [
+            v.name
+            for v in predictive.inputs
+            if hasattr(v, "get_value") and v not in set(model.data_vars)
+        ]
+        if foreign:
+            raise ValueError(
+                f"predictive= reads the data container(s) {foreign}, which are not in this "
+                "model; build the Predictive from this model's variables (its containers: "
+                f"{sorted(v.name for v in model.data_vars)})"
+            )
+    diff_inputs, level_inputs, variables, n_default = resolve_inputs(
+        predictive, model, inputs, differentiable, levels
+    )
+    pts = resolve_points(model, predictive, diff_inputs, variables, n_default, points)
+    # a BART variable's trees are evaluated in this process only (`graph/frontends/trees.py`)
+    if pts.lazy and (not lazy_points or tree_draw_symbols(predictive.parameter_list)):
+        pts = pts.computed()
+    check_levels(predictive, pts)
+    level_info = resolve_levels(predictive, level_inputs, pts)
+    level_info += one_hot_levels(pts, predictive, diff_inputs, categorical)
+    draws = posterior_draws(
+        idata,
+        model,
+        required_free_rvs(predictive, model),
+        num_draws,
+        random_seed,
+        names=frontend.posterior_names if frontend is not None else None,
+    )
+    return Context(
+        model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info
+    )

@@ -1,0 +1,1 @@
+"""Running compiled graphs over the draws: chunks, dask blocks, background compiles, progress."""

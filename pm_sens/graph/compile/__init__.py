@@ -1,0 +1,1 @@
+"""Compiling PyTensor graphs: pytensor.function, the rewrites, derivatives, chunk functions."""

@@ -1,0 +1,188 @@
+"""A compiled predictive: the chunk function and the order of what it takes and returns."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pm_sens.graph.compile.chunk import ChunkOutputs
+
+
+@dataclass
+class CompiledPredictive:
+    """A compiled predictive and the order of the arrays it takes and returns.
+
+    Calling it with ``(data values, draw values)`` returns a
+    `pm_sens.graph.compile.chunk.ChunkOutputs`: ``jac`` and ``hess`` up to ``order``,
+    draw-mode ones for the components listed in ``varying`` (separate arrays:
+    stacking them would copy the largest arrays of the call; per-draw ``phi``
+    is a view of an (M, S, N) array, each component contiguous, as NumPy reads
+    it fastest after, where strided it was 3–4x slower). Moment-mode
+    derivatives put the parameter axis first, so each parameter's slice is
+    contiguous for the quadratic forms of `pm_sens.measures.rsens`.
+    """
+
+    #: a `pm_sens.graph.compile.functions.GraphFunction` (one call at a time)
+    function: object
+    data_variables: list
+    free_rvs: list
+    inputs: list
+    mode: str
+    order: int
+    varying: list
+    fixed_names: list
+    #: the keyword arguments of `compile_predictive` that built it
+    settings: dict
+    #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
+    fixed_array_shapes: list = field(default_factory=list)
+
+    @property
+    def statistic_names(self):
+        """Names of the per-draw statistics returned alongside ``phi``."""
+        return self.settings.get("statistics", ())
+
+    def __call__(self, data_values, draw_values):
+        """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
+        rest = list(self.run(*data_values, *draw_values))
+        result = ChunkOutputs()
+        if self.settings.get("parameters", True):
+            phi = rest.pop(0)
+            result.phi = np.moveaxis(phi, 0, -1) if self.mode == "draw" else phi
+        width = 1 if self.mode == "moment" else len(self.varying)
+        for name in ["jac", "hess"][: self.order]:
+            parts, rest = rest[:width], rest[width:]
+            setattr(result, name, parts[0] if self.mode == "moment" else parts)
+        width = len(self.statistic_names)
+        result.statistics = dict(zip(self.statistic_names, rest[:width], strict=True))
+        result.fixed = dict(zip(self.fixed_names, rest[width:], strict=True))
+        if self.settings.get("colors", 1) > 1:
+            result.read_rows(self.settings["dependence"].rows_read(result.phi.shape[-2]))
+        return result
+
+    def largest_array(self, data_values, draw_values):
+        """Elements of the largest array of 3+ dims the function computes on these arrays."""
+        return self.function.largest_array(*data_values, *draw_values)  # shapes only
+
+    def run(self, *arrays):
+        """The compiled function's outputs on ``arrays``, with a clear shape error."""
+        arguments = _arguments(arrays)
+        try:
+            return self.function(*arguments)
+        except ValueError as error:
+            if "shape" not in str(error) or not self.fixed_array_shapes:
+                raise
+            raise ValueError(
+                "the likelihood's parameters cannot be evaluated at these points: they "
+                f"hold fixed arrays of shapes {self.fixed_array_shapes} (NumPy values in "
+                "the model, not pm.Data). An array with one value per observation cannot "
+                "follow points of another number: put it in a pm.Data container and give "
+                f"its values in points= ({error})"
+            ) from None
+
+
+@dataclass
+class WhitenedNorm(CompiledPredictive):
+    """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
+
+    Calling it returns what the forward function (``forward``, order 0) returns
+    plus ``norm`` (S, N, D), or with ``point_sums`` its sum over the points
+    (S, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
+    (`pm_sens.families.Family.whitening` of the forward's parameters, in NumPy),
+    the derivatives never leaving the graph. ``norm`` is None where the family's
+    information is not diagonal on the varying parameters. With more than one
+    varying parameter the squares may over- or underflow: `norm_is_exact` says
+    whether the chunk's values can be used as they are.
+    """
+
+    forward: CompiledPredictive | None = None
+    family: object = None
+    n_features: int = 0
+    #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
+    #: returned where one loop computes the norm, a new array where columns are joined)
+    writes_in_place: bool = False
+    #: whether ``norm`` is each draw's sum over the points (S, D), the graph
+    #: returning the values' range beside it
+    point_sums: bool = False
+
+    def __call__(self, data_values, draw_values, out=None):
+        """The forward function's outputs and ``norm``, on data and draw arrays.
+
+        ``out`` (S, N, D), C-contiguous: an array ``norm`` may be computed in
+        (it is where `writes_in_place`); else ``norm`` is a new array.
+        """
+        result = self.forward(data_values, draw_values)
+        phi, fixed = result.per_draw_parameters(len(draw_values[0]))
+        scales, corr = self.family.whitening(phi, self.varying, **fixed)
+        if corr is not None:
+            return result
+        arguments = [*data_values, *draw_values, scales]
+        if self.writes_in_place:
+            if out is None:
+                out = np.empty((*phi.shape[:-1], self.n_features))
+            arguments += [out, False]
+        if self.point_sums:
+            result.norm, *norm_range = self.run(*arguments)
+            # one parameter: sums of |s ∂φ| are finite where every value is
+            norm_range = norm_range or (0.0, result.norm.max(initial=0.0))
+        else:
+            (result.norm,) = self.run(*arguments)
+            norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)
+        result.norm_range = tuple(float(x) for x in norm_range)
+        return result
+
+    def largest_array(self, data_values, draw_values):
+        """The forward function's (`CompiledPredictive.largest_array`).
+
+        The norm's graph differentiates it, with temporaries of the same sizes.
+        """
+        return self.forward.largest_array(data_values, draw_values)
+
+    def norm_is_exact(self, norm_range):
+        """Whether no square behind the norm over- or underflowed (nor any value is nan).
+
+        ``norm_range``: the chunk's smallest and largest value (`ChunkOutputs.norm_range`).
+        """
+        smallest, largest = norm_range
+        if len(self.varying) == 1:  # |s ∂φ|: no squares
+            return bool(largest < np.inf)
+        return bool(smallest >= _SMALLEST_SAFE_NORM and largest < np.inf)
+
+
+def _arguments(arrays):
+    """``arrays`` as the compiled functions take them: one array type per argument.
+
+    Numba compiles the graph again for each new combination of memory layout and
+    write flag.
+    """
+    return [np.require(a, requirements=("A", "C", "W")) for a in arrays]
+
+
+#: below this, a sum of squares under the root may have lost digits to underflow
+_SMALLEST_SAFE_NORM = 1e-140
+
+
+def data_for_chunk(compiled, values):
+    """Data arrays in the compiled function's order."""
+    return [values[var] for var in compiled.data_variables]
+
+
+def evaluate_by_rows(compiled, data_values, draw_values, block_rows, per_point):
+    """``compiled`` on blocks of ``block_rows`` rows, one block at a time, outputs joined.
+
+    Two uses: a model whose rows depend on other rows' inputs cannot evaluate
+    copies of the points stacked as one longer series (the last rows of one copy
+    would move the first rows of the next), so each copy is a block; and a
+    local model of which one draw's temporaries over all rows would exceed the
+    memory limit takes fewer rows at a time. ``per_point`` flags the data
+    arrays with a row per point.
+    """
+    n_rows = next(len(v) for v, flag in zip(data_values, per_point, strict=True) if flag)
+    if n_rows <= block_rows:
+        return compiled(data_values, draw_values)
+    parts = []
+    for start in range(0, n_rows, block_rows):
+        block = [
+            v[start : start + block_rows] if flag else v
+            for v, flag in zip(data_values, per_point, strict=True)
+        ]
+        parts.append(compiled(block, draw_values))
+    return ChunkOutputs.joined(parts)

@@ -1,0 +1,164 @@
+"""pm_sens's graph rewrites, by name, and the compile modes that run them.
+
+Each rewrite has a name, a place in PyTensor's sequence of rewrites and the
+backends it serves; `compile_mode` builds a backend's mode from the ones not
+excluded. The rewrites change how a graph is computed, never what: with all
+of them excluded (``with excluding(*REWRITES): ...``) every result is the same
+to rounding, only slower.
+
+- `branches`: special functions under a select computed only where it selects them;
+- `batched`: joins and splits over a draw axis as one op, not one per draw,
+  increments broadcast over it by the shapes PyTensor inferred, no per-draw
+  copies of a Deterministic, per-draw diagonal matrices allocated at once;
+- `contractions`: loops over draws × points × features as matrix products;
+- `layout`: views instead of copies, one array instead of one per feature;
+- `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
+- `trigamma`: ψ₁ as elementwise ops, which no backend has as a loop.
+"""
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from pytensor.compile.mode import Mode, get_default_mode
+from pytensor.graph.rewriting.basic import GraphRewriter, in2out
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.vm import VMLinker
+
+from pm_sens.graph.compile.rewrites.batched import (
+    local_blockwise_alloc_diag,
+    local_blockwise_inc_subtensor_buffer,
+    local_blockwise_join,
+    local_blockwise_split,
+    local_blockwise_view,
+)
+from pm_sens.graph.compile.rewrites.branches import SpecialFunctionsWhereSelected
+from pm_sens.graph.compile.rewrites.contractions import (
+    DotsSharingTheirLeft,
+    local_draw_sums_as_products,
+    local_outer_products_as_a_matrix_product,
+)
+from pm_sens.graph.compile.rewrites.layout import (
+    local_join_of_like_elementwise,
+    local_select_only_into_a_loop,
+    local_set_into_zeros_as_view,
+)
+from pm_sens.graph.compile.rewrites.numpy_linker import (
+    local_gemm_by_blas,
+    local_numpy_ufunc_forms,
+    local_ufuncs_writing_out,
+    runs_element_by_element,
+)
+from pm_sens.graph.compile.rewrites.trigamma import local_trigamma_as_series
+
+#: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
+#: tens of seconds the first time, cached on disk); "python" runs each op as a
+#: NumPy call, with no compiling, slower on large arrays (no fused loops)
+BACKENDS = ("numba", "python")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A named rewrite: where it runs in PyTensor's sequence, and for which backends."""
+
+    rewriter: GraphRewriter
+    position: float
+    backends: tuple[str, ...] = BACKENDS
+
+
+REWRITES = {
+    # before the canonical rewrites (1), which then see one op over all draws
+    "local_blockwise_join": Rewrite(in2out(local_blockwise_join), 0.9),
+    "local_blockwise_view": Rewrite(in2out(local_blockwise_view), 0.9),
+    "local_blockwise_alloc_diag": Rewrite(in2out(local_blockwise_alloc_diag), 0.9),
+    "local_blockwise_inc_subtensor_buffer": Rewrite(
+        in2out(local_blockwise_inc_subtensor_buffer), 0.9
+    ),
+    # after them: the gradient's split sizes lose their draw axis there
+    "local_blockwise_split": Rewrite(in2out(local_blockwise_split), 2.9),
+    # after the stabilizing rewrites, which write log-sigmoids as softplus
+    "local_numpy_ufunc_forms": Rewrite(in2out(local_numpy_ufunc_forms), 48, ("python",)),
+    # before the elementwise operations are fused (49)
+    "local_trigamma_as_series": Rewrite(in2out(local_trigamma_as_series), 48.2),
+    "local_outer_products_as_a_matrix_product": Rewrite(
+        in2out(local_outer_products_as_a_matrix_product), 48.3
+    ),
+    "local_set_into_zeros_as_view": Rewrite(in2out(local_set_into_zeros_as_view), 48.4),
+    "local_join_of_like_elementwise": Rewrite(in2out(local_join_of_like_elementwise), 48.45),
+    "local_select_only_into_a_loop": Rewrite(in2out(local_select_only_into_a_loop), 48.46),
+    "local_draw_sums_as_products": Rewrite(in2out(local_draw_sums_as_products), 48.5),
+    # after the switches sink into products (specialize, 2), before the inplace rewrites
+    "special_functions_where_selected": Rewrite(
+        SpecialFunctionsWhereSelected(), 48.6, ("python",)
+    ),
+    # after the merge (49), which makes the per-feature products' left sides one
+    "dots_sharing_their_left": Rewrite(DotsSharingTheirLeft(), 49.2),
+    # after the inplace rewrites (50.5)
+    "local_ufuncs_writing_out": Rewrite(in2out(local_ufuncs_writing_out), 99, ("python",)),
+    "local_gemm_by_blas": Rewrite(in2out(local_gemm_by_blas), 99.1, ("python",)),
+}
+
+_EXCLUDED: ContextVar[frozenset] = ContextVar("pm_sens_excluded_rewrites", default=frozenset())
+
+
+@contextmanager
+def excluding(*names):
+    """Compile without the named rewrites inside the ``with`` block.
+
+    Graphs compiled before are kept per set of excluded rewrites, so a block
+    compiles its own. Applies in this process (not on dask workers).
+
+    Raises
+    ------
+    ValueError
+        For a name that is not in `REWRITES`.
+    """
+    unknown = sorted(set(names) - set(REWRITES))
+    if unknown:
+        raise ValueError(f"unknown rewrites {unknown}; valid: {sorted(REWRITES)}")
+    token = _EXCLUDED.set(_EXCLUDED.get() | frozenset(names))
+    try:
+        yield
+    finally:
+        _EXCLUDED.reset(token)
+
+
+def excluded():
+    """The names of the rewrites excluded here (`excluding`), sorted."""
+    return tuple(sorted(_EXCLUDED.get()))
+
+
+def compile_mode(backend):
+    """The PyTensor mode of ``backend`` with pm_sens's rewrites not excluded.
+
+    Minus PyTensor 3.3's ``orthogonal_solve_to_transpose_matmul``, which raises
+    (and logs a traceback) on draw-batched triangular solves, e.g. a GP's
+    Cholesky solve; the rewrite would not apply to them anyway.
+    """
+    if backend == "python":
+        mode = Mode(
+            VMLinker(use_cloop=False, c_thunks=False),
+            RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion", "cxx_only"]),
+        )
+    else:
+        mode = get_default_mode()
+    skipped = _EXCLUDED.get()
+    mode = mode.register(
+        *(
+            (rewrite.rewriter, rewrite.position)
+            for name, rewrite in REWRITES.items()
+            if backend in rewrite.backends and name not in skipped
+        )
+    )
+    return mode.excluding("orthogonal_solve_to_transpose_matmul")
+
+
+__all__ = [
+    "BACKENDS",
+    "REWRITES",
+    "Rewrite",
+    "compile_mode",
+    "excluded",
+    "excluding",
+    "runs_element_by_element",
+]

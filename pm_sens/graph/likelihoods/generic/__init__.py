@@ -1,0 +1,1 @@
+"""Likelihoods without closed forms: moments and divergences by summation or quadrature."""

@@ -1,0 +1,365 @@
+"""The graph of one observed variable in its leaf parameters, through PyMC's ``logp``.
+
+One rebuilt copy of the observed variable, with its leaf parameters (see
+`pm_sens.graph.likelihoods.generic.leaves`) replaced by placeholders for R rows, gives the
+compiled ``log p(y | φ)``, its score ``∂ log p/∂φ``, a discrete law's ``logcdf``
+and a continuous law's quadrature nodes (`pm_sens.graph.likelihoods.generic.rules`). The
+expectations over y built from them are in `pm_sens.graph.likelihoods.generic.likelihood`.
+"""
+
+from functools import partial
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.distributions.moments import mean as pm_mean
+from pymc.distributions.shape_utils import change_dist_size
+from pymc.exceptions import UndefinedMomentException
+from pytensor.gradient import NullTypeGradError, zero_grad
+from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.traversal import ancestors, toposort
+from pytensor.graph.utils import MethodNotDefined
+from pytensor.scalar import Add, Log
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.special import LogSumExp
+
+from pm_sens.graph.likelihoods.generic.leaves import (
+    constant_parameters,
+    dim_lengths,
+    likelihood_leaves,
+    with_parameters,
+)
+from pm_sens.graph.likelihoods.generic.rules import (
+    Parts,
+    lazy_function,
+    locate_functions,
+    plain_mixture,
+    support_bounds,
+    support_name,
+)
+from pm_sens.graph.model.queries import data_value, replace_rebuilding
+
+
+def at_nodes(outputs, value, nodes):
+    """``outputs``, per-row graphs of ``value`` (R,), at ``nodes`` (P, R).
+
+    Each row's outputs depend on its own value only, so PyTensor's
+    vectorization over a leading node axis gives them per node and row (an
+    output that does not depend on the value is broadcast along the nodes).
+    """
+    return [pt.broadcast_to(out, nodes.shape) for out in vectorize_graph(outputs, {value: nodes})]
+
+
+#: Gauss–Legendre nodes per continuous part of a likelihood
+N_NODES = 64
+#: Discrete likelihoods: support summed until the remaining mass is below this
+TAIL = 1e-10
+
+
+class LikelihoodGraph:
+    """The compiled log density and score of one observed variable in its leaf parameters.
+
+    Parameters
+    ----------
+    rv : TensorVariable
+        The observed variable (univariate, one value per point).
+    model_rvs : set
+        The model's random variables (never entered as components).
+    n_nodes : int
+        Gauss–Legendre nodes per continuous part.
+    tail : float
+        Mass left out of the support sums of discrete likelihoods.
+    """
+
+    def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
+        self.name = type(rv.owner.op).__name__.removesuffix("RV").lstrip("_").lower()
+        if getattr(rv.owner.op, "name", None):
+            self.name = rv.owner.op.name
+        self.discrete = rv.dtype.startswith("int")
+        self.support = "count" if self.discrete else support_name(rv)
+        self.route = (
+            f"summation over the support (tail mass < {tail:g})"
+            if self.discrete
+            else f"Gauss-Legendre quadrature (2x{n_nodes} nodes per part) of PyMC's logp"
+        )
+        # a parameter expression used twice (mu = sigma = f(x)) is one parameter
+        self.leaves = list({leaf.var: leaf for leaf in likelihood_leaves(rv, model_rvs)}.values())
+        # folded to constants, so PyMC's logp sees e.g. an infinite truncation
+        # bound as such (and drops its term) instead of computing with inf
+        self._constants = {
+            c: pt.constant(data_value(c), dtype=c.dtype)
+            for c in constant_parameters(rv, model_rvs)
+        }
+        self._dim_lengths = dim_lengths(rv, {leaf.var for leaf in self.leaves})
+        self.n_nodes, self.tail = n_nodes, tail
+        self._rv = rv
+        self._functions = self._symbolic = None
+        names = [leaf.name for leaf in self.leaves]
+        # two components of the same family: normal_0, normal_1, normal_0#2, normal_1#2
+        names = [
+            n if not names[:i].count(n) else f"{n}#{names[:i].count(n) + 1}"
+            for i, n in enumerate(names)
+        ]
+        self.labels = tuple(
+            label
+            for leaf, name in zip(self.leaves, names, strict=True)
+            for label in leaf.labels(name)
+        )
+
+    def __getstate__(self):
+        # compiled functions stay in the process that built them
+        return {**self.__dict__, "_functions": None, "_symbolic": None}
+
+    def per_point_parameters(self):
+        """The leaf parameters as per-point scalar expressions of the model's graph."""
+        return [c for leaf in self.leaves for c in leaf.per_point_components()]
+
+    def _rebuilt(self, phis):
+        """The observed variable with R rows whose leaves are the R-vectors ``phis``.
+
+        Returns the variable, with each leaf replaced by a root placeholder of the
+        leaf's own type (so PyMC's logprob rewrites cannot clone it away), and the
+        replacements that turn those placeholders into the (R, …) arrays of ``phis``:
+        to be applied to log densities and quadrature rules built on the variable.
+        """
+        rows = phis[0].shape[0]
+        placeholders = {leaf.var: leaf.placeholder() for leaf in self.leaves}
+        rv = graph_replace(self._rv, self._constants, strict=False)
+        rv = graph_replace(with_parameters(rv, placeholders), self._dim_lengths, strict=False)
+        # resized from its new parameters by PyMC's own recipe for the distribution
+        resized = change_dist_size(rv, new_size=(rows,))
+        replacements, start = {}, 0
+        for leaf in self.leaves:
+            replacements[placeholders[leaf.var]] = leaf.assemble(phis[start : start + leaf.size])
+            start += leaf.size
+        return resized, replacements
+
+    def pymc_mean(self):
+        """``mean``, where PyMC has the distribution's mean E[y], else None.
+
+        None where PyMC has no mean for it (a truncated or censored law, a
+        mixture with such a component) or gives the location of an angle
+        (VonMises: its circular mean, not E[y] over (−π, π]): E[y] then comes
+        from the summation or quadrature rule.
+        """
+        placeholders = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+        return None if self.mean(*placeholders) is None else self.mean
+
+    def mean(self, *params):
+        """E[y] (the shape of the leaf ``params``, broadcast) by PyMC's mean; None if none."""
+        params = pt.broadcast_arrays(*(pt.as_tensor_variable(p) for p in params))
+        resized, replacements = self._rebuilt([p.reshape((-1,)) for p in params])
+        laws = [
+            v for v in ancestors([resized]) if v.owner and isinstance(v.owner.op, RandomVariable)
+        ]
+        if any(_circular(law) for law in laws):
+            return None
+        try:
+            mean = pm_mean(resized)
+        except (NotImplementedError, UndefinedMomentException):
+            return None
+        (mean,) = replace_rebuilding([mean], replacements)
+        return mean.reshape(params[0].shape)
+
+    def _compile(self):
+        phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+        resized, replacements = self._rebuilt(phis)
+        value = pt.vector("y", dtype=self._rv.dtype)
+        (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
+        logp = _weights_outside_the_log(logp)
+        scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
+        # y at P nodes per row, (P, R): what depends on the row's parameters only
+        # (a truncation's normalizer, a mixture's log weights) is computed once per row
+        nodes = pt.matrix("y", dtype=self._rv.dtype)
+        logp_at_nodes, *scores_at_nodes = at_nodes([logp, *scores], value, nodes)
+        functions = {
+            "logp": lazy_function([nodes, *phis], [logp_at_nodes], {}),
+            "score": lazy_function([nodes, *phis], [logp_at_nodes, *scores_at_nodes], {}),
+            "logcdf": None,
+        }
+        if self.discrete:
+            try:
+                logcdf = pm.logcdf(resized, value)
+            except (NotImplementedError, TypeError):  # none, or scalar values only
+                pass
+            else:
+                functions["logcdf"] = lazy_function([value, *phis], [logcdf], replacements)
+        # second derivatives are compiled when first needed (moment mode, R-sens2)
+        self._symbolic = (value, nodes, phis, [logp, *scores])
+        if not self.discrete:
+            parts = Parts(self.n_nodes)
+            pieces = parts.of(resized, pt.constant(-np.inf), pt.constant(np.inf))
+            nodes = pt.concatenate([y for y, _ in pieces])
+            weights = pt.concatenate([w for _, w in pieces])
+            extra = [v for _, c, s, _, _, _ in parts.located for v in (c, s)]
+            outputs = [nodes, weights]
+            if plain_mixture(resized):
+                outputs.append(pt.concatenate(parts.components))
+                functions.update(_own_component_scores(resized, phis, replacements))
+            functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements)
+            functions["locate"] = [
+                locate_functions(out, phis, replacements, lower, upper, space)
+                for out, _, _, lower, upper, space in parts.located
+            ]
+        self._functions = functions
+        return functions
+
+    @property
+    def functions(self):
+        """The compiled functions, built on first use."""
+        if self._functions:
+            return self._functions
+        try:
+            return self._compile()
+        except TypeError as error:  # PyTensor's, when a parameter cannot take R rows
+            shared = [
+                leaf.name for leaf in self.leaves if leaf.var.type.ndim < 1 + len(leaf.trailing)
+            ]
+            raise ValueError(
+                f"pm_sens cannot evaluate the {self.name!r} likelihood point by point yet: "
+                f"its parameter(s) {shared} hold one value for all observations (a scalar "
+                "or per-component parameter) inside a distribution that PyMC builds for fixed "
+                "parameter shapes (a mixture's weights, a censored or zero-inflated "
+                "component). This model form is not supported yet; "
+                f"PyTensor said: {error}"
+            ) from None
+
+    def _second_function(self):
+        """The compiled log density, score and second derivatives in the parameters.
+
+        Where PyTensor cannot differentiate the score (a Bessel function's ratio
+        in the von Mises' normalizer has no gradient), the second derivatives
+        are central differences of the exact score (`_differenced_second`).
+        """
+        if "second" not in self.functions:
+            value, nodes, phis, (logp, *scores) = self._symbolic
+            try:
+                second = [
+                    g
+                    for score in scores
+                    for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
+                ]
+            except (MethodNotDefined, NullTypeGradError, NotImplementedError):
+                self._functions["second"] = partial(_differenced_second, self.functions["score"])
+            else:
+                outputs = at_nodes([logp, *scores, *second], value, nodes)
+                self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
+        return self._functions["second"]
+
+
+def _own_component_scores(mixture, phis, replacements):
+    """The compiled ``log(w_k p_k(y))`` of each node's own component k, and its derivatives.
+
+    ``∂E[f]/∂φ = Σ_k ∫ f ∂(w_k p_k)/∂φ dy = Σ_k w_k E_k[f ∂log(w_k p_k)/∂φ]``, and
+    likewise for second derivatives: summed over each component's own nodes,
+    every term is as smooth as its component. The mixture's score
+    ``Σ_k w_k ∂p_k/p`` instead carries a narrow component's spike into the
+    nodes of the wide ones, which cannot resolve it. A component of weight 0
+    has no nodes of weight above 0, so the derivatives in its weight are left
+    out: the predictive holds such a weight at 0 (`leaves.Leaf`).
+
+    Returns the lazily compiled ``"own_score"`` (the log density and M first
+    derivatives) and ``"own_second"`` (the same and M·M second derivatives,
+    k-major), each of nodes (P, R), each node's component (P, R) and the leaf
+    parameters.
+    """
+    weights, *components = mixture.owner.op.dist_params(mixture.owner)
+    value = pt.vector("y", dtype=mixture.dtype)
+    owner = pt.vector("component", dtype="int64")
+    if len(components) == 1:  # stacked on the last axis
+        component_logp = pm.logp(components[0], value[:, None])
+    else:
+        component_logp = pt.stack([pm.logp(c, value) for c in components], axis=-1)
+    rows = pt.arange(value.shape[0])
+    weights = pt.broadcast_to(weights, component_logp.shape)
+    own = pt.log(weights[rows, owner]) + component_logp[rows, owner]
+    (own,) = replace_rebuilding([own], replacements)
+    scores = pytensor.grad(own.sum(), phis, disconnected_inputs="ignore")
+    second = [
+        g
+        for score in scores
+        for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
+    ]
+    nodes = pt.matrix("y", dtype=mixture.dtype)
+    owners = pt.matrix("component", dtype="int64")
+
+    def at_own_nodes(outputs):
+        outputs = vectorize_graph(outputs, {value: nodes, owner: owners})
+        outputs = [pt.broadcast_to(out, nodes.shape) for out in outputs]
+        return lazy_function([nodes, owners, *phis], outputs, {})
+
+    return {
+        "own_score": at_own_nodes([own, *scores]),
+        "own_second": at_own_nodes([own, *scores, *second]),
+    }
+
+
+def _weights_outside_the_log(logp):
+    """``logp`` with each mixture's weights as factors of the sum, not inside its log.
+
+    PyMC writes a mixture's log density as ``logsumexp(log w + log p_k)``. At a
+    weight of exactly 0 (a stick-breaking weight after a break that took the
+    whole stick) PyTensor's derivative in ``w_k`` is 0·∞, where the score is
+    ``p_k(y)/p(y)``. Written as ``log Σ_k w_k exp(log p_k − m) + m``, with ``m``
+    the largest term held constant in derivatives, the value is the same and
+    every derivative finite.
+    """
+    replacements = {}
+    for node in toposort([logp]):
+        terms = node.inputs[0].owner if isinstance(node.op, LogSumExp) else None
+        if terms is None or not _is_elemwise(terms, Add):
+            continue
+        logs = [t for t in terms.inputs if t.owner and _is_elemwise(t.owner, Log)]
+        if len(logs) != 1:
+            continue
+        others = [t for t in terms.inputs if t is not logs[0]]
+        axis = node.op.axis
+        top = zero_grad(pt.max(node.inputs[0], axis=axis, keepdims=True))
+        top = pt.switch(pt.isinf(top), 0.0, top)  # all terms -inf: no offset
+        weighted = logs[0].owner.inputs[0] * pt.exp(pt.add(*others) - top)
+        mixed = pt.log(pt.sum(weighted, axis=axis, keepdims=True)) + top
+        replacements[node.outputs[0]] = mixed.squeeze(axis)
+    if not replacements:
+        return logp
+    (logp,) = replace_rebuilding([logp], replacements)
+    return logp
+
+
+def _is_elemwise(node, scalar_op):
+    return isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, scalar_op)
+
+
+#: the step of central differences, relative to each parameter's size: the cube
+#: root of float64's epsilon balances truncation (h²) against rounding (ε/h)
+_DIFFERENCE_STEP = np.cbrt(np.finfo(float).eps)
+
+
+def _differenced_second(score, nodes, *phis):
+    """``[log p, score (M), ∂²log p/∂φ_k∂φ_j (M·M, k-major)]`` at ``nodes`` (P, R).
+
+    Each column of the Hessian is the central difference of the exact score in
+    one parameter, with a step relative to the parameter's size; the matrix is
+    then symmetrized (its mean with its transpose).
+    """
+    logp, *first = score(nodes, *phis)
+    m = len(phis)
+    columns = []
+    for j, phi in enumerate(phis):
+        step = _DIFFERENCE_STEP * np.maximum(np.abs(phi), 1.0)
+        up = score(nodes, *phis[:j], phi + step, *phis[j + 1 :])[1:]
+        down = score(nodes, *phis[:j], phi - step, *phis[j + 1 :])[1:]
+        columns.append([(u - d) / (2 * step) for u, d in zip(up, down, strict=True)])
+    # columns[j][k] = ∂score_k/∂φ_j
+    second = [0.5 * (columns[j][k] + columns[k][j]) for k in range(m) for j in range(m)]
+    return [logp, *first, *second]
+
+
+def _circular(law):
+    """Whether ``law`` is a distribution of angles (its support is (−π, π])."""
+    try:
+        low, high = support_bounds(law)
+    except NotImplementedError:
+        return False
+    return isinstance(low, float) and (low, high) == (-np.pi, np.pi)

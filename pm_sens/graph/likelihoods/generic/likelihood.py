@@ -1,0 +1,365 @@
+"""Any univariate PyMC likelihood, through PyMC's own ``logp``.
+
+For likelihoods without closed forms in `pm_sens.families` — mixtures,
+zero-inflated and hurdle families, censored and truncated likelihoods, a
+``pm.CustomDist`` with only a ``logp``, and the other univariate
+distributions — the per-draw predictive at a point is described by its
+*leaf parameters*: the parameters of the distribution node and of its
+component distributions (a mixture's weights and each component's
+parameters, a censored likelihood's base parameters, …), each flattened to
+per-point scalars. One rebuilt copy of the observed variable, with the leaves
+replaced by placeholders, gives ``log p(y | φ)`` and its score ``∂ log p/∂φ``.
+
+Expectations over y use
+
+- exact summation over the support 0, 1, 2, … for discrete likelihoods, grown
+  until the remaining mass is below ``tail`` (1e-10);
+- for continuous ones, a rule per part of the distribution: point masses
+  (censoring bounds, a hurdle's zero) as single nodes, and each continuous
+  part by Gauss–Legendre quadrature in ``θ`` after ``y = c + s tan θ`` over
+  the part's bounds, centred at the part's median with its interquartile
+  half-width as scale (``pm.icdf``) or, without an inverse CDF, at the mode
+  found by Newton's method with the curvature there as scale. A mixture's
+  components are integrated one by one, so separated modes are all resolved.
+
+These give the Fisher information ``E[s sᵀ]``, the entropy, the KL
+divergence and the moments of the likelihood as a `pm_sens.families.Family`.
+"""
+
+import numpy as np
+
+from pm_sens.families import Family
+from pm_sens.families._base import log1p_gap
+from pm_sens.families._renyi import log_rule_term
+from pm_sens.graph.likelihoods.generic.graph import N_NODES, TAIL, LikelihoodGraph
+from pm_sens.graph.likelihoods.generic.rules import blocks, locate
+
+
+class GenericLikelihood(LikelihoodGraph):
+    """Log density, score and expectations of one observed variable as a `Family`.
+
+    Parameters are those of `LikelihoodGraph`.
+    """
+
+    def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
+        super().__init__(rv, model_rvs, n_nodes=n_nodes, tail=tail)
+        self._per_row = None
+        #: a mixture's component of each node of the continuous rule (P,)
+        self._owners = None
+        #: largest |Σ weights − 1| of the rules used so far (see `expectation`)
+        self.mass_error = 0.0
+
+    def log_density(self, phi, y):
+        """The log density ``log p(y | φ)``, broadcasting ``phi`` (..., M) against ``y`` (...).
+
+        The axes along which only ``y`` varies become the node axis of the
+        compiled log density, so each row's parameters are used once.
+        """
+        shape = np.broadcast_shapes(phi.shape[:-1], np.shape(y))
+        if 0 in shape:
+            return np.zeros(shape)
+        phi = phi.reshape((1,) * (len(shape) + 1 - phi.ndim) + phi.shape)
+        nodes = [a for a, n in enumerate(shape) if n > 1 and phi.shape[a] == 1]
+        rows = [a for a in range(len(shape)) if a not in nodes]
+        row_shape = tuple(shape[a] for a in rows)
+        phi = phi[tuple(0 if a in nodes else slice(None) for a in range(len(shape)))]
+        phi = np.broadcast_to(phi, (*row_shape, phi.shape[-1])).reshape(-1, phi.shape[-1])
+        y = np.broadcast_to(np.asarray(y, dtype=self._rv.dtype), shape).transpose(nodes + rows)
+        out = self._logp_at(y.reshape(-1, len(phi)), phi)
+        return out.reshape(y.shape).transpose(np.argsort(nodes + rows))
+
+    @staticmethod
+    def _by_rows(function, y, phi):
+        """``function``'s outputs at nodes ``y`` (P, R) of rows ``phi`` (R, M), block by block."""
+        out = None
+        for rows in blocks(len(phi), len(y)):
+            parts = function(np.ascontiguousarray(y[:, rows]), *np.ascontiguousarray(phi[rows].T))
+            if out is None:
+                out = [np.empty(y.shape) for _ in parts]
+            for whole, part in zip(out, parts, strict=True):
+                whole[:, rows] = part
+        return out
+
+    def _derivatives(self, y, phi, order, own_components=False):
+        """The log density and, up to ``order``, its derivatives at nodes of rows.
+
+        At nodes ``y`` (P, R) of rows ``phi`` (R, M): the log density (P, R),
+        with ``order >= 1`` the score (P, R, M), with ``order == 2`` ∂²log p
+        (P, R, M, M). ``own_components``: of ``log(w_k p_k)`` of each node's
+        own component k, for a mixture of continuous laws.
+        """
+        if order == 0:
+            return [self._logp_at(y, phi)]
+        if own_components:
+            function = self._own_function(order)
+        else:
+            function = self._second_function() if order == 2 else self.functions["score"]
+        logp, *outputs = self._by_rows(function, y, phi)
+        m = phi.shape[-1]
+        derivatives = [np.stack(outputs[:m], -1)]
+        if order == 2:
+            derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
+        return [logp, *derivatives]
+
+    def _own_function(self, order):
+        """`_derivatives`' function for ``log(w_k p_k)`` of each node's own component k."""
+        function = self.functions["own_second" if order == 2 else "own_score"]
+
+        def own(nodes, *columns):
+            owners = np.broadcast_to(self._owners[:, None], nodes.shape)
+            return function(nodes, np.ascontiguousarray(owners), *columns)
+
+        return own
+
+    def _logp_at(self, y, phi):
+        """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
+        return self._by_rows(self.functions["logp"], y, phi)[0]
+
+    def _rules(self, flat, cells_per_value=1):
+        """Blocks of rows with their rule: (row indices, nodes (P, r), weights (P, r)).
+
+        Discrete rows are grouped by the support they need (0..K−1, K a power of
+        2), so a few rows with large counts do not widen every row's sum; their
+        weights are None (the pmf, computed with the score).
+        """
+        if self.discrete:
+            sizes, _ = self._support_sizes(flat)
+            for top in np.unique(sizes):
+                index = np.flatnonzero(sizes == top)
+                for rows in blocks(len(index), top * cells_per_value):
+                    nodes = np.broadcast_to(np.arange(top)[:, None], (top, len(index[rows])))
+                    yield index[rows], nodes, None
+            return
+        if self._per_row is None:
+            self._per_row = len(self._continuous_rule(flat[:1])[0])
+        for rows in blocks(len(flat), self._per_row * cells_per_value):
+            yield np.arange(len(flat))[rows], *self._continuous_rule(flat[rows])
+
+    def _continuous_rule(self, phi):
+        """Nodes and weights (P, R) of continuous rows ``phi`` (R, M).
+
+        For a mixture, each node's component (P,), the same for every row, is
+        kept in ``_owners``.
+        """
+        columns = list(np.ascontiguousarray(phi.T))
+        located = []
+        for functions in self.functions["locate"]:
+            located += locate(functions, columns)
+        nodes, weights, *owners = self.functions["nodes"](*columns, *located)
+        if owners:
+            self._owners = owners[0]
+        return nodes, weights
+
+    def _support_sizes(self, phi):
+        """Per row, K (a power of 2, ≥ 16) with the mass above K − 1 below ``tail``.
+
+        From PyMC's logcdf when it has one (one evaluation per row and try),
+        else from the pmf summed over 0..K − 1, each try adding K/2..K − 1 and
+        a row's K the count where its sum passes ``1 − tail``, rounded up to a
+        quarter of its power of 2 (a beta-binomial with 41 trials sums 48
+        counts, not 64; rows come in at most four sizes per octave).
+
+        Returns the sizes (R,) and, where they came from the pmf, the pmf and
+        log pmf (W, R) at 0..W − 1 it summed (`_tables`); else None.
+        """
+        sizes, mass = np.zeros(len(phi), dtype=int), np.zeros(len(phi))
+        low, top, logcdf = 0, 16, self.functions["logcdf"]
+        summed = []  # (rows, first count, log pmf and pmf (counts, rows)) of each try
+        while np.any(sizes == 0):
+            pending = np.flatnonzero(sizes == 0)
+            rows = phi[pending]
+            if logcdf is not None:
+                upper = np.full(len(rows), top - 1, dtype=self._rv.dtype)
+                left = -np.expm1(logcdf(upper, *np.ascontiguousarray(rows.T))[0])
+                sizes[pending[left < self.tail]] = top
+            else:
+                log_pmf = self.log_density(rows[None], np.arange(low, top)[:, None])
+                pmf = np.exp(log_pmf)
+                summed.append((pending, low, log_pmf, pmf))
+                sums = mass[pending] + np.cumsum(pmf, 0)
+                held = sums >= 1 - self.tail  # (counts, rows)
+                done = held[-1]
+                needed = low + np.argmax(held[:, done], 0) + 1
+                step = max(top // 8, 1)  # a quarter of the octave low..top
+                sizes[pending[done]] = np.maximum(-(-needed // step) * step, 16)
+                mass[pending] = sums[-1]
+            if top >= 2**24:  # the tail is too heavy to sum: use what there is
+                sizes[sizes == 0] = top
+            low, top = top, top * 2
+        return sizes, _tables(summed, sizes) if summed else None
+
+    def expectation(self, phi, integrand, order=1, own_components=False):
+        """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
+
+        ``phi`` (..., M); ``y`` and ``logp`` are (P, R) over the rule's P nodes,
+        ``score`` (P, R, M) with ``order >= 1`` and ``hessian`` (P, R, M, M) with
+        ``order == 2``; the integrand returns (P, R, ...) arrays. Records in
+        ``mass_error`` the largest |Σ weights − 1| seen: how well the rule
+        integrates the density.
+
+        ``own_components``: for the derivatives of ``E[f]`` (an integrand ``f s``
+        or ``f (s sᵀ + ∂s)``) of a mixture of continuous laws, component by
+        component: at each node, ``logp`` and its derivatives are those of
+        ``log(w_k p_k)`` of the node's own component k (`_own_function`).
+        """
+        flat = phi.reshape(-1, phi.shape[-1])
+        own_components = own_components and order >= 1 and "own_score" in self.functions
+        out = None
+        for index, y, w in self._rules(flat, 1 + (order == 2) * flat.shape[1]):
+            logp, *derivatives = self._derivatives(y, flat[index], order, own_components)
+            w = np.exp(logp) if w is None else w
+            # nodes without mass (or that underflowed onto a boundary) may score nan
+            w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
+            self.mass_error = max(self.mass_error, float(np.max(np.abs(w.sum(0) - 1))))
+            if self.discrete and self.mass_error > 1e-6:
+                raise ValueError(
+                    f"the {self.name!r} likelihood puts mass {self.mass_error:.3g} outside "
+                    "0, 1, 2, …, the values pm_sens sums over: discrete likelihoods with "
+                    "negative values are not supported"
+                )
+            with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
+                value = integrand(y, logp, *derivatives)
+            w = w.reshape(w.shape + (1,) * (value.ndim - w.ndim))
+            # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
+            # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
+            negligible = (w < self.tail) & ~np.isfinite(value)
+            with np.errstate(invalid="ignore"):
+                block = np.where((w > 0) & ~negligible, w * value, 0.0).sum(0)
+            if out is None:
+                out = np.empty((len(flat), *block.shape[1:]))
+            out[index] = block
+        return out.reshape(*phi.shape[:-1], *out.shape[1:])
+
+    def fisher_information(self, phi):
+        """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
+        return self.expectation(phi, lambda y, logp, s: s[..., :, None] * s[..., None, :])
+
+    def entropy(self, phi):
+        """``−E[log p]`` (...); point masses enter with their log mass."""
+        return self.expectation(phi, lambda y, logp: -logp, order=0)
+
+    def raw_moments(self, phi, varying, order):
+        """``E[y]`` and ``E[y²]`` and their derivatives in the ``varying`` parameters.
+
+        By the score identity ``∂E[f]/∂φ_j = E[f s_j]`` and
+        ``∂²E[f]/∂φ_j∂φ_k = E[f (s_j s_k + ∂_k s_j)]``.
+
+        Returns
+        -------
+        list of ndarray
+            values (..., 2); with ``order >= 1`` first derivatives (..., 2, V);
+            with ``order == 2`` second derivatives (..., 2, V, V).
+        """
+        v = len(varying)
+
+        def integrand(y, logp, score=None, hessian=None):
+            powers = np.stack([y, y * y], -1)  # (P, R, 2)
+            out = [powers]
+            if order >= 1:
+                score = score[..., varying]
+                out.append((powers[..., :, None] * score[..., None, :]).reshape(*y.shape, -1))
+            if order == 2:
+                curvature = hessian[..., varying, :][..., :, varying]
+                outer = score[..., :, None] * score[..., None, :] + curvature
+                out.append(
+                    (powers[..., :, None, None] * outer[..., None, :, :]).reshape(*y.shape, -1)
+                )
+            return np.concatenate(out, -1)
+
+        flat = self.expectation(phi, integrand, order, own_components=True)
+        shapes = [(2,), (2, v), (2, v, v)][: order + 1]
+        sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
+        return [
+            part.reshape(*phi.shape[:-1], *shape)
+            for part, shape in zip(np.split(flat, sizes, -1), shapes, strict=True)
+        ]
+
+    def kl_divergence(self, phi_p, phi_q):
+        """KL(p ‖ q) by the rule of p, as ``E_p[g(q/p − 1)]``, ``g(u) = u − log(1+u)``."""
+        shape = np.broadcast_shapes(phi_p.shape, phi_q.shape)
+        phi_p = np.broadcast_to(phi_p, shape).reshape(-1, shape[-1])
+        phi_q = np.broadcast_to(phi_q, shape).reshape(-1, shape[-1])
+        out = np.empty(len(phi_p))
+        for index, y, w in self._rules(phi_p):
+            logp, logq = (self._logp_at(y, x[index]) for x in (phi_p, phi_q))
+            w = np.exp(logp) if w is None else w
+            with np.errstate(invalid="ignore", over="ignore"):
+                gap = log1p_gap(np.expm1(logq - logp))
+                out[index] = np.where(w > 0, w * gap, 0.0).sum(0)
+        return out.reshape(shape[:-1])
+
+    def renyi_divergence(self, phi_p, phi_q, alpha):
+        """D_α(p ‖ q), 0 < α < 1, by the rules of both laws (`renyi_by_rules`)."""
+        shape = np.broadcast_shapes(phi_p.shape, phi_q.shape)
+        flat = [np.broadcast_to(x, shape).reshape(-1, shape[-1]) for x in (phi_p, phi_q)]
+        terms = np.empty((2, len(flat[0])))
+        for own, rows in enumerate(flat):
+            for index, y, w in self._rules(rows):
+                log_p, log_q = (self._logp_at(y, x[index]) for x in flat)
+                with np.errstate(divide="ignore"):
+                    log_w = (log_p, log_q)[own] if w is None else np.log(w)
+                terms[own, index] = log_rule_term(log_w, log_p, log_q, alpha)
+        return (np.logaddexp(*terms) / (alpha - 1)).reshape(shape[:-1])
+
+    def pmf_table(self, phi):
+        """Discrete: the pmf of 0..W−1 (W arrays (...)) and the entropy (...) per row.
+
+        Each row's pmf is summed over its own support (`_support_sizes`),
+        from the values that found it where it was found by summing the pmf;
+        W is the widest, the counts beyond a row's support have probability 0.
+        """
+        flat = phi.reshape(-1, phi.shape[-1])
+        sizes, tables = self._support_sizes(flat)
+        if tables is None:
+            log_pmf = np.full((sizes.max(), len(flat)), -np.inf)
+            for index, y, _ in self._rules(flat):
+                log_pmf[: len(y), index] = self._logp_at(y, flat[index])
+            pmf = np.exp(log_pmf)
+        else:
+            pmf, log_pmf = tables
+        np.copyto(log_pmf, 0.0, where=pmf == 0)  # 0 · log 0 = 0, not 0 · −inf
+        entropy = -np.einsum("kr,kr->r", pmf, log_pmf)
+        width = len(pmf)
+        return tuple(pmf.reshape(width, *phi.shape[:-1])), entropy.reshape(phi.shape[:-1])
+
+    def support_upper(self, phi, tail):
+        """Discrete: a count above which each row's mass is below ``tail``."""
+        flat = phi.reshape(-1, phi.shape[-1])
+        upper = np.empty(len(flat), dtype=int)
+        for index, y, _ in self._rules(flat):
+            left = 1 - np.cumsum(np.exp(self._logp_at(y, flat[index])), 0)
+            upper[index] = np.argmax(left < tail, 0)
+        return upper.reshape(phi.shape[:-1])
+
+    def family(self):
+        """The likelihood as a `pm_sens.families.Family` over its leaf parameters."""
+        return Family(
+            self.name,
+            "generic",
+            self.labels,
+            lambda phi, **_: self.fisher_information(phi),
+            lambda p, q, **_: self.kl_divergence(p, q),
+            lambda phi, y, **_: self.log_density(phi, y),
+            entropy=None if self.discrete else self.entropy,
+            renyi_divergence=lambda p, q, alpha, **_: self.renyi_divergence(p, q, alpha),
+            renyi_above_one=False,
+            support_upper=(lambda phi, tail, **_: self.support_upper(phi, tail))
+            if self.discrete
+            else None,
+            pmf_table=(lambda phi, **_: self.pmf_table(phi)) if self.discrete else None,
+        )
+
+
+def _tables(summed, sizes):
+    """The pmf and log pmf (W, R) at 0..W − 1 from `_support_sizes`' tries.
+
+    Both 0 from each row's size on.
+    """
+    pmf, log_pmf = np.zeros((2, sizes.max(), len(sizes)))
+    for rows, low, log_p, p in summed:
+        counts = min(len(pmf) - low, len(p))
+        if counts > 0:
+            pmf[low : low + counts, rows] = p[:counts]
+            log_pmf[low : low + counts, rows] = log_p[:counts]
+    pmf[np.arange(len(pmf))[:, None] >= sizes] = 0.0
+    return pmf, log_pmf

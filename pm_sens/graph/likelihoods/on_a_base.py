@@ -1,0 +1,167 @@
+"""Closed-form likelihoods built on a base law: zero-modified counts, censored Normal.
+
+Each recognizer takes an observed variable and returns its `Likelihood` and
+parameters, or None when the variable is not of its form (then PyMC's logp
+serves it, `pm_sens.graph.likelihoods.generic.likelihood`).
+"""
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.censored import CensoredRV
+from pymc.distributions.distribution import DiracDeltaRV
+from pymc.distributions.mixture import MixtureRV, _HurdleRV
+from pymc.distributions.truncated import TruncatedRV
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.random import basic as rv
+
+from pm_sens import families
+from pm_sens.graph.likelihoods.closed_forms import LIKELIHOODS, Likelihood
+from pm_sens.graph.model.queries import censored_parts
+
+#: zero-modified families with closed forms: (hurdle?, base op) -> family
+_ZERO_MODIFIED = {
+    (False, rv.PoissonRV): families.ZERO_INFLATED_POISSON,
+    (False, rv.NegBinomialRV): families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
+    (True, rv.PoissonRV): families.HURDLE_POISSON,
+    (True, rv.NegBinomialRV): families.HURDLE_NEGATIVE_BINOMIAL,
+}
+
+
+def _zero_log_mass(base, params):
+    """Log f(0) of the base count law, symbolically (Poisson: −μ; NB(n, p): n log p)."""
+    if base is rv.PoissonRV:
+        return -params[0]
+    n, p = params
+    return n * pt.log(p)
+
+
+def _zero_modified_moments(base, hurdle):
+    base_likelihood = LIKELIHOODS[base]
+
+    def moments(psi, *params):
+        mean, variance = base_likelihood.moments(*params)
+        if not hurdle:  # mixture of 0 and the base law
+            return psi * mean, psi * variance + psi * (1 - psi) * mean**2
+        positive = -pt.expm1(_zero_log_mass(base, params))
+        new_mean = psi * mean / positive
+        return new_mean, psi * (variance + mean**2) / positive - new_mean**2
+
+    return moments
+
+
+def zero_modified_likelihood(observed):
+    """The closed-form zero-inflated or hurdle Poisson / negative binomial, if it is one.
+
+    Recognizes PyMC's ``ZeroInflatedPoisson``, ``ZeroInflatedNegativeBinomial``,
+    ``HurdlePoisson`` and ``HurdleNegativeBinomial`` (a mixture of a point mass
+    at 0 and the count law, truncated below at 1 for a hurdle), and the
+    zero-truncated count law (`zero_truncated_likelihood`). Returns the
+    `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
+    """
+    op = observed.owner.op
+    if isinstance(op, TruncatedRV):
+        return zero_truncated_likelihood(observed)
+    if not isinstance(op, MixtureRV | _HurdleRV):
+        return None
+    weights, *components = op.dist_params(observed.owner)
+    if len(components) != 2 or not isinstance(components[0].owner.op, DiracDeltaRV):
+        return None
+    hurdle = isinstance(op, _HurdleRV)
+    node = components[1].owner
+    if hurdle:
+        if not isinstance(node.op, TruncatedRV):
+            return None
+        base, params = type(node.op.base_rv_op), node.inputs[2:-2]
+    else:
+        base, params = type(node.op), node.op.dist_params(node)
+    family = _ZERO_MODIFIED.get((hurdle, base))
+    if family is None:
+        return None
+    return _zero_modified(family.name, base, hurdle), [weights[..., 1], *params]
+
+
+def zero_truncated_likelihood(observed):
+    """``pm.Truncated`` of a Poisson or negative binomial at ``lower=1``, if it is one.
+
+    The zero-truncated count law is the hurdle law with ``ψ = 1`` (no zeros):
+    its Fisher information in the base parameters is finite there, and ψ, a
+    constant, enters no derivative. Returns the `Likelihood` and its parameters
+    ``[1, *PyMC's base parameters]``, or None.
+    """
+    node = observed.owner
+    *params, lower, upper = node.inputs[2:]
+    base = type(node.op.base_rv_op)
+    family = _ZERO_MODIFIED.get((True, base))
+    if family is None or not all(isinstance(b, Constant) for b in (lower, upper)):
+        return None
+    if not (np.all(lower.data == 1) and np.all(np.isposinf(upper.data))):
+        return None
+    name = family.name.replace("hurdle", "zero_truncated")
+    return _zero_modified(name, base, hurdle=True), [pt.constant(1.0), *params]
+
+
+def _zero_modified(name, base, hurdle):
+    """The `Likelihood` of a zero-modified law on the count law ``base``, parameters (ψ, θ)."""
+    base_likelihood = LIKELIHOODS[base]
+    return Likelihood(
+        name,
+        "count",
+        ("psi", *base_likelihood.parameter_names),
+        _ZERO_MODIFIED[(hurdle, base)],
+        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
+        _zero_modified_moments(base, hurdle),
+    )
+
+
+def _censored_normal_moments(mu, sigma, lower, upper):
+    """Mean and variance of Normal(μ, σ) censored at constant bounds (l, u)."""
+    parts = []
+    for bound in (lower, upper):
+        # an infinite bound holds no mass; computing with a finite stand-in keeps
+        # the derivatives finite (0 · inf would give nan)
+        infinite = pt.isinf(bound)
+        safe = pt.switch(infinite, 0.0, bound)
+        z = (safe - mu) / sigma
+        density = pt.exp(-(z**2) / 2) / np.sqrt(2 * np.pi)
+        cdf = pt.switch(infinite, pt.gt(bound, 0) * 1.0, 0.5 * pt.erfc(-z / np.sqrt(2)))
+        parts.append((safe, z, pt.switch(infinite, 0.0, density), cdf))
+    (low, a, density_a, cdf_a), (high, b, density_b, cdf_b) = parts
+    m0 = cdf_b - cdf_a
+    m1 = density_a - density_b
+    m2 = m0 + a * density_a - b * density_b
+    mean = low * cdf_a + high * (1 - cdf_b) + mu * m0 + sigma * m1
+    square = (
+        low**2 * cdf_a + high**2 * (1 - cdf_b) + mu**2 * m0 + 2 * mu * sigma * m1 + sigma**2 * m2
+    )
+    return mean, square - mean**2
+
+
+def censored_normal_likelihood(observed):
+    """The closed-form censored Normal (Tobit), if ``observed`` is one.
+
+    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)`` with bounds that are
+    constants (a bound held in a ``pm.Data`` container goes through PyMC's logp
+    instead, where it may be an input). Returns the `Likelihood` and its
+    parameters ``[mu, sigma, lower, upper]``, or None.
+    """
+    op = observed.owner.op
+    if not isinstance(op, CensoredRV):
+        return None
+    base, lower, upper = censored_parts(observed)
+    if not isinstance(base.owner.op, rv.NormalRV):
+        return None
+    if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
+        return None
+    mu, sigma = base.owner.op.dist_params(base.owner)
+    likelihood = Likelihood(
+        "censored_normal",
+        "real",
+        ("mu", "sigma", "lower", "upper"),
+        families.CENSORED_NORMAL,
+        lambda mu, sigma, lower, upper: [mu, sigma],
+        _censored_normal_moments,
+        fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
+        matched_fixed=False,
+    )
+    return likelihood, [mu, sigma, lower, upper]

@@ -1,0 +1,1 @@
+"""Local measures: `sensitivity` and `integrated_gradients`, and the passes behind them."""

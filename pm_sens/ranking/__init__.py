@@ -1,0 +1,1 @@
+"""Rankings of the inputs from stored results: `summary` and `importance`."""

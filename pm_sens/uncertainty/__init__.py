@@ -1,0 +1,1 @@
+"""What drives the predictive's uncertainty: `permutation_importance` and `partial_dependence`."""
