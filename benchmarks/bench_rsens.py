@@ -21,6 +21,7 @@ import pymc as pm
 
 import pm_sens
 from pm_sens._core.context import make_context
+from pm_sens._core.request import Request
 from pm_sens._run.background import wait_for_compiles
 from pm_sens._run.compiling import compiled_for
 from pm_sens.graph.compile.compiled import data_for_chunk
@@ -56,19 +57,7 @@ def fake_posterior(model, rng, chains, draws):
 
 def default_context(model, idata):
     """The validated request of a default `sensitivity` call, without running it."""
-    return make_context(
-        idata,
-        model,
-        var_name=None,
-        inputs=None,
-        points=None,
-        predictive=None,
-        num_draws=None,
-        random_seed=None,
-        memory_limit=1e9,
-        progressbar=False,
-        extend_inferencedata=False,
-    )
+    return make_context(Request(idata, model, progressbar=False, extend_inferencedata=False))
 
 
 def forward_seconds(model, idata, repeats):

@@ -52,8 +52,8 @@ import bench_uncertainty  # noqa: E402
 from bench_rsens import best_of, fake_posterior, heteroscedastic_normal, logistic_glm  # noqa: E402
 
 import pm_sens  # noqa: E402
-from pm_sens._run.compiling import compiled_for  # noqa: E402
 from pm_sens._run.chunks import moment_pass  # noqa: E402
+from pm_sens._run.compiling import compiled_for  # noqa: E402
 from pm_sens.graph.compile.compiled import data_for_chunk  # noqa: E402
 from pm_sens.measures.mixture import MixtureMoments  # noqa: E402
 

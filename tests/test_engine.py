@@ -14,6 +14,7 @@ from scipy import special
 import pm_sens
 from pm_sens._core import context as _context
 from pm_sens._core.arguments import native_array
+from pm_sens._core.request import Request
 from pm_sens._run import chunks as _chunks
 from pm_sens._run import compiling as _compiling
 from pm_sens.graph import engine
@@ -38,17 +39,7 @@ def logistic(rng):
 def _default_context(idata, model):
     """The validated request of a default call, without running it."""
     return _context.make_context(
-        idata,
-        model,
-        var_name=None,
-        inputs=None,
-        points=None,
-        predictive=None,
-        num_draws=None,
-        random_seed=None,
-        memory_limit=1e9,
-        progressbar=False,
-        extend_inferencedata=False,
+        Request(idata, model, progressbar=False, extend_inferencedata=False)
     )
 
 

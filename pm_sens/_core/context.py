@@ -9,12 +9,6 @@ posterior draws. `pm_sens._run.compiling` builds its graphs and
 import weakref
 from dataclasses import dataclass, field
 
-from pm_sens._core.arguments import (
-    check_bool,
-    check_optional_positive_int,
-    check_positive,
-    check_seed,
-)
 from pm_sens._core.draws import Draws, posterior_draws
 from pm_sens._core.inputs import resolve_inputs
 from pm_sens._core.levels import check_levels, one_hot_levels, resolve_levels
@@ -25,9 +19,6 @@ from pm_sens.graph.model.dependence import Dependence
 from pm_sens.graph.predictive import Predictive, required_free_rvs
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
-
-#: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
-DEFAULT_MEMORY_LIMIT = 1e9
 
 
 def predictive_for(model, var_name):
@@ -56,45 +47,25 @@ class Context:
 
 
 def make_context(
-    idata,
-    model,
-    *,
-    var_name,
-    inputs,
-    points,
-    predictive,
-    num_draws,
-    random_seed,
-    memory_limit,
-    progressbar,
-    extend_inferencedata,
-    differentiable=True,
-    lazy_points=True,
-    levels=False,
-    categorical=None,
+    request, *, differentiable=True, lazy_points=True, levels=False, categorical=None
 ):
-    """Check the request (no compiling) and gather what the measures need.
+    """Read the model for a `Request` (no compiling): what the measures need.
 
-    Validates the arguments every public function shares (``progressbar``,
-    ``extend_inferencedata``, ``num_draws``, ``memory_limit``, the predictive,
-    inputs, points and posterior draws). Dask-backed points stay lazy if
-    ``lazy_points`` (and the model has no BART variable), else they are read
-    into memory. With ``levels``, integer
-    per-point inputs are categorical inputs (``ctx.levels``), and so is each
-    group of feature columns in ``categorical``.
+    Checks what the request names in the model: the predictive, inputs, points
+    and posterior draws. Dask-backed points stay lazy if ``lazy_points`` (and
+    the model has no BART variable), else they are read into memory. With
+    ``levels``, integer per-point inputs are categorical inputs
+    (``ctx.levels``), and so is each group of feature columns in
+    ``categorical``.
     """
-    progressbar = check_bool("progressbar", progressbar)
-    check_bool("extend_inferencedata", extend_inferencedata)
-    model, frontend = pymc_model_for(model)
+    model, frontend = pymc_model_for(request.model)
+    inputs, points, predictive = request.inputs, request.points, request.predictive
     if frontend is not None:
         points = frontend.points(points)
         if inputs is None:
             inputs = frontend.default_inputs
-    num_draws = check_optional_positive_int("num_draws", num_draws)
-    random_seed = check_seed("random_seed", random_seed)
-    memory_limit = check_positive("memory_limit", memory_limit)
     if predictive is None:
-        predictive = predictive_for(model, var_name)
+        predictive = predictive_for(model, request.var_name)
     elif not isinstance(predictive, Predictive):
         raise TypeError(
             f"predictive={type(predictive).__name__} is not valid; "
@@ -123,13 +94,20 @@ def make_context(
     level_info = resolve_levels(predictive, level_inputs, pts)
     level_info += one_hot_levels(pts, predictive, diff_inputs, categorical)
     draws = posterior_draws(
-        idata,
+        request.idata,
         model,
         required_free_rvs(predictive, model),
-        num_draws,
-        random_seed,
+        request.num_draws,
+        request.random_seed,
         names=frontend.posterior_names if frontend is not None else None,
     )
     return Context(
-        model, predictive, diff_inputs, pts, draws, memory_limit, progressbar, levels=level_info
+        model,
+        predictive,
+        diff_inputs,
+        pts,
+        draws,
+        request.memory_limit,
+        request.progressbar,
+        levels=level_info,
     )

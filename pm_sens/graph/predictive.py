@@ -10,9 +10,9 @@ from pm_sens.graph.frontends.dims import tensor_model
 from pm_sens.graph.frontends.gp import gp_parameters, training_inputs
 from pm_sens.graph.frontends.trees import tree_draw_symbols, trees_at_points
 from pm_sens.graph.likelihoods.closed_forms import (
+    LIKELIHOODS,
     LIKELIHOODS_BY_NAME,
     Likelihood,
-    likelihood_for_op,
 )
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from pm_sens.graph.likelihoods.multivariate import outcome_labels, vector_outcome
@@ -54,26 +54,27 @@ def _generic_likelihood(rv, model):
     ), generic.per_point_parameters()
 
 
-def _likelihood_and_parameters(rv, model, vector):
-    """How pm_sens reads the observed ``rv``, and its parameters (floats).
+def likelihood_of(rv, model, vector):
+    """How pm_sens reads the observed ``rv``, and its parameters (floats): the one dispatch.
 
-    ``vector``: `vector_outcome`'s ``(likelihood, components)`` for a vector
-    outcome per point, else None.
+    In order: a vector outcome per point (``vector``: `vector_outcome`'s
+    ``(likelihood, components)``, else None); the closed forms of the
+    distribution's op (`LIKELIHOODS`); a zero-modified law or a censored
+    Normal on a base with closed forms; else PyMC's log density, by summation
+    or quadrature (`GenericLikelihood`).
     """
     op = rv.owner.op
     if vector is not None:
         likelihood, components = vector
         params = components(op.dist_params(rv.owner))
+    elif type(op) in LIKELIHOODS:
+        likelihood, params = LIKELIHOODS[type(op)], op.dist_params(rv.owner)
     else:
-        likelihood = likelihood_for_op(op)
-        if likelihood is not None:
-            params = op.dist_params(rv.owner)
-        else:
-            likelihood, params = (
-                zero_modified_likelihood(rv)
-                or censored_normal_likelihood(rv)
-                or _generic_likelihood(rv, model)
-            )
+        likelihood, params = (
+            zero_modified_likelihood(rv)
+            or censored_normal_likelihood(rv)
+            or _generic_likelihood(rv, model)
+        )
     return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
 
 
@@ -177,62 +178,98 @@ class Predictive:
                 f"valid: {sorted(LIKELIHOODS_BY_NAME)}"
             )
         likelihood = LIKELIHOODS_BY_NAME[family]
-        parameters = _checked_parameters(parameters)
-        inputs = _checked_inputs(inputs)
-        self._init(
+        self._complete(
             likelihood,
-            _parameters_in_op_order(likelihood, parameters),
-            inputs,
-            var_name,
-            defaults,
-            feature_names,
+            _parameters_in_op_order(likelihood, _checked_parameters(parameters)),
+            _checked_inputs(inputs),
+            var_name=var_name,
+            defaults=defaults,
+            feature_names=feature_names,
         )
 
-    def _init(self, likelihood, parameter_list, inputs, var_name, defaults=None, features=None):
-        self.likelihood = likelihood
-        self.parameter_list = list(parameter_list)
-        self.inputs = list(inputs)
-        self.var_name = var_name
-        #: default values of symbolic (non-container) inputs, e.g. a GP's training X
-        self.defaults = dict(defaults or {})
-        #: labels of the input's columns, when given
-        self.feature_names = None if features is None else list(features)
-        #: per-point copies of group-level predictors: {input: (container, index)}
-        self.group_inputs = {}
-        #: whether held data containers with one row per observation follow the
-        #: points (True for likelihoods over observations; False for a GP, whose
-        #: held data are its training set)
-        self.data_per_point = True
-        self.compiled = {}
-        #: lengths of what each integer input indexes (its valid levels), once read
-        self.indexed_lengths = {}
-        #: symbolic stand-ins of NumPy constants with one row per observation:
-        #: held at each point's value (their values are in ``defaults``)
-        self.row_constants = []
-        #: symbolic stand-ins of float NumPy arrays with one row per observation,
-        #: taken as inputs (`pm_sens.graph.model.per_row.per_row_constants`)
-        self.numpy_inputs = []
-        #: column labels of 2-D inputs that have no dims of their own
-        self.column_labels = {}
-        #: statistics of the data held at their values (`pm_sens.graph.model.data_statistics`)
-        self.held_statistics = []
-        #: raw inputs that build the design columns, and what those replaced
-        #: (`pm_sens.graph.model.design`)
-        self.raw_inputs = []
-        self.design_replaced = None
-        #: a wide table's cells as points (`pm_sens.graph.model.wide_table`): their
-        #: count, and the per-cell symbols taken as inputs
-        self.observation_count = None
-        self.table_row = None  # the name of the cells' row index
-        self.cell_inputs = []
-        #: the shape of one point's outcome: () for a scalar, (K,) for a vector,
-        #: and a vector's K labels (the coords of the observed variable's last dim)
-        self.outcome_shape = ()
-        self.outcome_labels = []
+    def _complete(
+        self,
+        likelihood,
+        parameter_list,
+        inputs,
+        *,
+        var_name=None,
+        defaults=None,
+        feature_names=None,
+        group_inputs=None,
+        data_per_point=True,
+        row_constants=(),
+        numpy_inputs=(),
+        column_labels=None,
+        held_statistics=(),
+        raw_inputs=(),
+        design_replaced=None,
+        observation_count=None,
+        table_row=None,
+        cell_inputs=(),
+        outcome_shape=(),
+        outcome_labels=(),
+    ):
+        """Set every attribute, once: a predictive is complete when built."""
+        fields = dict(
+            likelihood=likelihood,
+            parameter_list=list(parameter_list),
+            inputs=list(inputs),
+            var_name=var_name,
+            #: default values of symbolic (non-container) inputs, e.g. a GP's training X
+            defaults=dict(defaults or {}),
+            #: labels of the input's columns, when given
+            feature_names=None if feature_names is None else list(feature_names),
+            #: per-point copies of group-level predictors: {input: (container, index)}
+            group_inputs=dict(group_inputs or {}),
+            #: whether held data containers with one row per observation follow the
+            #: points (True for likelihoods over observations; False for a GP, whose
+            #: held data are its training set)
+            data_per_point=data_per_point,
+            #: symbolic stand-ins of NumPy constants with one row per observation:
+            #: held at each point's value (their values are in ``defaults``)
+            row_constants=list(row_constants),
+            #: symbolic stand-ins of float NumPy arrays with one row per observation,
+            #: taken as inputs (`pm_sens.graph.model.per_row.per_row_constants`)
+            numpy_inputs=list(numpy_inputs),
+            #: column labels of 2-D inputs that have no dims of their own
+            column_labels=dict(column_labels or {}),
+            #: statistics of the data held at their values (`pm_sens.graph.model.data_statistics`)
+            held_statistics=list(held_statistics),
+            #: raw inputs that build the design columns, and what those replaced
+            #: (`pm_sens.graph.model.design`)
+            raw_inputs=list(raw_inputs),
+            design_replaced=design_replaced,
+            #: a wide table's cells as points (`pm_sens.graph.model.wide_table`): their
+            #: count, the name of their row index, and the per-cell symbols taken as inputs
+            observation_count=observation_count,
+            table_row=table_row,
+            cell_inputs=list(cell_inputs),
+            #: the shape of one point's outcome: () for a scalar, (K,) for a vector,
+            #: and a vector's K labels (the coords of the observed variable's last dim)
+            outcome_shape=tuple(outcome_shape),
+            outcome_labels=list(outcome_labels),
+            #: caches, filled as calls need them: compiled chunk functions by
+            #: settings (`pm_sens._run.compiling`), and the lengths of what each
+            #: integer input indexes (its valid levels)
+            compiled={},
+            indexed_lengths={},
+        )
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            f"a Predictive is complete when built: {name!r} cannot be set; build another "
+            "with pm_sens.Predictive(...) or Predictive.from_observed(...)"
+        )
 
     def __getstate__(self):
         # compiled functions stay in the process that built them (see `pm_sens._run.cluster`)
         return {**self.__dict__, "compiled": {}}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     @property
     def family(self) -> str:
@@ -302,7 +339,7 @@ class Predictive:
                 "observation, its inputs as pm.Data vectors or matrices with one row per "
                 "observation"
             )
-        likelihood, params = _likelihood_and_parameters(rv, model, vector)
+        likelihood, params = likelihood_of(rv, model, vector)
         params = cumulative_products_as_chains(params, keep=model.free_RVs)
         # first: a NumPy X of the trees is then found as an input like any other
         params = trees_at_points(model, params)
@@ -340,27 +377,28 @@ class Predictive:
             params, held_statistics = hold_data_statistics(
                 model, params, [*inputs, *numpy_inputs, *raw], {**lagged, **numpy_inputs, **raw}
             )
-        self = cls.__new__(cls)
-        self._init(
+        outcome_shape = np.shape(observed)[1:] if vector is not None else ()
+        predictive = cls.__new__(cls)
+        predictive._complete(
             likelihood,
             params,
             [*inputs, *numpy_inputs, *raw, *cell_inputs, *group_inputs],
-            rv.name,
+            var_name=rv.name,
             defaults={**row_constants, **lagged, **numpy_inputs, **raw, **cell_inputs},
+            group_inputs=group_inputs,
+            row_constants=row_constants,
+            numpy_inputs=numpy_inputs,
+            column_labels={**column_labels(model, params, numpy_inputs), **transposed_labels},
+            held_statistics=held_statistics,
+            raw_inputs=raw,
+            design_replaced=replaced,
+            observation_count=n_rows if cell_inputs else None,
+            table_row=row_coordinate(model, rv) if cell_inputs else None,
+            cell_inputs=cell_inputs,
+            outcome_shape=outcome_shape,
+            outcome_labels=outcome_labels(model, rv, outcome_shape),
         )
-        self.observation_count = n_rows if cell_inputs else None
-        self.table_row = row_coordinate(model, rv) if cell_inputs else None
-        self.outcome_shape = np.shape(observed)[1:] if vector is not None else ()
-        self.outcome_labels = outcome_labels(model, rv, self.outcome_shape)
-        self.cell_inputs = list(cell_inputs)
-        self.raw_inputs = list(raw)
-        self.design_replaced = replaced
-        self.group_inputs = group_inputs
-        self.row_constants = list(row_constants)
-        self.numpy_inputs = list(numpy_inputs)
-        self.column_labels = {**column_labels(model, params, numpy_inputs), **transposed_labels}
-        self.held_statistics = held_statistics
-        return self
+        return predictive
 
     @classmethod
     def from_gp(cls, gp, *, likelihood=None, link=None, feature_names=None, **parameters):
@@ -392,9 +430,17 @@ class Predictive:
         x_train = training_inputs(gp, feature_names)
         x_new = pt.matrix("X", shape=(None, x_train.shape[1]))
         family, params = gp_parameters(gp, x_new, likelihood, link, parameters)
-        self = cls(family, params, [x_new], defaults={x_new: x_train}, feature_names=feature_names)
-        self.data_per_point = False
-        return self
+        likelihood = LIKELIHOODS_BY_NAME[family]
+        predictive = cls.__new__(cls)
+        predictive._complete(
+            likelihood,
+            _parameters_in_op_order(likelihood, _checked_parameters(params)),
+            [x_new],
+            defaults={x_new: x_train},
+            feature_names=feature_names,
+            data_per_point=False,  # the GP's data are its training set, not the points
+        )
+        return predictive
 
     def __repr__(self):
         names = [getattr(x, "name", None) or repr(x) for x in self.inputs]

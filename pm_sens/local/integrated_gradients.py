@@ -6,8 +6,9 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._core.arguments import check_finite_array, check_optional_positive_int
-from pm_sens._core.context import DEFAULT_MEMORY_LIMIT, make_context
+from pm_sens._core.context import make_context
 from pm_sens._core.points import feature_matrix
+from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import (
     attach,
     outcome_coordinates,
@@ -145,7 +146,7 @@ def integrated_gradients(
         an ``outcome`` dim after ``point_dim`` to every variable.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
-    ctx = make_context(
+    request = Request(
         idata,
         model,
         var_name=var_name,
@@ -158,6 +159,7 @@ def integrated_gradients(
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
+    ctx = make_context(request)
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
     check_differentiable("integrated_gradients", stepped_inputs(ctx))
     x = feature_matrix(ctx.points.values, ctx.inputs)
@@ -198,4 +200,4 @@ def integrated_gradients(
             **result_attrs(ctx),
         },
     )
-    return attach(idata, "attribution", dataset, extend_inferencedata)
+    return attach(request.idata, "attribution", dataset, request.extend_inferencedata)

@@ -8,8 +8,9 @@ from pm_sens._core.arguments import (
     inform,
     warn,
 )
-from pm_sens._core.context import DEFAULT_MEMORY_LIMIT, make_context
+from pm_sens._core.context import make_context
 from pm_sens._core.levels import levels_for_alpha
+from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import attach, feature_kinds, result_attrs, result_dataset
 from pm_sens._run.compiling import dependence_of
 from pm_sens.local.methods import (
@@ -215,7 +216,7 @@ def sensitivity(
     if kl_scheme is not None:
         check_choice("kl_scheme", kl_scheme, SCHEMES)
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
-    ctx = make_context(
+    request = Request(
         idata,
         model,
         var_name=var_name,
@@ -227,9 +228,8 @@ def sensitivity(
         memory_limit=memory_limit,
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
-        levels=True,
-        categorical=categorical,
     )
+    ctx = make_context(request, levels=True, categorical=categorical)
     stepped = stepped_inputs(ctx)
     method, delta, kl_scheme = resolve_step_defaults(method, delta, kl_scheme, stepped)
     delta = _check_delta(delta)

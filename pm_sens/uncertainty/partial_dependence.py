@@ -11,8 +11,8 @@ from pm_sens._core.arguments import (
     check_optional_positive_int,
     check_percentiles,
 )
-from pm_sens._core.context import DEFAULT_MEMORY_LIMIT
 from pm_sens._core.points import distinct_rows, feature_matrix, values_at
+from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import (
     attach,
     outcome_coordinates,
@@ -148,7 +148,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
     ice = check_bool("ice", ice)
     percentiles = check_percentiles(percentiles)
-    ctx = uncertainty_context(
+    request = Request(
         idata,
         model,
         var_name=var_name,
@@ -161,6 +161,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
+    ctx = uncertainty_context(request)
     check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None
     labels = ctx.points.features
@@ -200,7 +201,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
             **result_attrs(ctx),
         },
     )
-    return attach(idata, "partial_dependence", dataset, extend_inferencedata)
+    return attach(request.idata, "partial_dependence", dataset, request.extend_inferencedata)
 
 
 def _grids(ctx, features, grid, grid_resolution, percentiles):

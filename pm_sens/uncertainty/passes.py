@@ -20,9 +20,9 @@ from pm_sens.measures.mixture import MixtureMoments
 from pm_sens.measures.mixture_density import MixtureLogDensity
 
 
-def uncertainty_context(idata, model, **kwargs):
+def uncertainty_context(request):
     """The shared context; integer inputs allowed (they can be permuted)."""
-    return make_context(idata, model, differentiable=False, lazy_points=False, **kwargs)
+    return make_context(request, differentiable=False, lazy_points=False)
 
 
 def observed_values(idata, ctx, observed):

@@ -4,8 +4,8 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._core.arguments import as_name_list, check_choice, check_optional_positive_int
-from pm_sens._core.context import DEFAULT_MEMORY_LIMIT
 from pm_sens._core.points import feature_matrix, values_at
+from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import attach, result_attrs
 from pm_sens._core.table_rows import row_indicator, table_rows
 from pm_sens._run.compiling import dependence_of
@@ -115,7 +115,7 @@ def permutation_importance(
     kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
     n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5
     block_size = check_optional_positive_int("block_size", block_size)
-    ctx = uncertainty_context(
+    request = Request(
         idata,
         model,
         var_name=var_name,
@@ -128,6 +128,7 @@ def permutation_importance(
         progressbar=progressbar,
         extend_inferencedata=extend_inferencedata,
     )
+    ctx = uncertainty_context(request)
     check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "likelihood" in kinds else None
     groups = feature_groups(features, ctx.points.features)
@@ -186,7 +187,7 @@ def permutation_importance(
     )
     if "entropy" not in kinds:
         dataset = dataset.drop_vars("component")
-    return attach(idata, "permutation_importance", dataset, extend_inferencedata)
+    return attach(request.idata, "permutation_importance", dataset, request.extend_inferencedata)
 
 
 def _default_block_size(dependence, n_points):

@@ -382,8 +382,3 @@ def default_moment_family(likelihood) -> Family:
     """The family ``mode="moment"`` matches the likelihood's mixture to by default."""
     name = likelihood.moment_family or families.DEFAULT_MOMENT_FAMILY[likelihood.support]
     return families.get_moment_family(name)
-
-
-def likelihood_for_op(op) -> Likelihood | None:
-    """The :class:`Likelihood` of a PyMC random-variable op, or None if unknown."""
-    return LIKELIHOODS.get(type(op))

@@ -1,0 +1,63 @@
+"""What every public function is asked, checked once: the `Request`."""
+
+from dataclasses import dataclass
+
+from pm_sens._core.arguments import (
+    check_bool,
+    check_optional_positive_int,
+    check_positive,
+    check_seed,
+)
+
+#: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
+DEFAULT_MEMORY_LIMIT = 1e9
+
+
+@dataclass(frozen=True)
+class Request:
+    """The arguments every public function shares, checked when made.
+
+    Made once by the public function from its arguments and passed down
+    (`pm_sens._core.context.make_context`); the cheap checks run here, before
+    any model is read.
+
+    Attributes
+    ----------
+    idata : xarray.DataTree
+        The posterior (and, for the log density, the observed data).
+    model : pymc.Model, bambi.Model or pymc-marketing MMM
+        The fitted model.
+    var_name : str or None
+        The observed variable; None for the model's only one.
+    inputs, points, predictive
+        As the public functions take them; None for their defaults.
+    num_draws : int or None
+        Use about this many posterior draws, chosen with ``random_seed``.
+    random_seed : int, numpy Generator or None
+    memory_limit : float
+        Working memory per chunk of draws, in bytes.
+    progressbar, extend_inferencedata : bool
+    """
+
+    idata: object
+    model: object
+    var_name: str | None = None
+    inputs: object = None
+    points: object = None
+    predictive: object = None
+    num_draws: int | None = None
+    random_seed: object = None
+    memory_limit: float = DEFAULT_MEMORY_LIMIT
+    progressbar: bool = True
+    extend_inferencedata: bool = True
+
+    def __post_init__(self):
+        checked = {
+            "progressbar": check_bool("progressbar", self.progressbar),
+            "extend_inferencedata": check_bool("extend_inferencedata", self.extend_inferencedata),
+            "num_draws": check_optional_positive_int("num_draws", self.num_draws),
+            "random_seed": check_seed("random_seed", self.random_seed),
+            "memory_limit": check_positive("memory_limit", self.memory_limit),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
