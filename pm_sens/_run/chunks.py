@@ -27,44 +27,27 @@ from pm_sens.measures.mixture import MixtureMoments
 #: draw where it holds several values per row) per chunk of a graph run in NumPy
 #: or of a per-draw graph, so that its temporaries stay in the CPU's cache and
 #: below the allocator's 32 MB threshold, above which every chunk's arrays are
-#: fresh pages (chunks as large as memory allows made a default partial
-#: dependence 30 % slower, and draw-mode R-sens 2x slower). Counting the largest
-#: array: an ordered probit's R-sens2, 4 classes per row, 2.7 -> 1.4 s; a GP's
-#: draw-mode R-sens, a kernel row per point, 5.2 -> 2.4 s
+#: fresh pages (measurements: benchmarks/README.md, "Tuned constants")
 CACHED_CELLS = 1_500_000
-#: the largest array counts where it holds this many values per row or more (a
-#: Bernoulli's p and 1 − p, 2 per row, made the logistic GLM's permutation
-#: importance 2.9 -> 3.3 s in chunks half as large)
+#: the largest array counts where it holds this many values per row or more: a
+#: Bernoulli's p and 1 − p (2 per row) are cheap enough to leave out
 SEVERAL_PER_ROW = 4
 #: the same for a graph of the parameters alone (order 0), whose consumers hold
 #: several arrays of the chunk's size at once (statistics, deviations from the
-#: chunk's mean): the quickstart's default partial dependence took 0.82 s in
-#: chunks of this size against 0.98 s in chunks of `CACHED_CELLS`, where
-#: derivatives (draw-mode R-sens, integrated gradients) ran 4-8 % slower in
-#: these smaller chunks (counting the largest array: an ordinal logistic's
-#: default PDP, 75,000 rows of 5 classes, 4.9 s in chunks of 10 draws, 3.8 s
-#: in chunks of 1)
+#: chunk's mean)
 FORWARD_CACHED_CELLS = 750_000
 #: draws per chunk of a forward graph whose rows for one draw already exceed
 #: `FORWARD_CACHED_CELLS` (no chunk stays in the cache): its inputs are read once
-#: for this many draws, not once per draw (a 30-input logistic's default PDP,
-#: 853,500 rows, re-read its 205 MB design matrix per chunk: 19-21 s in chunks of
-#: one draw, 15 s in chunks of 8, 9.7 s in chunks of 12, 12.2 s in the 6 that
-#: the old memory estimate of 24 arrays per row allowed, with the same 920 MB
-#: peak)
+#: for this many draws, not once per draw
 DRAWS_PER_READ = 16
 #: a chunk is evaluated while the one before is consumed where each part takes
-#: at least this share of a chunk's time (a 30-input logistic's PDP, 0.33:
-#: 8.5-9.2 -> 6.9-7.6 s; a spline's, 0.45: 1.8 -> 1.1 s; an ordered probit's,
-#: 0.10: 8.3 -> 7.4 s; a beta-binomial's, 0.05, was 6 % slower so, its
-#: tables' many short calls waiting for the GIL)
+#: at least this share of a chunk's time: below it, the consumer's many short
+#: NumPy calls wait for the GIL longer than the overlap saves
 OVERLAP_SHARE = 0.1
 #: chunks timed before deciding (the first call's first chunks warm up)
 _TIMED = 3
 #: arrays of a forward graph's rows (one draw) its consumers hold at once: the
-#: parameters, log densities, entropies, a recurrence's coefficients (a
-#: logistic's PDP held about 2 per row and draw: 12 MB per draw of 853,500 rows;
-#: 12 before two chunks shared the memory limit, which kept its chunks of 12 draws)
+#: parameters, log densities, entropies, a recurrence's coefficients
 FORWARD_ARRAYS = 6
 
 

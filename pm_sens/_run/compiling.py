@@ -28,8 +28,8 @@ INTERPRETED_WORK = 2e7
 
 
 #: above this many values NumPy would run longer than Numba's compile on an empty
-#: cache (20 s at most, measured): compile first; below, NumPy runs while Numba
-#: compiles in the background (`pm_sens._run.background`)
+#: cache: compile first; below, NumPy runs while Numba compiles in the background
+#: (`pm_sens._run.background`)
 COMPILE_FIRST_WORK = 1e9
 
 

@@ -4,17 +4,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 #: rows × draws per NumPy call (per count of a table block; of a support walk)
 #: from which a chunk's rows go half on each of two threads, and the least a
-#: table block holds there: shorter calls wait for the GIL (a beta-binomial's
-#: tables of 41 counts in blocks of 8,192 rows × draws: its PDP 4.5 s on one
-#: thread, 5.4 s on two). Default PDPs, warm, old and new code alternating: a
-#: 30-input logistic's 6.1-7.4 -> 5.5-6.2 s, a zero-truncated Poisson's 2.1 ->
-#: 1.3 s, a beta-binomial's (blocks of 32,768 there) 4.3-5.3 -> 2.6-2.9 s
+#: table block holds there: shorter calls wait for the GIL longer than the
+#: second thread saves
 TWO_THREADS_VALUES = 32_768
 #: a chunk's values (draws × rows × counts) from which its sums go on two threads:
 #: smaller chunks come from graphs whose evaluation is the long part, already in
-#: a thread beside them (an ordinal logistic's PDP, one draw of 75,000 rows × 5
-#: classes a chunk: its first call in a process 4.5 -> 5.4 s and 2.9 -> 5.3 s in
-#: two runs, the evaluations taking twice as long beside two summing threads)
+#: a thread beside them, which two summing threads would slow down
 TWO_THREADS_CHUNK = 2**21
 
 

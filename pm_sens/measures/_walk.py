@@ -11,7 +11,7 @@ environment uses it, longer than a narrow support's sums take here.
 import numpy as np
 
 #: the pmf below e^−700 (1e-304) is taken as e^−700: NumPy's exp leaves its vector
-#: path for results that underflow (5 to 30 times slower)
+#: path for results that underflow, which is many times slower
 _LOG_SMALLEST = -700.0
 #: counts between evaluations of the log pmf itself: the sum of log ratios from a
 #: log pmf of −3000 (a rate of 3000 at 0) rounds to 1e-10 over 3000 counts

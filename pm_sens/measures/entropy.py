@@ -1,4 +1,7 @@
-"""Entropy of the posterior predictive and its aleatoric/epistemic split (004).
+"""Entropy of the posterior predictive and its aleatoric/epistemic split.
+
+After Wood et al., "Model-agnostic variable importance for predictive
+uncertainty: an entropy-based approach".
 
 Total entropy ``H(x)`` of the predictive mixture; aleatoric
 ``A(x) = E_s H(p(·|λ_s(x)))``; epistemic ``H − A``. For discrete families the
@@ -17,25 +20,23 @@ from pm_sens.measures._halves import on_two_threads, over_halves
 from pm_sens.measures._walk import walk_sums
 
 #: draws × rows × support values of the summation route's log densities held at
-#: once (`_add_rows`): 16 MB, not 160 MB (measured when a beta-binomial took that
-#: route: its default PDP 36.5 s -> 30.9 s)
+#: once (`_add_rows`): 16 MB, so the blocks stay within the CPU's caches
 _MAX_CELLS = 2_000_000
 #: the same for a family's pmf table, built in blocks of rows and draws that
-#: keep its arrays in the CPU's cache (a 30-input logistic's default PDP built
-#: its Bernoulli tables at 7.6 ns per value over all rows, 4.9 ns in these)
+#: keep its arrays in the CPU's cache
 _TABLE_CELLS = 131_072
-#: rows × draws of a table block at least: a beta-binomial's tables of 41 counts
-#: ran its PDP in 5.1 s in blocks of 131,072 values, 4.1 s with 8,192 per count
+#: rows × draws of a table block at least: a table of many counts keeps blocks
+#: of this many rows × draws per count, so each NumPy call stays long
 _TABLE_LEAST = 8_192
 #: draws per call of the support sums that keep their vector loops over draws full
 DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
 #: a pass's support sums run in NumPy (`walk_sums`) where that takes about this
 #: long or less, else in the loop Numba compiles (`recursion_sums`: about 1 ns per
-#: draw and count, but 6 s to compile the first time an environment uses it)
+#: draw and count, but seconds to compile the first time an environment uses it)
 NUMPY_SECONDS = 1.5
 #: `walk_sums`' cost: per draw and count, and per count of each chunk of draws (the
-#: NumPy calls themselves: rates of 1 and 2e5 in one row took 2.4 s for 4 draws)
+#: NumPy calls themselves, which dominate where few draws walk far)
 _NUMPY_PER_CELL, _NUMPY_PER_COUNT = 3e-9, 12e-6
 
 

@@ -1,4 +1,7 @@
-"""Integrated Gradients of a predictive statistic (Sundararajan et al.; 003).
+"""Integrated Gradients of a predictive statistic (Sundararajan et al.).
+
+Through link functions as in "Integrated Gradient attribution for Gaussian
+Processes with non-Gaussian likelihoods".
 
 ``IG_d(x) = (x_d − b_d) ∫₀¹ ∂F(b + t(x − b))/∂x_d dt`` by Gauss–Legendre on
 [0, 1]. Completeness: ``Σ_d IG_d(x) = F(x) − F(b)`` up to quadrature error.

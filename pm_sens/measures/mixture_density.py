@@ -1,7 +1,8 @@
 """The predictive mixture's log density at observed values, over chunks of draws.
 
 ``log q(y|x) = log (1/S) Σ_s p(y|λ_s(x))``, what likelihood permutation
-importance scores (004, eqs. 5 and 6).
+importance scores (Wood et al., "Model-agnostic variable importance for predictive
+uncertainty", eqs. 5 and 6).
 """
 
 import numpy as np

@@ -1,4 +1,8 @@
-"""Permutation feature importance and partial-dependence grids (004)."""
+"""Permutation feature importance and partial-dependence grids.
+
+After Wood et al., "Model-agnostic variable importance for predictive
+uncertainty: an entropy-based approach".
+"""
 
 import numpy as np
 

@@ -1,4 +1,8 @@
-"""`partial_dependence`: PDP and ICE of the predictive mean, entropy and log density (004)."""
+"""`partial_dependence`: PDP and ICE of the predictive mean, entropy and log density.
+
+After Wood et al., "Model-agnostic variable importance for predictive
+uncertainty: an entropy-based approach".
+"""
 
 import numpy as np
 import xarray as xr

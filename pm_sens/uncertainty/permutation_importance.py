@@ -1,4 +1,8 @@
-"""`permutation_importance`: entropy and likelihood permutation feature importance (004)."""
+"""`permutation_importance`: entropy and likelihood permutation feature importance.
+
+After Wood et al., "Model-agnostic variable importance for predictive
+uncertainty: an entropy-based approach".
+"""
 
 import numpy as np
 import xarray as xr

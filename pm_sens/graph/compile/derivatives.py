@@ -74,8 +74,8 @@ def _feature_columns(grads, one_dimensional, features_last=False):
 
 #: components from which derivatives of a graph run in NumPy come from one
 #: backward pass batched over them (`over_components`): a categorical's classes.
-#: Two (a location and a scale) keep a pass each: a GP's interactions took 16 s
-#: cold and 8.6 s warm batched, against 14 s and 7.9 s
+#: Two (a location and a scale) keep a pass each: batching two costs more in the
+#: batched graph than the second pass does
 BATCHED_COMPONENTS = 3
 
 

@@ -14,8 +14,8 @@ from pm_sens.graph.compile.rewrites import compile_mode, runs_element_by_element
 
 #: graphs of more nodes than this compile without PyTensor's inplace rewrites,
 #: whose validation (the destroy handler) checks each candidate against the
-#: whole graph: R-sens2 of an ordered probit, 5,350 nodes, compiled in 10.6 s
-#: instead of 27.2 s, and ran as fast (2.4 s against 2.7 s)
+#: whole graph: on large graphs it takes most of the compile and saves little
+#: of the run (benchmarks/README.md, "Tuned constants")
 LARGE_GRAPH = 2_000
 
 

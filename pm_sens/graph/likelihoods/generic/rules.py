@@ -31,7 +31,7 @@ from pm_sens.graph.compile.functions import GraphFunction
 from pm_sens.graph.model.queries import censored_parts, replace_rebuilding
 
 # support values (or nodes) × rows per compiled call: small enough that the
-# graph's temporaries stay in cache (4x faster per value than 1e6 cells)
+# graph's temporaries stay in the CPU's cache
 _MAX_CELLS = 65_536
 _NEWTON_STEPS = 60
 
