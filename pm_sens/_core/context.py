@@ -9,9 +9,9 @@ posterior draws. `pm_sens._run.compiling` builds its graphs and
 import weakref
 from dataclasses import dataclass, field
 
+from pm_sens._core.categorical_inputs import check_levels, one_hot_levels, resolve_levels
 from pm_sens._core.draws import Draws, posterior_draws
 from pm_sens._core.inputs import resolve_inputs
-from pm_sens._core.levels import check_levels, one_hot_levels, resolve_levels
 from pm_sens._core.points import PointSet, resolve_points
 from pm_sens.graph.frontends.choice import pymc_model_for
 from pm_sens.graph.frontends.trees import tree_draw_symbols
@@ -42,7 +42,7 @@ class Context:
     progressbar: bool
     #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
     dependence: Dependence | None = None
-    #: categorical inputs, compared level by level (`pm_sens._core.levels.Levels`)
+    #: categorical inputs, compared level by level (`pm_sens._core.categorical_inputs.Levels`)
     levels: list = field(default_factory=list)
 
 

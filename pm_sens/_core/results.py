@@ -7,7 +7,12 @@ column is NaN, with the reason in the attrs.
 import numpy as np
 import xarray as xr
 
-from pm_sens._core.levels import LEVEL_METHODS, contrast_name, rate_pairs_name, shown_columns
+from pm_sens._core.categorical_inputs import (
+    LEVEL_METHODS,
+    contrast_name,
+    rate_pairs_name,
+    shown_columns,
+)
 from pm_sens._core.points import constant_columns, feature_matrix
 from pm_sens._core.table_rows import with_row_joints
 from pm_sens._version import __version__

@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from pm_sens._core.levels import contrast_name, level_values, rate_pairs_name
+from pm_sens._core.categorical_inputs import contrast_name, level_values, rate_pairs_name
 from pm_sens._run.chunks import collect_draws, moment_pass
 from pm_sens._run.compiling import compiled_for
 from pm_sens.local.derivative_passes import all_components, check_matched, second_moment_of

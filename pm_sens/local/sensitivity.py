@@ -8,8 +8,8 @@ from pm_sens._core.arguments import (
     inform,
     warn,
 )
+from pm_sens._core.categorical_inputs import levels_for_alpha
 from pm_sens._core.context import make_context
-from pm_sens._core.levels import levels_for_alpha
 from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import attach, feature_kinds, result_attrs, result_dataset
 from pm_sens._run.compiling import dependence_of

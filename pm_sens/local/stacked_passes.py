@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from pm_sens._core.levels import level_values
+from pm_sens._core.categorical_inputs import level_values
 from pm_sens._core.points import feature_matrix, values_at
 from pm_sens._run.chunks import collect_draws, moment_pass
 from pm_sens._run.compiling import colors_for, compiled_for, dependence_of
