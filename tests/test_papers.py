@@ -119,7 +119,7 @@ def test_paper004_duplicated_feature_claims():
     of a relevant feature shares its Likelihood-PFI and makes both copies the most
     important for the entropy; a copy of an irrelevant one leaves the likelihood alone."""
     duplicates = _load("entropy_pfi_duplicates")
-    results = duplicates.run(1, n_train=1500)
+    results = duplicates.run(1, n_train=1500, draws=200)
     likelihood, entropy = ({v: r[0, k] for v, r in results.items()} for k in (0, 1))
     original, copy1, copy5 = (likelihood[v] for v in duplicates.VERSIONS)
     assert original[:4].min() > 5 * np.abs(original[4:]).max()

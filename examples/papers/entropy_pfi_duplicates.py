@@ -59,14 +59,14 @@ def build_model(n_train):
     return model
 
 
-def one_version(model, rng, copy_of, n_train):
+def one_version(model, rng, copy_of, n_train, draws=500):
     """(Likelihood-PFI, Entropy-PFI total, Entropy-PFI epistemic), each (D,)."""
     x, y = generate(rng, copy_of, n_train)
     with model:
         pm.set_data({"X": x[:n_train], "y_train": y[:n_train]})
         idata = pm.sample(
-            500,
-            tune=500,
+            draws,
+            tune=draws,
             chains=2,
             cores=1,
             random_seed=int(rng.integers(2**31)),
@@ -90,13 +90,16 @@ def one_version(model, rng, copy_of, n_train):
     )
 
 
-def run(repetitions, seed=3, n_train=N_TRAIN):
+def run(repetitions, seed=3, n_train=N_TRAIN, draws=500):
     """{version: (repetitions, 3 measures, D)}; ``n_train`` (and a third as many
-    test points) smaller than the paper's only to test quickly."""
+    test points) and ``draws`` (per chain, after as many tuning steps) smaller
+    than the paper's only to test quickly."""
     rng = np.random.default_rng(seed)
     model = build_model(n_train)
     return {
-        version: np.array([one_version(model, rng, copy_of, n_train) for _ in range(repetitions)])
+        version: np.array(
+            [one_version(model, rng, copy_of, n_train, draws) for _ in range(repetitions)]
+        )
         for version, copy_of in VERSIONS.items()
     }
 
