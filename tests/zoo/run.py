@@ -14,6 +14,7 @@ import pymc as pm
 import xarray as xr
 
 import pm_sens
+from pm_sens.graph.compile.rewrites import REWRITES, excluding
 from tests.zoo._lazy import assert_same, lazy_posterior, model_points
 
 QUIET = dict(progressbar=False)
@@ -22,6 +23,7 @@ FUNCTIONS = (
     "sensitivity_moment",
     "sensitivity_draw",
     "dask_and_lazy",
+    "without_rewrites",
     "summary",
     "importance",
     "permutation_importance",
@@ -196,6 +198,30 @@ def _steps(case, state):
                     given[1]["sensitivity"], given[0]["sensitivity"], f"dask points, {mode}"
                 )
 
+    def without_rewrites():
+        """R-sens (or the first method) compiled without pm_sens's rewrites: the same
+        values to 1e-10 in both modes (the rewrites change how a graph computes,
+        never what). First order only: the interactions' graphs take PyTensor's own
+        rewrites long to compile again (`tests/test_rewrites.py` compares R-sens2
+        without any rewrite). The NumPy forms of scalar ops stay: without them a
+        graph is compiled by Numba instead, a switch `tests/test_rewrites.py` covers."""
+        modes = [m for m in ("moment", "draw") if m in state]
+        if not modes:
+            raise _Skipped("no sensitivity to compare with")
+        kept = [n for n in REWRITES if n != "local_numpy_ufunc_forms"]
+        for mode in modes:
+            eager = state[mode]["sensitivity"].to_dataset()
+            with excluding(*kept):
+                plain = _sensitivity_call(
+                    case,
+                    case.idata,
+                    mode,
+                    interactions=False,
+                    method=[case.methods[0]],
+                    extend_inferencedata=False,
+                )["sensitivity"].to_dataset()
+            assert_same(plain, eager[list(plain.data_vars)], f"no rewrites, {mode}", 1e-10)
+
     def _any_sensitivity():
         if "moment" not in state and "draw" not in state:
             raise _Skipped("no sensitivity to summarize")
@@ -258,6 +284,7 @@ def _steps(case, state):
             sensitivity_moment,
             sensitivity_draw,
             dask_and_lazy,
+            without_rewrites,
             summary,
             importance,
             permutation_importance,
