@@ -196,8 +196,8 @@ def sensitivity(
         steps, and which: the trees of a BART variable, floor, ...; empty if none),
         fisher (``"closed form"``, or the summation or quadrature route of a
         likelihood without one, with ``rule_mass_error``: the largest
-        ``|Σ weights − 1|`` of its rules, i.e. how well they integrate the
-        likelihood's density), delta, kl_scheme,
+        ``|Σ weights − 1|`` of the rules this model's likelihood has used in the
+        process, i.e. how well they integrate its density), delta, kl_scheme,
         var_nodes and ``pm_sens_version``.
 
     Examples
@@ -243,10 +243,6 @@ def sensitivity(
     ctx = levels_for_alpha(ctx, alpha, chosen, matched)
     # the first evaluation (a forward graph), after every check that costs nothing
     check_methods_joint(methods, dependence_of(ctx), ctx)
-    generic = ctx.predictive.likelihood.generic
-    if generic is not None:
-        generic.mass_error = 0.0  # reported in attrs: how well its rules integrate
-
     settings = dict(
         mode=mode,
         family=matched,
@@ -276,7 +272,7 @@ def sensitivity(
         # inputs the predictions see only through steps: why the default is the KL
         "steps": "; ".join(f"{x}: {', '.join(names)}" for x, names in stepped.items()),
         **result_attrs(ctx),
-        **_rule_attrs(generic),
+        **_rule_attrs(ctx.predictive.likelihood.generic),
     }
     return attach(
         idata,

@@ -46,7 +46,8 @@ class GenericLikelihood(LikelihoodGraph):
         self._per_row = None
         #: a mixture's component of each node of the continuous rule (P,)
         self._owners = None
-        #: largest |Σ weights − 1| of the rules used so far (see `expectation`)
+        #: largest |Σ weights − 1| of the rules this likelihood has used (see
+        #: `expectation`): a record of its own numerics, never reset by a call
         self.mass_error = 0.0
 
     def log_density(self, phi, y):
@@ -194,8 +195,8 @@ class GenericLikelihood(LikelihoodGraph):
         ``phi`` (..., M); ``y`` and ``logp`` are (P, R) over the rule's P nodes,
         ``score`` (P, R, M) with ``order >= 1`` and ``hessian`` (P, R, M, M) with
         ``order == 2``; the integrand returns (P, R, ...) arrays. Records in
-        ``mass_error`` the largest |Σ weights − 1| seen: how well the rule
-        integrates the density.
+        ``mass_error`` the largest |Σ weights − 1| seen: how well the rules
+        integrate the density.
 
         ``own_components``: for the derivatives of ``E[f]`` (an integrand ``f s``
         or ``f (s sᵀ + ∂s)``) of a mixture of continuous laws, component by
@@ -210,10 +211,11 @@ class GenericLikelihood(LikelihoodGraph):
             w = np.exp(logp) if w is None else w
             # nodes without mass (or that underflowed onto a boundary) may score nan
             w = np.where(np.isfinite(logp) & (w > 0), w, 0.0)
-            self.mass_error = max(self.mass_error, float(np.max(np.abs(w.sum(0) - 1))))
-            if self.discrete and self.mass_error > 1e-6:
+            error = float(np.max(np.abs(w.sum(0) - 1)))
+            self.mass_error = max(self.mass_error, error)
+            if self.discrete and error > 1e-6:
                 raise ValueError(
-                    f"the {self.name!r} likelihood puts mass {self.mass_error:.3g} outside "
+                    f"the {self.name!r} likelihood puts mass {error:.3g} outside "
                     "0, 1, 2, …, the values pm_sens sums over: discrete likelihoods with "
                     "negative values are not supported"
                 )
