@@ -1,6 +1,6 @@
 """What every public function is asked, checked once: the `Request`."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pm_sens._core.arguments import (
     check_bool,
@@ -50,6 +50,15 @@ class Request:
     memory_limit: float = DEFAULT_MEMORY_LIMIT
     progressbar: bool = True
     extend_inferencedata: bool = True
+
+    @classmethod
+    def of(cls, arguments):
+        """The request of a public function's ``arguments`` (its ``locals()``).
+
+        Reads only the names of this record's fields, so every public function
+        passes its shared arguments the same way, and none is forgotten.
+        """
+        return cls(**{field.name: arguments[field.name] for field in fields(cls)})
 
     def __post_init__(self):
         checked = {

@@ -146,19 +146,7 @@ def integrated_gradients(
         an ``outcome`` dim after ``point_dim`` to every variable.
     """
     n_steps = check_optional_positive_int("n_steps", n_steps) or 50
-    request = Request(
-        idata,
-        model,
-        var_name=var_name,
-        inputs=inputs,
-        points=points,
-        predictive=predictive,
-        num_draws=num_draws,
-        random_seed=random_seed,
-        memory_limit=memory_limit,
-        progressbar=progressbar,
-        extend_inferencedata=extend_inferencedata,
-    )
+    request = Request.of(locals())
     ctx = make_context(request)
     check_statistic(ctx.predictive.likelihood, list(ctx.predictive.parameters), statistic)
     check_differentiable("integrated_gradients", stepped_inputs(ctx))

@@ -216,19 +216,7 @@ def sensitivity(
     if kl_scheme is not None:
         check_choice("kl_scheme", kl_scheme, SCHEMES)
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
-    request = Request(
-        idata,
-        model,
-        var_name=var_name,
-        inputs=inputs,
-        points=points,
-        predictive=predictive,
-        num_draws=num_draws,
-        random_seed=random_seed,
-        memory_limit=memory_limit,
-        progressbar=progressbar,
-        extend_inferencedata=extend_inferencedata,
-    )
+    request = Request.of(locals())
     ctx = make_context(request, levels=True, categorical=categorical)
     stepped = stepped_inputs(ctx)
     method, delta, kl_scheme = resolve_step_defaults(method, delta, kl_scheme, stepped)

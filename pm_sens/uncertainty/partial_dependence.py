@@ -152,19 +152,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50
     ice = check_bool("ice", ice)
     percentiles = check_percentiles(percentiles)
-    request = Request(
-        idata,
-        model,
-        var_name=var_name,
-        inputs=inputs,
-        points=points,
-        predictive=predictive,
-        num_draws=num_draws,
-        random_seed=random_seed,
-        memory_limit=memory_limit,
-        progressbar=progressbar,
-        extend_inferencedata=extend_inferencedata,
-    )
+    request = Request.of(locals())
     ctx = uncertainty_context(request)
     check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "log_likelihood" in kinds else None

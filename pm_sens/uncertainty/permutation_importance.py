@@ -119,19 +119,7 @@ def permutation_importance(
     kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
     n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5
     block_size = check_optional_positive_int("block_size", block_size)
-    request = Request(
-        idata,
-        model,
-        var_name=var_name,
-        inputs=inputs,
-        points=points,
-        predictive=predictive,
-        num_draws=num_draws,
-        random_seed=random_seed,
-        memory_limit=memory_limit,
-        progressbar=progressbar,
-        extend_inferencedata=extend_inferencedata,
-    )
+    request = Request.of(locals())
     ctx = uncertainty_context(request)
     check_entropy(idata, ctx, kinds)
     y = observed_values(idata, ctx, observed) if "likelihood" in kinds else None
