@@ -6,8 +6,10 @@ the outcome is most uncertain (probabilities near one half), which the local
 plot shows; R-sens2 finds the dose × age interaction. The mean-only EAD and the
 finite-difference KL are computed alongside.
 
-Run: .venv/bin/python examples/classification.py
+Run: .venv/bin/python examples/classification.py [--quick]
 """
+
+import sys
 
 import numpy as np
 import pymc as pm
@@ -18,7 +20,7 @@ import pm_sens
 FEATURES = ["dose", "age", "noise"]
 
 
-def main():
+def main(quick=False):
     rng = np.random.default_rng(11)
     n = 400
     x = rng.normal(size=(n, 3))
@@ -30,7 +32,13 @@ def main():
         b = pm.Normal("b", 0, 2, dims="feature")
         c = pm.Normal("dose_x_age", 0, 2)
         pm.Bernoulli("y", logit_p=a + xd @ b + c * xd[:, 0] * xd[:, 1], observed=y, dims="obs_id")
-        idata = pm.sample(draws=500, tune=500, chains=4, random_seed=11, progressbar=False)
+        idata = pm.sample(
+            draws=200 if quick else 500,
+            tune=300 if quick else 500,
+            chains=4,
+            random_seed=11,
+            progressbar=False,
+        )
 
     idata = pm_sens.sensitivity(
         idata, model, method=["rsens", "kl", "ead"], interactions=True, progressbar=False
@@ -42,4 +50,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv)

@@ -10,8 +10,10 @@ the ranking county by county. With ``interactions=True`` the pair floor ×
 county_idx answers "does the floor effect differ between counties?" (it does:
 the generated effect grows with the county's uranium).
 
-Run: .venv/bin/python examples/hierarchical.py
+Run: .venv/bin/python examples/hierarchical.py [--quick]
 """
+
+import sys
 
 import numpy as np
 import pymc as pm
@@ -30,7 +32,7 @@ def generate(rng, counties=12, households=400):
     return county, uranium, floor, log_radon + rng.normal(0, 0.5, households)
 
 
-def main():
+def main(quick=False):
     rng = np.random.default_rng(7)
     county, uranium, floor, log_radon = generate(rng)
     coords = {"obs_id": range(len(county)), "county": range(len(uranium))}
@@ -45,7 +47,13 @@ def main():
         mu = alpha[county_idx] - (beta[0] + beta[1] * u[county_idx]) * f
         sigma = pm.HalfNormal("sigma", 1)
         pm.Normal("log_radon", mu, sigma, observed=log_radon, dims="obs_id")
-        idata = pm.sample(draws=500, tune=500, chains=4, random_seed=7, progressbar=False)
+        idata = pm.sample(
+            draws=200 if quick else 500,
+            tune=300 if quick else 500,
+            chains=4,
+            random_seed=7,
+            progressbar=False,
+        )
 
     idata = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
     print("Household and county-level inputs, all households (posterior mean, 89% ETI):")
@@ -66,4 +74,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv)

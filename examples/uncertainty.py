@@ -8,8 +8,10 @@ dependence and the model grows uncertain) and near zero for X5, whose
 likelihood-PFI is nevertheless clearly positive: its information is shared
 with no other feature.
 
-Run: .venv/bin/python examples/uncertainty.py
+Run: .venv/bin/python examples/uncertainty.py [--quick]
 """
+
+import sys
 
 import numpy as np
 import pymc as pm
@@ -20,7 +22,7 @@ import pm_sens
 FEATURES = ["X1", "X2", "X3", "X4", "X5"]
 
 
-def main():
+def main(quick=False):
     rng = np.random.default_rng(4)
     n = 500
     cov = [[1, 0.8], [0.8, 1]]
@@ -39,7 +41,13 @@ def main():
         c = pm.Normal("c", 0, 2, dims="feature")
         sigma = pm.HalfNormal("sigma", 2)
         pm.Normal("y", mu=a + xd @ b + (xd**2) @ c, sigma=sigma, observed=y, dims="obs_id")
-        idata = pm.sample(draws=500, tune=500, chains=4, random_seed=4, progressbar=False)
+        idata = pm.sample(
+            draws=200 if quick else 500,
+            tune=300 if quick else 500,
+            chains=4,
+            random_seed=4,
+            progressbar=False,
+        )
 
     idata = pm_sens.permutation_importance(
         idata, model, n_repeats=10, random_seed=0, progressbar=False
@@ -56,4 +64,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv)

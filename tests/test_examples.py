@@ -15,6 +15,9 @@ QUICK = {
     "splines.py": ["--quick"],
     "bart_importance.py": ["--quick"],
     "marketing_mix.py": ["--quick"],
+    "hierarchical.py": ["--quick"],
+    "uncertainty.py": ["--quick"],
+    "classification.py": ["--quick"],
 }
 #: Examples that need an extra, and the module it installs (`scripts/test.sh` runs
 #: marketing_mix.py in .venv-marketing)
