@@ -728,3 +728,44 @@ def hsgp_prior_linearized(rng):
         sigma = pm.Exponential("sigma", scale=3.0)
         pm.Normal("y_obs", mu=mu, sigma=sigma, observed=y_tr, shape=X_gp.shape[0])
     return model, known_posterior(model)
+
+
+#: pymc-examples, examples/gaussian_processes/GP-Marginal, "Example: Regression with
+#: white, Gaussian noise"
+GP_MARGINAL_NOTEBOOK = "pymc-examples GP-Marginal"
+
+
+@zoo_model(
+    f"{GP_MARGINAL_NOTEBOOK}: X = np.linspace(0, 10, n)[:, None] a NumPy column, Matern52, "
+    "ell ~ Gamma(2, 1), eta and sigma HalfCauchy(5), gp.marginal_likelihood; after "
+    "sampling, gp.conditional('f_pred', X_new) and ('y_pred', X_new, pred_noise=True) "
+    "added to the model, as the notebook does; Predictive.from_gp(gp)",
+    # the central KL's O(delta²) error where R-sens is small: 5.3e-4 at 1e-4, 5.3e-6 at 1e-5
+    kl_delta=1e-5,
+)
+def gp_marginal_notebook(rng):
+    # the notebook: n = 100 and X_new of 600 points; fewer here, the same forms
+    n = 20
+    X = np.linspace(0, 10, n)[:, None]
+    f_true = np.sin(X[:, 0])
+    y = f_true + 0.5 * rng.standard_normal(n)
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", alpha=2, beta=1)
+        eta = pm.HalfCauchy("eta", beta=5)
+        cov = eta**2 * pm.gp.cov.Matern52(1, ell)
+        gp = pm.gp.Marginal(cov_func=cov)
+        sigma = pm.HalfCauchy("sigma", beta=5)
+        gp.marginal_likelihood("y", X=X, y=y, sigma=sigma)
+    # the notebook samples here; HalfCauchy prior draws would be far from any fit
+    draws = np.random.default_rng(3)
+    fixed = {
+        "ell": draws.gamma(20, 0.05, (2, 3)),
+        "eta": draws.gamma(20, 0.075, (2, 3)),
+        "sigma": draws.gamma(20, 0.025, (2, 3)),
+    }
+    idata = known_posterior(model, fixed=fixed)
+    X_new = np.linspace(0, 20, 30)[:, None]
+    with model:
+        gp.conditional("f_pred", X_new)
+        gp.conditional("y_pred", X_new, pred_noise=True)
+    return model, idata, {"predictive": pm_sens.Predictive.from_gp(gp)}
