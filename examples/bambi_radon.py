@@ -1,4 +1,6 @@
-"""bambi workflow: radon in Minnesota homes, from formula to ranked inputs.
+"""
+bambi workflow: radon in Minnesota homes, from formula to ranked inputs.
+========================================================================
 
 The classic multilevel radon model written as a bambi formula: log radon in a
 house depends on the floor it was measured on (basement or first floor, a
@@ -23,7 +25,8 @@ from _figures import save
 
 import pm_sens
 
-DATA = Path(__file__).parent / "data" / "radon" / "radon_mn.csv"
+# the script's folder from sys.argv[0]: the docs' gallery runs it without __file__
+DATA = Path(sys.argv[0]).parent / "data" / "radon" / "radon_mn.csv"
 
 
 def main(quick=False):

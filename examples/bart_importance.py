@@ -1,4 +1,6 @@
-"""BART: which inputs matter, from the predictive, beside pymc-bart's own importance.
+"""
+BART: which inputs matter, from the predictive, beside pymc-bart's own importance.
+==================================================================================
 
 Generated data (Friedman's first test function, a standard BART benchmark):
 ``y = 10 sin(π x0 x1) + 20 (x2 − 0.5)² + 10 x3 + 5 x4 + noise``, with x5 and x6

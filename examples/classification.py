@@ -1,4 +1,6 @@
-"""Classification: a logistic model whose inputs matter in different places.
+"""
+Classification: a logistic model whose inputs matter in different places.
+=========================================================================
 
 Generated data: the log-odds depend on `dose` linearly, on `age` only through
 an interaction with `dose`, and not at all on `noise`. R-sens is largest where

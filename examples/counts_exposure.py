@@ -1,4 +1,6 @@
-"""Reading the numbers: a Poisson regression of counts with an exposure offset.
+"""
+Reading the numbers: a Poisson regression of counts with an exposure offset.
+============================================================================
 
 Cyclists counted at 400 sites during observation windows of different lengths
 (generated data). The rate depends on traffic (thousands of vehicles per hour),

@@ -1,4 +1,6 @@
-"""Hierarchical model: household radon with a county-level predictor, and importance per county.
+"""
+Hierarchical model: household radon with a county-level predictor, and importance per county.
+=============================================================================================
 
 Generated data in the style of the radon example: households in counties, a
 floor flag per household (basement or not) and the county's soil uranium,

@@ -1,5 +1,6 @@
-"""A marketing-mix model from pymc-marketing: which channels matter, beside its own
-channel contributions on the same posterior.
+"""
+A marketing-mix model from pymc-marketing: which channels matter, beside its own contributions
+==============================================================================================
 
 Generated data (the set-up of pymc-marketing's MMM example): two years of weekly
 spend on two channels, carried over by a geometric adstock (x1 decays slowly, x2

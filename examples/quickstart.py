@@ -1,4 +1,6 @@
-"""Quickstart: which inputs matter to a fitted PyMC model's predictions?
+"""
+Quickstart: which inputs matter to a fitted PyMC model's predictions?
+=====================================================================
 
 Generates data where five inputs act in different ways — two through the mean,
 a pair through an interaction, one only through the noise — fits a regression

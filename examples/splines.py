@@ -1,4 +1,6 @@
-"""Splines: a model on a patsy B-spline basis, ranked per year instead of per basis column.
+"""
+Splines: a model on a patsy B-spline basis, ranked per year instead of per basis column.
+========================================================================================
 
 In the style of PyMC's splines notebook (cherry blossoms): the day of year of
 first bloom follows a smooth curve in the year, built as 17 B-spline basis

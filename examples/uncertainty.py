@@ -1,4 +1,6 @@
-"""Which inputs drive the predictive uncertainty? Entropy and likelihood PFI, PDP and ICE.
+"""
+Which inputs drive the predictive uncertainty? Entropy and likelihood PFI, PDP and ICE.
+=======================================================================================
 
 The regression example of Wood et al. (004 §3.6): Y = X1 + X2 + 0.9·X3² + X4 +
 X5 + ε with (X1, X2) and (X3, X4) correlated 0.8, X5 independent and Var ε = 2.

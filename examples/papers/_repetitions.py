@@ -1,6 +1,8 @@
 """What the reproductions share: the GP regression most of them fit, the 95 %
-interval of a mean over repetitions, where figures go, and the command line."""
+interval of a mean over repetitions, where figures and results go, and the
+command line."""
 
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -54,12 +56,25 @@ def save(fig, name):
     print(f"saved {path}")
 
 
-def command_line(run, print_table, save_figure, quick, full):
+def save_results(results, name):
+    """Keep a quick run's results as examples/figures/{name}.pkl: the docs build runs
+    each reproduction at its quick setting, and tests/test_site.py checks the paper's
+    claims on what that run computed."""
+    FIGURES.mkdir(exist_ok=True)
+    with open(FIGURES / f"{name}.pkl", "wb") as file:
+        pickle.dump(results, file)
+
+
+def command_line(run, print_table, save_figure, quick, full, name):
     """Run ``quick`` (with ``--quick``) or ``full`` repetitions, print the table, save
-    the figure and the run time; return the results."""
+    the figure and the run time (and a quick run's results as ``name``); return the
+    results."""
     start = time.perf_counter()
-    results = run(quick if "--quick" in sys.argv else full)
+    is_quick = "--quick" in sys.argv
+    results = run(quick if is_quick else full)
     print_table(results)
     save_figure(results)
+    if is_quick:
+        save_results(results, name)
     print(f"\nfinished in {time.perf_counter() - start:.0f} s")
     return results

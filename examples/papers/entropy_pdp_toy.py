@@ -1,4 +1,6 @@
-"""Paper 004, Section 4.2 and Figures 6-7: Entropy-PDP and Entropy-ICE on a hollow square.
+"""
+Paper 004, Section 4.2 and Figures 6-7: Entropy-PDP and Entropy-ICE on a hollow square.
+=======================================================================================
 
 Inputs lie in the square [−3, 3]² outside its interior (−1.5, 1.5)² (uniform
 there; the paper shows its points but gives no distribution or ranges, this is
@@ -12,7 +14,7 @@ The paper's claims (figures only): the PDP is high in the interior, where a
 test point whose other input is also mid-range is out of the data, and again
 toward the edges; the ICE curves split, high in the interior only where the
 other input is mid-range; no test point's own entropy reaches the PDP's peak.
-We report the PDP at 0, at the band (|x| = 2.25) and at the edges (|x| = 3),
+We report the PDP at 0, at the band (``|x| = 2.25``) and at the edges (``|x| = 3``),
 the ICE at x = 0 for test points whose other input is inside / outside
 (−1.5, 1.5), and the largest entropy at the test points themselves.
 
@@ -185,4 +187,4 @@ def _draw_row(axes, gp, pdp, ice, x_test):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=2, full=20)
+    command_line(run, print_table, save_figure, quick=2, full=20, name="entropy_pdp_toy")

@@ -1,4 +1,6 @@
-"""Paper 004, Section 3 regression example, Figures 4 and 5: correlated pairs, a noise sweep.
+"""
+Paper 004, Section 3 regression example, Figures 4 and 5: correlated pairs, a noise sweep.
+==========================================================================================
 
 (x1, x2) and (x3, x4) are standard normal pairs with correlation 0.8, x5 is an
 independent standard normal; y = x1 + x2 + 0.9 x3² + x4 + x5 + ε with ε ~ N(0,
@@ -118,4 +120,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=2, full=20)
+    command_line(run, print_table, save_figure, quick=2, full=20, name="entropy_pfi_regression")

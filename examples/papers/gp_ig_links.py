@@ -1,4 +1,6 @@
-"""Paper 003: Integrated Gradients of a latent GP's predictive mean through exp and probit.
+"""
+Paper 003: Integrated Gradients of a latent GP's predictive mean through exp and probit.
+========================================================================================
 
 Four inputs x ~ U(−1, 1)⁴, f(x) = 1.2 x1 + sin(2 x2) − 0.6 x3² (x4
 irrelevant); counts y ~ Poisson(exp(1 + f)) or binary y ~ Bernoulli(Φ(f)).
@@ -12,13 +14,13 @@ large amplitudes, interpolating every point; the paper fits a sparse
 variational GP instead.)
 
 The paper proves completeness for the exact IG mean (attributions sum to
-E[y|x] − E[y|0]) and computes the path integral by a Riemann sum, whose gap
+``E[y|x] − E[y|0]``) and computes the path integral by a Riemann sum, whose gap
 closes as the number of steps m grows; it reports no numbers in the text, so
 the "paper" column states these claims. pm_sens integrates with Gauss–Legendre
 nodes; we report the largest completeness gap over the points, relative to
-the mean |E[y|x] − E[y|0]|, for n nodes and, for comparison, for the paper's
+the mean ``|E[y|x] − E[y|0]|``, for n nodes and, for comparison, for the paper's
 right Riemann sum with m steps (computed with pm_sens: the k-th Riemann term
-is the one-node IG of the segment centred on the k-th step), and the mean |IG|
+is the one-node IG of the segment centred on the k-th step), and the mean ``|IG|``
 per input beside that of the true E[y|x] (exp(1 + f) or Φ(f), integrated by
 quadrature).
 
@@ -190,4 +192,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=1, full=10)
+    command_line(run, print_table, save_figure, quick=1, full=10, name="gp_ig_links")

@@ -1,4 +1,6 @@
-"""Paper 001, Section 4.1 and Figures 2-3: twelve inputs, three true interactions.
+"""
+Paper 001, Section 4.1 and Figures 2-3: twelve inputs, three true interactions.
+===============================================================================
 
 x_i ~ N(0, 0.4²), i = 1..12; y = Σ_{j=1..8} A_j sin(φ_j x_j) + Σ_k B_k x_l x_m + ε,
 φ_j = jπ/8, ε ~ N(0, 0.6²), interacting pairs (1, 6), (4, 11), (10, 12). The
@@ -131,4 +133,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=3, full=20)
+    command_line(run, print_table, save_figure, quick=3, full=20, name="gp_interactions")

@@ -1,5 +1,6 @@
-"""Paper 002, Section 4.1 and Figure 2: eight equally relevant inputs, ARD against
-the KL and VAR methods and R-sens.
+"""
+Paper 002, Section 4.1 and Figure 2: eight equally relevant inputs, ARD against R-sens
+======================================================================================
 
 y = Σ_j A_j sin(φ_j x_j) + ε with frequencies φ_j from π/10 (input 1, nearly
 linear) to π (input 8, strongly nonlinear) and amplitudes A_j giving every term
@@ -133,4 +134,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=5, full=200)
+    command_line(run, print_table, save_figure, quick=5, full=200, name="gp_sine_ard")

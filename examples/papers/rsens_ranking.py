@@ -1,9 +1,11 @@
-"""Paper 000, Section 3.1 and Table 1: ranking ten predictors of known importance.
+"""
+Paper 000, Section 3.1 and Table 1: ranking ten predictors of known importance.
+===============================================================================
 
 Ten predictors x_1 … x_10 act through one effect shape f with strengths
 A_i = i, y = Σ A_i f(x_i) + noise, so the true ranking is x_10 first … x_1
 last. The "model" is the data-generating function itself (ground truth) or an
-imperfect version whose terms are multiplied by (|b_i| |x_i|³ + 1), b_i ~ N(0,
+imperfect version whose terms are multiplied by (``|b_i| |x_i|³ + 1``), b_i ~ N(0,
 0.02²): right where the data are dense, biased in the tails. Its predictive is
 Normal with variance 1 + ‖x‖², growing quadratically with the distance from
 the predictors' mean (0; the paper says "the mean of the data" without the
@@ -15,7 +17,7 @@ The metric. The paper reports, per repetition, "the average error in the ranks
 across the predictors with respect to the true ranking", minus R-sens's. Its
 numbers reach 25, while the mean absolute rank error of a ranking of ten
 predictors cannot exceed 5 (a random ranking averages 3.3). We read it as the
-*sum* over the ten predictors of |rank − true rank| (Spearman's footrule:
+*sum* over the ten predictors of ``|rank − true rank|`` (Spearman's footrule:
 maximum 50, a random ranking averages 33), which fits the reported range.
 Each cell is the mean over repetitions of (error of the method − error of
 R-sens) with a 95 % interval (mean ± 1.96 standard errors); negative means the
@@ -35,7 +37,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from _repetitions import interval, save
+from _repetitions import interval, save, save_results
 
 import pm_sens
 
@@ -202,6 +204,8 @@ def main(quick=False):
     print_table(results)
     for distribution in distributions:
         save_figure(results, distribution)
+    if quick:
+        save_results(results, "rsens_ranking")
     print(f"\nfinished in {time.perf_counter() - start:.0f} s")
     return results
 

@@ -314,6 +314,45 @@ class Predictive:
         replaced by it in a copy of the graph, and the raw inputs are the
         inputs (`pm_sens.graph.model.design`; user guide, "Design columns from raw
         inputs").
+
+        Parameters
+        ----------
+        model : pymc.Model or bambi.Model
+            The fitted model. It is not modified.
+        var_name : str, optional
+            The observed variable; default the model's only one.
+        hold_statistics : bool
+            Hold statistics of the data computed inside the model (a mean, sd,
+            quantile of an input) at their values on the model's data.
+        raw_inputs : dict of str to array_like, optional
+            The raw inputs' values on the model's data, one row per observation.
+        design : callable, optional
+            Builds the model's design matrix from the raw inputs, given by name.
+
+        Returns
+        -------
+        Predictive
+            Pass it as ``predictive=`` to every function.
+
+        Examples
+        --------
+        A regression on a B-spline basis of ``year`` built outside the model,
+        explained per year rather than per basis column:
+
+        >>> import numpy as np, pymc as pm, pm_sens
+        >>> year = np.linspace(800.0, 2000.0, 60)
+        >>> knots = np.r_[[800.0] * 4, [1100.0, 1400.0, 1700.0], [2000.0] * 4]
+        >>> basis = pm_sens.bspline_basis(year, knots).eval()
+        >>> with pm.Model() as model:
+        ...     w = pm.Normal("w", size=basis.shape[1])
+        ...     y = pm.Normal("doy", mu=basis @ w, sigma=1.0, observed=np.zeros(60))
+        >>> pred = pm_sens.Predictive.from_observed(
+        ...     model,
+        ...     raw_inputs={"year": year},
+        ...     design=lambda year: pm_sens.bspline_basis(year, knots),
+        ... )
+        >>> pred.family
+        'normal'
         """
         if (raw_inputs is None) != (design is None):
             raise ValueError(
@@ -426,6 +465,27 @@ class Predictive:
         **parameters
             Other likelihood parameters as model variables: ``sigma`` (Normal),
             ``n`` (Binomial), ``alpha`` (negative binomial).
+
+        Returns
+        -------
+        Predictive
+            Per posterior draw, the likelihood with the GP's conditional mean and
+            variance at each row of ``X`` (diagonal only).
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm, pm_sens
+        >>> X = np.linspace(0.0, 1.0, 20)[:, None]
+        >>> with pm.Model() as model:
+        ...     ls = pm.Gamma("ls", 2.0, 4.0)
+        ...     gp = pm.gp.Marginal(cov_func=pm.gp.cov.ExpQuad(1, ls=ls))
+        ...     y = gp.marginal_likelihood("y", X=X, y=np.sin(6 * X[:, 0]), sigma=0.1)
+        >>> pred = pm_sens.Predictive.from_gp(gp, feature_names=["x"])
+        >>> pred.family
+        'normal'
+
+        With ``idata`` the model's posterior, ``pm_sens.sensitivity(idata, model,
+        predictive=pred, points={"X": X_new})`` ranks the GP's inputs at ``X_new``.
         """
         x_train = training_inputs(gp, feature_names)
         x_new = pt.matrix("X", shape=(None, x_train.shape[1]))

@@ -202,9 +202,24 @@ def sensitivity(
 
     Examples
     --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
     >>> import pm_sens
-    >>> idata = pm_sens.sensitivity(idata, model)  # doctest: +SKIP
-    >>> pm_sens.summary(idata)  # doctest: +SKIP
+    >>> idata = pm_sens.sensitivity(idata, model, interactions=True)
+    >>> idata["sensitivity"]["rsens"].dims
+    ('obs_id', 'feature')
+    >>> table = pm_sens.summary(idata)  # the inputs and pairs ranked
+
+    Per posterior draw, keeping only each draw's mean over the points, with the
+    finite-difference KL as a cross-check:
+
+    >>> idata = pm_sens.sensitivity(
+    ...     idata, model, mode="draw", method=["rsens", "kl"], local=False
+    ... )
+    >>> idata["sensitivity"]["kl"].dims
+    ('chain', 'draw', 'feature')
     """
     order = 2 if check_bool("interactions", interactions) else 1
     if method is not None:

@@ -110,6 +110,17 @@ def plot_importance(
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.sensitivity(idata, model, mode="draw")
+    >>> pc = pm_sens.plot_importance(idata, scale="sd")
+    >>> pc.savefig("importance.png")
     """
     backend = resolve_backend(backend, plot_collection)
     top = check_positive_int("top", top)

@@ -126,6 +126,16 @@ def plot_interactions(
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.sensitivity(idata, model, interactions=True)
+    >>> pc = pm_sens.plot_interactions(idata)
     """
     backend = resolve_backend(backend, plot_collection)
     check_choice("scale", scale, SCALES)

@@ -125,6 +125,19 @@ def plot_local(
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    R-sens of ``dose`` and ``temp`` at each point against the input's value,
+    coloured by the quartiles of ``humidity``:
+
+    >>> import pm_sens
+    >>> idata = pm_sens.sensitivity(idata, model, mode="draw")
+    >>> pc = pm_sens.plot_local(idata, features=["dose", "temp"], color_by="humidity")
     """
     backend = resolve_backend(backend, plot_collection)
     quantiles = interval_quantiles(ci_prob)

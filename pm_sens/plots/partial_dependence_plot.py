@@ -90,6 +90,17 @@ def plot_partial_dependence(
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.partial_dependence(idata, model, features=["dose", "noise_driver"])
+    >>> pc = pm_sens.plot_partial_dependence(idata)  # the mean, with its posterior band
+    >>> pc = pm_sens.plot_partial_dependence(idata, kind="entropy")
     """
     check_choice("kind", kind, KINDS)
     backend = resolve_backend(backend, plot_collection)

@@ -24,6 +24,16 @@ def plot_permutation_importance(dt, *, var_names=None, ci_prob=None, **kwargs):
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.permutation_importance(idata, model)
+    >>> pc = pm_sens.plot_permutation_importance(idata)
     """
     return plot_importance(
         dt, group="permutation_importance", var_names=var_names, ci_prob=ci_prob, **kwargs

@@ -41,6 +41,19 @@ def importance(idata, var_name="rsens", *, group="sensitivity", scale="input"):
         local value (nan, inf) gets nan; :func:`summary` counts and names them.
         Points whose predictive is one value (the group's ``degenerate``) are
         left out, with an info message.
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.sensitivity(idata, model, mode="draw")
+    >>> values = pm_sens.importance(idata, "rsens")
+    >>> values.dims
+    ('chain', 'draw', 'feature')
+    >>> first = values.mean(("chain", "draw")).idxmax("feature")  # the most important input
     """
     check_choice("scale", scale, SCALES)
     dataset = group_dataset(idata, group)

@@ -315,6 +315,20 @@ def summary(
         with ``grid_value``, ``value`` (posterior mean) and, where the curve
         has draws (``mean_pdp``), ``ci_lower``/``ci_upper``; local gives the
         ICE curves, one row per point too.
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.sensitivity(idata, model, interactions=True)
+    >>> table = pm_sens.summary(idata)  # one block per variable: rsens, rsens2
+    >>> list(table.columns[:4])
+    ['variable', 'feature', 'importance', 'ci_lower']
+    >>> per_sd = pm_sens.summary(idata, scale="sd")  # per standard deviation of each input
+    >>> local = pm_sens.summary(idata, kind="local")  # one row per point and feature
     """
     check_choice("kind", kind, KINDS)
     ci_prob = (

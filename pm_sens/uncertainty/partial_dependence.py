@@ -114,8 +114,9 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
 
     Parameters
     ----------
-    idata, model, var_name, inputs, points, observed, predictive, num_draws,
-    random_seed, progressbar, extend_inferencedata, memory_limit
+    idata, model, var_name, inputs, points, observed, predictive
+        As in :func:`permutation_importance`.
+    num_draws, random_seed, progressbar, extend_inferencedata, memory_limit
         As in :func:`permutation_importance`.
     features : str or list of str, optional
         Features to vary, one at a time; default all.
@@ -147,6 +148,22 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         the log density of each table row's cells together. Coordinate
         ``grid_value`` ``("feature", "grid")`` holds the grid (NaN past a
         feature's last grid value, where the curves are NaN too).
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    Curves of the mean and the entropy for two inputs, on 20 quantiles each:
+
+    >>> import pm_sens
+    >>> idata = pm_sens.partial_dependence(
+    ...     idata, model, features=["dose", "noise_driver"], grid_resolution=20
+    ... )
+    >>> idata["partial_dependence"]["mean_pdp"].dims
+    ('chain', 'draw', 'feature', 'grid')
+    >>> curves = pm_sens.summary(idata, group="partial_dependence")
     """
     kinds = [check_choice("kind", k, PDP_KINDS) for k in as_name_list("kind", kind)]
     grid_resolution = check_optional_positive_int("grid_resolution", grid_resolution) or 50

@@ -115,6 +115,18 @@ def permutation_importance(
         and ``likelihood_pfi`` (``("repeat", "feature")``), as requested. A
         wide table adds ``likelihood_pfi_row`` (``("repeat", "feature")``): the
         same for the log density of each table row's cells together.
+
+    Examples
+    --------
+    The examples use the quickstart's model (``examples/quickstart.py``: a
+    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
+    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+
+    >>> import pm_sens
+    >>> idata = pm_sens.permutation_importance(idata, model, n_repeats=3, random_seed=1)
+    >>> idata["permutation_importance"]["entropy_pfi"].dims
+    ('repeat', 'feature', 'component')
+    >>> table = pm_sens.summary(idata, group="permutation_importance")
     """
     kinds = [check_choice("kind", k, PFI_KINDS) for k in as_name_list("kind", kind)]
     n_repeats = check_optional_positive_int("n_repeats", n_repeats) or 5

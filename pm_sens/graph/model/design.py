@@ -158,6 +158,16 @@ def bspline_basis(x, knots, degree=3):
         Beyond the boundary knots, the polynomials of the first and last
         intervals continue (SciPy's ``extrapolate=True``), so that a finite
         difference or a new point just outside the data stays smooth.
+
+    Examples
+    --------
+    >>> import numpy as np, pm_sens
+    >>> knots = np.r_[[0.0] * 4, [0.5], [1.0] * 4]
+    >>> basis = pm_sens.bspline_basis(np.linspace(0.0, 1.0, 5), knots).eval()
+    >>> basis.shape
+    (5, 5)
+    >>> bool(np.allclose(basis.sum(axis=1), 1.0))  # a partition of unity
+    True
     """
     t = np.asarray(knots, dtype=float)
     if t.ndim != 1 or np.any(np.diff(t) < 0) or len(t) < 2 * degree + 2:
