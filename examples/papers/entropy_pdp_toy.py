@@ -19,7 +19,7 @@ the ICE at x = 0 for test points whose other input is inside / outside
 (−1.5, 1.5), and the largest entropy at the test points themselves.
 
 Run: .venv/bin/python examples/papers/entropy_pdp_toy.py [--quick]
-    --quick: 2 repetitions; full: 20 per GP, 158 s on 2 cores.
+    --quick: 1 repetition; full: 20 per GP, 158 s on 2 cores.
 """
 
 import warnings
@@ -187,4 +187,4 @@ def _draw_row(axes, gp, pdp, ice, x_test):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=2, full=20, name="entropy_pdp_toy")
+    command_line(run, print_table, save_figure, quick=1, full=20, name="entropy_pdp_toy")

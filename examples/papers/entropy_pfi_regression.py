@@ -17,7 +17,7 @@ negligible; less noise raises both measures. We report the measures per
 input and noise level with 95 % intervals over repetitions.
 
 Run: .venv/bin/python examples/papers/entropy_pfi_regression.py [--quick]
-    --quick: 2 repetitions per noise level; full: 20, 185 s on 2 cores.
+    --quick: 1 repetition per noise level; full: 20, 185 s on 2 cores.
 """
 
 import warnings
@@ -120,4 +120,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=2, full=20, name="entropy_pfi_regression")
+    command_line(run, print_table, save_figure, quick=1, full=20, name="entropy_pfi_regression")

@@ -22,7 +22,7 @@ partial-dependence comparisons are not reproduced (they are not pm_sens
 methods).
 
 Run: .venv/bin/python examples/papers/gp_interactions.py [--quick]
-    --quick: 3 repetitions; full: 20 repetitions, as the paper: 81 s on 2 cores.
+    --quick: 2 repetitions; full: 20 repetitions, as the paper: 81 s on 2 cores.
 """
 
 import itertools
@@ -133,4 +133,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=3, full=20, name="gp_interactions")
+    command_line(run, print_table, save_figure, quick=2, full=20, name="gp_interactions")

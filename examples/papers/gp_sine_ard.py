@@ -18,7 +18,7 @@ inputs KL and VAR give nearly equal relevance to all eight. We report the
 relevance of the most linear input (input 1) and the max/min ratio over inputs.
 
 Run: .venv/bin/python examples/papers/gp_sine_ard.py [--quick]
-    --quick: 5 repetitions per input distribution;
+    --quick: 3 repetitions per input distribution;
     full: 200 repetitions, as the paper: 654 s on 2 cores.
 """
 
@@ -134,4 +134,4 @@ def save_figure(results):
 
 
 if __name__ == "__main__":
-    command_line(run, print_table, save_figure, quick=5, full=200, name="gp_sine_ard")
+    command_line(run, print_table, save_figure, quick=3, full=200, name="gp_sine_ard")

@@ -39,6 +39,7 @@ class ZooCase:
     methods: tuple = ("rsens", "kl")
     check: object = None  # more checks of the results, ``f(case, state)``
     kwargs: dict = field(default_factory=dict)  # passed to every function
+    name: str = ""  # the builder's name, the model's key in ZOO
 
 
 #: the functions that evaluate the model (the others read their results)
@@ -66,7 +67,14 @@ def zoo_model(source, **expect):
             model, idata, *kwargs = build(
                 np.random.default_rng(zlib.crc32(build.__name__.encode()))
             )
-            return ZooCase(model, idata, source, **expect, kwargs=kwargs[0] if kwargs else {})
+            return ZooCase(
+                model,
+                idata,
+                source,
+                **expect,
+                kwargs=kwargs[0] if kwargs else {},
+                name=build.__name__,
+            )
 
         ZOO[build.__name__] = case
         BUILDERS[build.__name__] = (build, expect)
