@@ -15,7 +15,7 @@ bash scripts/venv.sh .venv-marketing test,marketing
 .venv/bin/python scripts/sizes.py
 bash scripts/docs.sh > docs-build.log 2>&1 &
 docs=$!
-trap 'pkill -P "$docs" 2>/dev/null; kill "$docs" 2>/dev/null || true' EXIT  # a failed step stops the build
+trap 'pkill -P "$docs" 2>/dev/null || true; kill "$docs" 2>/dev/null || true' EXIT  # a failed step stops the build
 .venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
 .venv-marketing/bin/python -m pytest -n 2 --dist worksteal \
     tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py tests/zoo/test_zoo.py \

@@ -147,9 +147,7 @@ def integrated_gradients(
 
     Examples
     --------
-    The examples use the quickstart's model (``examples/quickstart.py``: a
-    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
-    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+    With the quickstart's ``model`` (``examples/quickstart.py``) and its ``idata``:
 
     Attribute each point's predictive mean, from every input at 0:
 

@@ -128,9 +128,7 @@ def plot_local(
 
     Examples
     --------
-    The examples use the quickstart's model (``examples/quickstart.py``: a
-    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
-    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+    With the quickstart's ``model`` (``examples/quickstart.py``) and its ``idata``:
 
     R-sens of ``dose`` and ``temp`` at each point against the input's value,
     coloured by the quartiles of ``humidity``:

@@ -93,9 +93,7 @@ def plot_partial_dependence(
 
     Examples
     --------
-    The examples use the quickstart's model (``examples/quickstart.py``: a
-    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
-    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+    With the quickstart's ``model`` (``examples/quickstart.py``) and its ``idata``:
 
     >>> import pm_sens
     >>> idata = pm_sens.partial_dependence(idata, model, features=["dose", "noise_driver"])

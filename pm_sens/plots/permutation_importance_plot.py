@@ -27,9 +27,7 @@ def plot_permutation_importance(dt, *, var_names=None, ci_prob=None, **kwargs):
 
     Examples
     --------
-    The examples use the quickstart's model (``examples/quickstart.py``: a
-    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
-    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+    With the quickstart's ``model`` (``examples/quickstart.py``) and its ``idata``:
 
     >>> import pm_sens
     >>> idata = pm_sens.permutation_importance(idata, model)

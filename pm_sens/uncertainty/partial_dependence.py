@@ -151,9 +151,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
 
     Examples
     --------
-    The examples use the quickstart's model (``examples/quickstart.py``: a
-    container ``X`` with columns ``dose``, ``age``, ``temp``, ``humidity``,
-    ``noise_driver``, rows ``obs_id``) and ``idata`` from ``pm.sample``.
+    With the quickstart's ``model`` (``examples/quickstart.py``) and its ``idata``:
 
     Curves of the mean and the entropy for two inputs, on 20 quantiles each:
 
