@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # Run the linters, the size review (modules over 600 lines and functions over
 # 100 lines of code, listed for a reviewer) and the whole test suite (slow
-# tests included); then, in a second environment (.venv-marketing:
-# pymc-marketing requires PyMC 6.3), the marketing tests, the pymc.dims and
-# pymc-marketing zoo models (those of tests/zoo/dims.py) and the bambi tests.
-# Beside them, scripts/docs.sh builds the docs site with every example executed
-# (its log in docs-build.log); tests/test_site.py then checks it.
+# tests included). Beside the suite, in the background (its output in
+# background.log): a second environment, .venv-marketing (pymc-marketing
+# requires PyMC 6.3), with the marketing tests, the pymc.dims and
+# pymc-marketing zoo models (those of tests/zoo/dims.py) and the bambi tests;
+# then scripts/docs.sh builds the docs site with every example executed.
+# Last, tests/test_site.py checks the built site.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh
-bash scripts/venv.sh .venv-marketing test,marketing
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python scripts/sizes.py
-bash scripts/docs.sh > docs-build.log 2>&1 &
-docs=$!
-trap 'pkill -P "$docs" 2>/dev/null || true; kill "$docs" 2>/dev/null || true' EXIT  # a failed step stops the build
+(
+    bash scripts/venv.sh .venv-marketing test,marketing
+    .venv-marketing/bin/python -m pytest -q -p no:cacheprovider \
+        tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py tests/zoo/test_zoo.py \
+        -k "not zoo_model or dims_linear_regression or dims_hierarchical_poisson or marketing_mmm"
+    bash scripts/docs.sh
+) > background.log 2>&1 &
+background=$!
+# a failed step stops the background work too
+trap 'pkill -P "$background" 2>/dev/null || true; kill "$background" 2>/dev/null || true' EXIT
 .venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
-.venv-marketing/bin/python -m pytest -n 2 --dist worksteal \
-    tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py tests/zoo/test_zoo.py \
-    -k "not zoo_model or dims_linear_regression or dims_hierarchical_poisson or marketing_mmm"
-if ! wait "$docs"; then
-    tail -n 80 docs-build.log
-    echo "the docs build failed: docs-build.log has its whole output"
+if ! wait "$background"; then
+    tail -n 100 background.log
+    echo "the marketing tests or the docs build failed: background.log has their whole output"
     exit 1
 fi
+grep -E "^(=+ )?[0-9]+ passed" background.log || true
 PM_SENS_SITE=docs/_build/html .venv/bin/python -m pytest -q tests/test_site.py
