@@ -67,11 +67,8 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib", "seaborn", "_gallery.fork_samplers"),
     "parallel": 2,
     "within_subsection_order": "FileNameSortKey",
-    "abort_on_example_error": False,
-    "only_warn_on_example_error": False,
     "download_all_examples": False,
     "remove_config_comments": True,
-    "show_memory": False,
     "capture_repr": (),
 }
 
