@@ -9,7 +9,7 @@ enters as a log-exposure offset, as PyMC's notebooks write count models:
 ``mu = exp(linear predictor + log_exposure)``. The linear predictor is
 additive — no interaction terms.
 
-The example shows, with the numbers the user guide's "Reading the numbers"
+The example shows, with the numbers the documentation's "Reading the numbers"
 section quotes:
 
 1. the default inputs include the offset (a float ``pm.Data`` container), which

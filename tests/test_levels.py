@@ -350,8 +350,8 @@ def test_nan_attrs_say_why_level_columns_are_nan(rng):
         ), name
     assert out["rsens2"].attrs["nan"] == (
         "a categorical input (feature_kind 'level') has no curvature, so its diagonal "
-        "entry is NaN; its pairs are defined (user guide, 'Interactions with a "
-        "categorical input')"
+        "entry is NaN; its pairs are defined (documentation, "
+        "'Hierarchical models and categorical inputs')"
     )
     assert "pairs" not in out["ead"].attrs["nan"]
     assert "nan" not in out["rsens"].attrs

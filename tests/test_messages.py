@@ -34,7 +34,10 @@ def test_a_level_beyond_the_dtype_names_the_valid_range(grouped):
 def test_color_by_lists_the_valid_choices(grouped):
     case, _ = grouped
     out = pm_sens.sensitivity(case.idata, case.model, **QUIET)
-    with pytest.raises(ValueError, match=r"valid: \['county_idx', 'obs_id'\] or \['floor_idx'"):
+    with pytest.raises(
+        ValueError,
+        match=r"valid: \['county_idx', 'floor_idx', 'obs_id'\] or \['floor_idx', 'county_idx'\]",
+    ):
         pm_sens.plot_local(out, color_by="nope", backend="matplotlib")
 
 

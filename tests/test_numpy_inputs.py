@@ -204,3 +204,84 @@ def test_a_numpy_group_index_is_a_categorical_input_like_a_pm_data_one():
         _values(got["permutation_importance"].to_dataset()),
         _values(expected["permutation_importance"].to_dataset()),
     )
+
+
+def test_a_numpy_group_level_predictor_is_an_input_like_a_pm_data_one():
+    """The radon notebook's hierarchical_intercept: county uranium ``u`` a NumPy array in
+    ``mu_a = gamma_0 + gamma_1 * u`` (a Deterministic), read per house through
+    ``alpha[county]`` with a NumPy ``county``: the same values as ``u`` and ``county``
+    in pm.Data, uranium named after its coefficient."""
+    rng = np.random.default_rng(9)
+    n, n_counties = 30, 5
+    county = np.r_[np.arange(n_counties), rng.integers(0, n_counties, n - n_counties)]
+    floor = rng.normal(size=n)
+    u = rng.normal(size=n_counties)
+
+    def build(as_data):
+        with pm.Model(coords={"county": np.arange(n_counties)}) as model:
+            uranium = pm.Data("uranium", u, dims="county") if as_data else u
+            index = pm.Data("county_idx", county) if as_data else county
+            gamma_0 = pm.Normal("gamma_0", 0, 1)
+            gamma_1 = pm.Normal("gamma_1", 0, 1)
+            mu_a = pm.Deterministic("mu_a", gamma_0 + gamma_1 * uranium)
+            epsilon_a = pm.Normal("epsilon_a", 0, 1, dims="county")
+            alpha = pm.Deterministic("alpha", mu_a + 0.5 * epsilon_a, dims="county")
+            beta = pm.Normal("beta", 0, 1)
+            pm.Normal("y", alpha[index] + beta * floor, 1.0, observed=rng.normal(size=n))
+        return model
+
+    numpy_model, data_model = build(False), build(True)
+    idata = known_posterior(data_model)
+    kw = dict(extend_inferencedata=False, **QUIET)
+    renamed = {"x_gamma_1": "uranium", "county": "county_idx", "x_beta": "x_beta"}
+    for mode in ("moment", "draw"):
+        got = pm_sens.sensitivity(idata, numpy_model, mode=mode, interactions=True, **kw)
+        expected = pm_sens.sensitivity(idata, data_model, mode=mode, interactions=True, **kw)
+        got, expected = got["sensitivity"], expected["sensitivity"]
+        assert sorted(renamed[f] for f in got.feature.values) == sorted(expected.feature.values)
+        order = [list(got.feature.values).index(k) for k, v in renamed.items()]
+        want = [list(expected.feature.values).index(v) for v in renamed.values()]
+        np.testing.assert_allclose(
+            got["rsens"].values[..., order], expected["rsens"].values[..., want], rtol=RTOL
+        )
+        np.testing.assert_allclose(
+            got["levels_county"].values, expected["levels_county_idx"].values, rtol=RTOL
+        )
+    # at new points, the uranium each house reads follows its county
+    moved = pm_sens.sensitivity(
+        idata, numpy_model, mode="draw", points={"county": county[::-1], "x_beta": floor}, **kw
+    )["sensitivity"]
+    np.testing.assert_allclose(
+        moved["input_value"].sel(feature="x_gamma_1").values, u[county[::-1]], rtol=0
+    )
+
+
+def test_a_mask_computed_from_a_bool_container_picks_the_rows_as_a_numpy_mask():
+    """The parametric survival notebook's ``eta[~censored]`` with a bool container
+    ``censored`` (and ``eta = beta.dot(predictors.T)``): the same results as the mask
+    given as a NumPy array."""
+    rng = np.random.default_rng(10)
+    n = 24
+    X = np.column_stack([np.ones(n), rng.normal(size=n), rng.integers(0, 2, n)])
+    event = rng.random(n) < 0.6
+
+    def build(as_container):
+        with pm.Model() as model:
+            predictors = pm.Data("predictors", X)
+            censored = pm.Data("censored", ~event) if as_container else ~event
+            beta = pm.Normal("beta", 0, 1, shape=3)
+            eta = beta.dot(predictors.T)
+            s = pm.HalfNormal("s", 1.0)
+            pm.Gumbel("events", eta[~censored], s, observed=rng.normal(size=event.sum()))
+        return model
+
+    container, numpy_mask = build(True), build(False)
+    idata = known_posterior(numpy_mask)
+    kw = dict(extend_inferencedata=False, **QUIET)
+    for mode in ("moment", "draw"):
+        got = pm_sens.sensitivity(idata, container, mode=mode, **kw)["sensitivity"]
+        expected = pm_sens.sensitivity(idata, numpy_mask, mode=mode, **kw)["sensitivity"]
+        assert got.sizes["point"] == event.sum()
+        assert_same_values(got, expected)
+    for name, call in other_functions(idata).items():
+        assert_same_values(call(container)[name], call(numpy_mask)[name])

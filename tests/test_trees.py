@@ -138,7 +138,7 @@ def test_a_bart_of_two_outputs_against_pymc_barts_trees():
 
     case = ZOO["bart_heteroscedastic_gamma"]()
     sampler = _get_posterior_sampler(case.model["w"].owner.op)
-    age = case.model["age"].get_value()
+    age = np.asarray(case.model["w"].owner.op.X)[:, 0]  # the NumPy column pymc-bart holds
 
     def shape_rate(x):
         w = sampler.sample_posterior(np.ascontiguousarray(x[:, None]), list(range(60)), None)

@@ -1,6 +1,7 @@
 """Which data variables are inputs: the default choice, ``inputs=``, and the refusals."""
 
 import numpy as np
+from pytensor.graph.basic import Constant
 
 from pm_sens._core.arguments import as_name_list, inform_once, warn
 from pm_sens._core.points import current_value
@@ -230,14 +231,24 @@ def _tell_numpy_inputs(predictive, chosen):
             "graph): every measure is per raw input, and points= gives raw values",
         )
     taken = [v for v in chosen if v in predictive.numpy_inputs]
-    if not taken:
+    # group-level NumPy arrays (county uranium), read per point through a group index
+    group = [
+        (v, base, index)
+        for v, (base, index) in predictive.group_inputs.items()
+        if v in chosen and isinstance(base, Constant)
+    ]
+    if not taken and not group:
         return
-    shapes = ", ".join(f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in taken)
+    arrays = [f"{v.name!r} {np.shape(predictive.defaults[v])}" for v in taken]
+    arrays += [
+        f"{v.name!r} {base.data.shape}, a group-level array read per point through {index.name!r}"
+        for v, base, index in group
+    ]
     message = (
-        f"pm_sens takes the NumPy array(s) {shapes} in the model as inputs (one row per "
-        "observation: floats, bool flags, or integers that index a variable), in a copy "
-        "of the model's graph. Give their values at new points by these names in points=, "
-        "or choose among them with inputs="
+        f"pm_sens takes the NumPy array(s) {', '.join(arrays)} in the model as inputs (one "
+        "row per observation: floats, bool flags, or integers that index a variable; or one "
+        "value per group), in a copy of the model's graph. Give their values at new points "
+        "by these names in points=, or choose among them with inputs="
     )
     held = [v for v in predictive.row_constants if v.dtype.startswith(("int", "uint", "bool"))]
     if held:

@@ -135,7 +135,7 @@ def _append_column(value, column, axes):
 
 
 #: which predictive R-sens2's pairs describe, per mode, and what that brings
-#: (the user guide's "Interactions the model did not write")
+#: (docs: explanation/reading.md, "Interactions the model did not write")
 PAIRS_FROM = {
     "moment": (
         "moment-matched predictive",
@@ -166,8 +166,8 @@ def _nan_reasons(name, kinds):
     if "level" in kinds and name == "rsens2":
         reasons.append(
             "a categorical input (feature_kind 'level') has no curvature, so its diagonal "
-            "entry is NaN; its pairs are defined (user guide, 'Interactions with a "
-            "categorical input')"
+            "entry is NaN; its pairs are defined (documentation, "
+            "'Hierarchical models and categorical inputs')"
         )
     elif "level" in kinds and name not in LEVEL_METHODS:
         pairs = " pairs" if name in ("eah", "aeh") else ""

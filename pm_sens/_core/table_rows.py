@@ -6,7 +6,7 @@ theirs. An input moved by the same amount in every cell of a row (a per-row
 covariate, or a per-cell one shifted along the row) moves the joint at the
 rate ``sqrt(Σ_c R-sens_c²)`` (the same for the KL method and for R-sens2's
 pairs), and the row's mixture log density is ``logsumexp_s Σ_c log p(y_c | λ_s)
-− log S`` (user guide, "Wide observation tables").
+− log S`` (docs: how_to/wide_tables.md, "A wide observation table").
 """
 
 import numpy as np

@@ -55,7 +55,7 @@ MOMENT_FAMILIES: dict[str, Family] = {
     "dirichlet_multinomial": dirichlet_multinomial.FAMILY_MATCHED,
 }
 
-#: The moment-matched family chosen for each likelihood support (user guide, "Likelihoods").
+#: The moment-matched family chosen for each likelihood support (docs: explanation/likelihoods.md).
 DEFAULT_MOMENT_FAMILY = {
     "real": "normal",
     "positive": "gamma",

@@ -24,7 +24,12 @@ from pm_sens.graph.model.cumulative import cumulative_products_as_chains
 from pm_sens.graph.model.data_statistics import hold_data_statistics
 from pm_sens.graph.model.design import design_from_raw_inputs
 from pm_sens.graph.model.lagged import lagged_series
-from pm_sens.graph.model.per_row import column_labels, per_row_constants, per_row_variables
+from pm_sens.graph.model.per_row import (
+    column_labels,
+    numpy_group_indices,
+    per_row_constants,
+    per_row_variables,
+)
 from pm_sens.graph.model.point_reads import per_point_group_inputs, per_point_observation_rows
 from pm_sens.graph.model.queries import (
     data_containers,
@@ -295,7 +300,7 @@ class Predictive:
         has one (incl. zero-inflated and hurdle Poisson / negative binomial and
         the censored Normal), else the leaf parameters of the distribution's
         graph, evaluated through PyMC's ``logp`` (mixtures, censored, truncated,
-        custom and other univariate likelihoods; see the user guide). The inputs
+        custom and other univariate likelihoods; see :doc:`/explanation/likelihoods`). The inputs
         are the float ``pm.Data`` containers those parameters depend on; integer
         containers (group indices, flags) are held at their values. Observations
         that pick rows of the data (``mu[mask]``) are computed on those rows.
@@ -312,8 +317,7 @@ class Predictive:
         design matrix from them with PyTensor operations
         (``design(**raw) -> (rows, C)``): the array holding those columns is
         replaced by it in a copy of the graph, and the raw inputs are the
-        inputs (`pm_sens.graph.model.design`; user guide, "Design columns from raw
-        inputs").
+        inputs (`pm_sens.graph.model.design`; :doc:`/how_to/design_matrices`).
 
         Parameters
         ----------
@@ -396,7 +400,8 @@ class Predictive:
                 model, params, n_rows, raw_inputs, design
             )
         params, row_inputs = per_point_observation_rows(model, params)
-        params, group_inputs = per_point_group_inputs(model, params, row_inputs)
+        params, numpy_indices = numpy_group_indices(model, params, n_rows)
+        params, group_inputs = per_point_group_inputs(model, params, [*row_inputs, *numpy_indices])
         group_inputs = {**row_inputs, **group_inputs}
         params, numeric_integers = per_point_arithmetic_integers(model, params, rv.name)
         group_inputs.update(numeric_integers)
@@ -406,6 +411,7 @@ class Predictive:
         params, row_constants, numpy_inputs = per_row_constants(
             model, params, n_rows, rv, observed
         )
+        numpy_inputs = {**numpy_inputs, **numpy_indices}  # the floats first, as named
         params, observation_rows = per_row_variables(model, params, n_rows)
         row_constants.update(observation_rows)
         row_constants.update(cell_held)

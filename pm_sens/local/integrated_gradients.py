@@ -95,7 +95,7 @@ def integrated_gradients(
         Holds the ``posterior`` group of ``model``.
     model : pymc.Model or bambi.Model
         The fitted model (a built bambi model is rebuilt on its data columns;
-        see the user guide). It is not modified.
+        see :doc:`/how_to/bambi`). It is not modified.
     var_name : str, optional
         Observed variable to explain; default: the only one.
     inputs : str or list of str, optional

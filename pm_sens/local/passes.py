@@ -8,7 +8,7 @@ draw mode: 320 MB at S=4000, N=1000, D=10. Most users read only their mean
 over the points with its posterior interval (S × D numbers), so
 `point_means` computes the measures block of points by block of points and
 keeps each draw's sum over the points; the peak memory is one block's local
-values, whatever N (user guide, "Large posteriors").
+values, whatever N (docs: how_to/large_data.md).
 """
 
 from contextlib import nullcontext

@@ -69,7 +69,7 @@ def sensitivity(
         Holds the ``posterior`` group of ``model``, as returned by ``pm.sample``.
     model : pymc.Model or bambi.Model
         The fitted model (a built bambi model is rebuilt on its data columns;
-        see the user guide). It is not modified.
+        see :doc:`/how_to/bambi`). It is not modified.
     var_name : str, optional
         Observed variable to explain; default: the model's only observed variable.
     inputs : str or list of str, optional
@@ -91,7 +91,7 @@ def sensitivity(
         Where to evaluate, as ``{container_name: array}`` (rows = points);
         containers not given keep their current values. Default: the observed rows.
         Dask-backed points (e.g. ``ds.chunk({"obs": 10_000})``) give dask-backed
-        local results, computed block by block (see the user guide).
+        local results, computed block by block (see :doc:`/how_to/large_data`).
     predictive : pm_sens.Predictive, optional
         Describes the per-draw predictive; default
         ``Predictive.from_observed(model, var_name)``.
@@ -105,10 +105,10 @@ def sensitivity(
         ``"kl"`` when the predictions depend on some input only through steps
         (the trees of a BART variable, ``floor``, a comparison): there the
         derivative-based methods are refused, as the derivatives are zero
-        almost everywhere (user guide, "Trees and other steps").
+        almost everywhere (:doc:`/how_to/bart`).
     mode : {"moment", "draw"}
         ``"moment"``: the posterior predictive mixture, matched by moments to one
-        family (user guide, "Moment mode and draw mode"); the mean-based methods
+        family (:doc:`/explanation/modes`); the mean-based methods
         use the mixture mean.
         ``"draw"``: the likelihood of each posterior draw, giving the posterior
         distribution of each measure.
@@ -130,7 +130,7 @@ def sensitivity(
         Agreement with R-sens is best for 1e-6 ≲ delta ≲ 1e-3; the forward
         scheme's error depends on the model's curvature (up to ~3e-3 on a GP
         at the default), so prefer ``kl_scheme="central"`` for cross-checks
-        (see the user guide).
+        (see :doc:`/explanation/measures`).
     kl_scheme : {"forward", "central"}, optional
         ``"kl"`` differences: forward (the paper's, error O(delta)) or central
         (error O(delta²), twice the evaluations). Default forward; central
@@ -172,7 +172,7 @@ def sensitivity(
           symmetric, the diagonal being each input's curvature; ``rsens2``'s
           attr ``interactions_from`` says which predictive its pairs describe
           (moment mode's also hold those the posterior correlation of the
-          parameters makes; see the user guide);
+          parameters makes; see :doc:`/explanation/reading`);
         - ``aed``: ``(*S, "feature")`` and ``aeh``: ``(*S, "feature",
           "feature_bis")`` — they average the derivative over the points
           before taking its absolute value, so they have no point dimension;

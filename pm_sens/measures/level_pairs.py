@@ -11,7 +11,7 @@ mixed derivative ``∂²λ/∂x_d∂x_e``: the interaction contrast
 ``Δ²λ = λ(l, m) − λ(l, h_i) − λ(g_i, m) + λ(g_i, h_i)`` whitened at the point,
 ``‖I(λ_i)^{1/2} Δ²λ‖ √α``, averaged over the other levels l of g and m of h.
 
-Both are taken in the mean–variance parametrization, as R-sens2 (user guide,
+Both are taken in the mean–variance parametrization, as R-sens2 (docs: how_to/hierarchical.md,
 "Interactions with a categorical input").
 """
 

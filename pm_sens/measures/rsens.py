@@ -1,6 +1,6 @@
 """R-sens and R-sens2 from derivatives and Fisher information.
 
-See the user guide, "What R-sens measures".
+See the docs: explanation/measures.md, "What R-sens measures".
 
 ``R-sens(x, d; α) = sqrt(α J_dᵀ I J_d)`` with ``J_d = ∂φ/∂x_d`` and
 ``R-sens2(x, (d, e); α) = sqrt(α H_deᵀ I H_de)`` with ``H_de = ∂²φ/∂x_d∂x_e``,

@@ -146,6 +146,13 @@ def plot_interactions(
     mean = da.mean(average).transpose("feature", "feature_bis")
     # features with no pairwise values (categorical inputs, constant columns) are left out
     kept = mean.notnull().any("feature_bis").values
+    if kept.sum() < 2:
+        raise ValueError(
+            f"plot_interactions draws the pairs of two or more inputs; {var_name} has "
+            f"values for {list(mean['feature'].values[kept])} only (of "
+            f"{list(mean['feature'].values)}): there is no pair to draw. "
+            "plot_importance shows each input's own sensitivity"
+        )
     mean = mean.isel(feature=kept, feature_bis=kept)
     matrix = xr.Dataset({var_name: mean})
     features = matrix["feature"].values

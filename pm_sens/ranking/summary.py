@@ -275,7 +275,7 @@ def summary(
         the input's standard deviation over the points, i.e. the change of the
         predictive over a typical change of the input. This puts continuous
         inputs on the scale of categorical ones, whose values are for a whole
-        level change (see the user guide, "Reading the numbers").
+        level change (see :doc:`/explanation/reading`, "Reading the numbers").
     top_k : int
         The table gives the probability that each feature ranks in the top k.
     n_bootstrap : int

@@ -69,7 +69,7 @@ def permutation_importance(
         Holds the ``posterior`` (and, for the likelihood, ``observed_data``).
     model : pymc.Model or bambi.Model
         The fitted model (a built bambi model is rebuilt on its data columns;
-        see the user guide). It is not modified.
+        see :doc:`/how_to/bambi`). It is not modified.
     var_name : str, optional
         Observed variable; default the only one.
     inputs : str or list of str, optional
@@ -91,8 +91,7 @@ def permutation_importance(
         order (a block permutation of a series). Default: 1 (the points one by
         one), or, for a model whose rows depend on a window of other rows'
         inputs (lags, adstock), the window's width, so the permuted series
-        keeps its course over that window (user guide, "Series: lags and
-        adstock").
+        keeps its course over that window (:doc:`/how_to/time_series`).
     random_seed : int, optional
         Seed of the permutations (and of ``num_draws`` thinning); results are
         reproducible.

@@ -2,6 +2,7 @@
 posterior of one draw, masks and row selections, NumPy inputs, dims everywhere."""
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
@@ -200,18 +201,34 @@ def patsy_spline_per_year(rng):
 
 
 @zoo_model(
-    "the out-of-sample notebook: a patsy design x1 * x2 (intercept, x1, x2, x1:x2) in a "
-    "logistic regression, ranked per x1 and x2"
+    "pymc-examples GLM-out-of-sample-predictions as written: patsy.dmatrices('y ~ x1 * x2') "
+    "(intercept, x1, x2, x1:x2) as NumPy, the shuffled training rows in pm.Data X and the "
+    "float y in pm.Data y passed as observed, b with dims coeffs, Deterministic "
+    "p = invlogit(dot(X, b)), Bernoulli(p=p); ranked per x1 and x2 (raw_inputs, design=)",
+    # logits up to ±20 (x1 x2 on the notebook's scale): the KL's O(step²) term needs a
+    # smaller step
+    kl_delta=1e-5,
 )
 def patsy_product_per_raw_input(rng):
     import pm_sens
 
-    x1, x2 = rng.normal(size=30), rng.normal(size=30)
-    design = _patsy("x1 * x2", {"x1": x1, "x2": x2})
+    n = 40
+    x1 = rng.normal(loc=0.0, scale=2.0, size=n)
+    x2 = rng.normal(loc=0.0, scale=2.0, size=n)
+    z = -0.5 + x1 - x2 + 2 * x1 * x2
+    df = pd.DataFrame(dict(x1=x1, x2=x2, y=rng.binomial(n=1, p=1 / (1 + np.exp(-z)))))
+    x = _patsy("x1 * x2", df)
+    y = df["y"].to_numpy(dtype=float)  # patsy's y is a float column
+    train = rng.permutation(n)[: int(0.7 * n)]  # train_test_split(x, y, train_size=0.7)
+    x_train, y_train = x[train], y[train]
     with pm.Model(coords={"coeffs": ["Intercept", "x1", "x2", "x1:x2"]}) as model:
-        X = pm.Data("X", design)
-        beta = pm.Normal("beta", 0, 1, dims="coeffs")
-        pm.Bernoulli("y", logit_p=pm.math.dot(X, beta), observed=rng.integers(0, 2, 30))
+        X = pm.Data("X", x_train)
+        y = pm.Data("y", y_train)
+        b = pm.Normal("b", mu=0, sigma=1, dims="coeffs")
+        mu = pm.math.dot(X, b)
+        p = pm.Deterministic("p", pm.math.invlogit(mu))
+        pm.Bernoulli("obs", p=p, observed=y)
+    x1, x2 = df["x1"].to_numpy()[train], df["x2"].to_numpy()[train]
 
     def columns(x1, x2):
         return pt.stack([pt.ones_like(x1), x1, x2, x1 * x2], axis=-1)

@@ -208,20 +208,22 @@ def bart_plus_linear_poisson(rng):
 
 
 @zoo_model(
-    "pymc-bart's heteroscedastic example: one BART of shape (2, n) for a Gamma's mean "
-    "and sd, through exp",
+    "pymc-examples bart_heteroscedasticity as written: X = df['youtube'].to_numpy()"
+    ".reshape(-1, 1) a NumPy column, one BART('w', X, np.log(Y), shape=(2, n_obs)) for a "
+    "Gamma's mean and sd through exp",
     **STEPPED,
 )
 def bart_heteroscedastic_gamma(rng):
     import pymc_bart as pmb
 
-    n = 40
-    x = np.sort(rng.uniform(0, 10, n))
-    y = rng.gamma(4, np.exp(0.1 * x) / 4)
+    n_obs = 40
+    df = pd.DataFrame({"youtube": np.round(rng.uniform(0, 350, n_obs), 2)})
+    df["sales"] = rng.gamma(4, np.exp(1.5 + 0.004 * df["youtube"]) / 4)
+    X = df["youtube"].to_numpy().reshape(-1, 1)
+    Y = df["sales"].to_numpy()
     with pm.Model() as model:
-        x_ = pm.Data("age", x)
-        w = pmb.BART("w", X=x_[:, None], Y=np.log(y), m=10, shape=(2, n))
-        pm.Gamma("y", mu=pm.math.exp(w[0]), sigma=pm.math.exp(w[1]), observed=y)
+        w = pmb.BART("w", X=X, Y=np.log(Y), m=10, shape=(2, n_obs))
+        pm.Gamma("y", mu=pm.math.exp(w[0]), sigma=pm.math.exp(w[1]), observed=Y)
     return model, bart_fit(model, 4)
 
 

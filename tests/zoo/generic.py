@@ -8,23 +8,50 @@ import pytensor.tensor as pt
 
 from tests.zoo._registry import known_posterior, zoo_model
 
+#: pymc-examples, examples/generalized_linear_models/GLM-truncated-censored-regression
+TRUNCATED_CENSORED_NOTEBOOK = "pymc-examples GLM-truncated-censored-regression"
 
-@zoo_model("the truncated regression notebook: pm.Truncated Normal with a scalar sigma")
+
+def _truncated_censored_data(rng, n=40):
+    """The notebook's data: slope 1, intercept 0, σ 2, x uniform on (-10, 10), bounds
+    a list of ints."""
+    x = rng.uniform(-10, 10, n)
+    y = rng.normal(loc=x, scale=2)
+    return x, y, [-5, 5]
+
+
+@zoo_model(
+    f"{TRUNCATED_CENSORED_NOTEBOOK}, truncated_regression as written: NumPy x (the rows "
+    "with y inside the bounds) in slope * x + intercept, pm.Truncated(Normal.dist, "
+    "lower=bounds[0], upper=bounds[1]) with int bounds"
+)
 def truncated_normal(rng):
-    n = 20
-    x = rng.normal(size=n)
+    x, y, bounds = _truncated_censored_data(rng)
+    keep = (y >= bounds[0]) & (y <= bounds[1])
+    xt, yt = x[keep], y[keep]
     with pm.Model() as model:
-        x_ = pm.Data("x", x)
-        a = pm.Normal("a", 0, 1)
-        b = pm.Normal("b", 0, 1)
-        s = pm.HalfNormal("s", 1)
-        pm.Truncated(
-            "obs",
-            pm.Normal.dist(mu=a + b * x_, sigma=s),
-            lower=-3,
-            upper=3,
-            observed=np.clip(x, -2.9, 2.9),
-        )
+        slope = pm.Normal("slope", mu=0, sigma=1)
+        intercept = pm.Normal("intercept", mu=0, sigma=1)
+        σ = pm.HalfNormal("σ", sigma=1)
+        normal_dist = pm.Normal.dist(mu=slope * xt + intercept, sigma=σ)
+        pm.Truncated("obs", normal_dist, lower=bounds[0], upper=bounds[1], observed=yt)
+    return model, known_posterior(model)
+
+
+@zoo_model(
+    f"{TRUNCATED_CENSORED_NOTEBOOK}, censored_regression as written: NumPy x, "
+    "pm.Censored(Normal.dist, lower=bounds[0], upper=bounds[1]) with int bounds, observed "
+    "values set to the bounds they exceeded"
+)
+def censored_regression_notebook(rng):
+    x, y, bounds = _truncated_censored_data(rng)
+    yc = np.clip(y, *bounds)
+    with pm.Model() as model:
+        slope = pm.Normal("slope", mu=0, sigma=1)
+        intercept = pm.Normal("intercept", mu=0, sigma=1)
+        σ = pm.HalfNormal("σ", sigma=1)
+        y_latent = pm.Normal.dist(mu=slope * x + intercept, sigma=σ)
+        pm.Censored("obs", y_latent, lower=bounds[0], upper=bounds[1], observed=yc)
     return model, known_posterior(model)
 
 
@@ -73,7 +100,7 @@ def censored_weibull(rng):
 
 @zoo_model(
     "a hurdle log-normal spend model with a scalar sigma",
-    kl_rtol=1e-3,  # the quadrature route's accuracy (user guide, "Likelihoods")
+    kl_rtol=1e-3,  # the quadrature route's accuracy (docs: explanation/likelihoods.md)
 )
 def hurdle_lognormal(rng):
     n = 20

@@ -1,6 +1,8 @@
 """Hierarchical models and categorical inputs: group indices (one, two, nested),
 varying intercepts and slopes, group-level predictors, flags and one-hot columns."""
 
+import zlib
+
 import numpy as np
 import pymc as pm
 from scipy import stats
@@ -8,35 +10,60 @@ from scipy.special import log_expit, logsumexp
 
 from tests.zoo._registry import known_posterior, zoo_model
 
+#: pymc-examples, examples/generalized_linear_models/multilevel_modeling (radon)
+RADON_NOTEBOOK = "pymc-examples multilevel_modeling (radon)"
+
 
 def _radon_like(rng, n=30, n_counties=5):
+    """The notebook's arrays: county codes from pd.factorize, floor as int64 0/1
+    (srrs_mn.floor.values), log uranium per county (float)."""
     county = np.r_[np.arange(n_counties), rng.integers(0, n_counties, n - n_counties)]
-    floor = rng.integers(0, 2, n).astype(float)
+    floor = rng.integers(0, 2, n)
     uranium = rng.normal(size=n_counties)
     return county, floor, uranium
 
 
+def _radon_arrays(case):
+    """The floor flag and the county codes, and their inputs' names: containers in the
+    notebook's models with pm.Data, NumPy arrays (named by pm_sens) in the others."""
+    if "floor_idx" in case.model:
+        floor, county = (case.model[n].get_value() for n in ("floor_idx", "county_idx"))
+        return floor, county, ("floor_idx", "county_idx")
+    county, floor, _ = _radon_like(np.random.default_rng(zlib.crc32(case.name.encode())))
+    return floor, county, ("x_beta", "county")
+
+
 def _normal_levels(case, mode):
-    """sqrt(2 KL) between Normals at each point's own county and every county: per
-    draw, and between the mixtures' moment-matched Normals in moment mode."""
+    """sqrt(2 KL) between Normals at each point's own level and every level, for
+    the county and the floor flag: per draw, and between the mixtures'
+    moment-matched Normals in moment mode."""
     post = case.idata["posterior"]
     alpha = post["alpha"].values.reshape(-1, 5)
-    beta, sigma = post["beta"].values.reshape(-1), post["sigma"].values.reshape(-1)
-    floor, county = case.model["floor_idx"].get_value(), case.model["county_idx"].get_value()
-    mu = alpha[:, None, :] + beta[:, None, None] * floor[None, :, None]  # (S, N, L)
-    var = np.broadcast_to(sigma[:, None, None] ** 2, mu.shape)
-    if mode == "moment":  # law of total variance
-        var = (var + mu**2).mean(0, keepdims=True) - mu.mean(0, keepdims=True) ** 2
-        mu = mu.mean(0, keepdims=True)
-    own = np.arange(len(county)), county
-    m1, v1 = mu[:, own[0], own[1]][..., None], var[:, own[0], own[1]][..., None]
-    kl = 0.5 * (np.log(var / v1) + (v1 + (m1 - mu) ** 2) / var - 1)
-    return {"county_idx": np.sqrt(2 * np.clip(kl, 0, None))}
+    beta = post["beta"].values.reshape(len(alpha), -1)  # common or per county
+    sigma = post["sd_y" if "sd_y" in post else "sigma_y"].values.reshape(-1)
+    floor, county, (floor_name, county_name) = _radon_arrays(case)
+
+    def level_rates(mu, own):
+        var = np.broadcast_to(sigma[:, None, None] ** 2, mu.shape)
+        if mode == "moment":  # law of total variance
+            var = (var + mu**2).mean(0, keepdims=True) - mu.mean(0, keepdims=True) ** 2
+            mu = mu.mean(0, keepdims=True)
+        rows = np.arange(len(own))
+        m1, v1 = mu[:, rows, own][..., None], var[:, rows, own][..., None]
+        kl = 0.5 * (np.log(var / v1) + (v1 + (m1 - mu) ** 2) / var - 1)
+        return np.sqrt(2 * np.clip(kl, 0, None))
+
+    beta_county = np.broadcast_to(beta, alpha.shape)
+    at_county = alpha[:, None, :] + beta_county[:, None, :] * floor[None, :, None]  # (S, N, 5)
+    at_floor = alpha[:, county][..., None] + beta_county[:, county][..., None] * np.arange(2)
+    return {county_name: level_rates(at_county, county), floor_name: level_rates(at_floor, floor)}
 
 
 @zoo_model(
-    "the radon notebook: varying intercepts by county, floor as a float input",
+    f"{RADON_NOTEBOOK}, varying_intercept as written: int64 floor_idx and county_idx "
+    "containers with dims obs_id, alpha[county_idx] + beta * floor_idx",
     levels=_normal_levels,
+    errors={"integrated_gradients": "depend only on categorical inputs"},
 )
 def varying_intercepts(rng):
     county, floor, _ = _radon_like(rng)
@@ -44,69 +71,79 @@ def varying_intercepts(rng):
     with pm.Model(coords=coords) as model:
         floor_idx = pm.Data("floor_idx", floor, dims="obs_id")
         county_idx = pm.Data("county_idx", county, dims="obs_id")
-        mu_a = pm.Normal("mu_a", 0, 1)
-        sigma_a = pm.HalfNormal("sigma_a", 1)
-        alpha = pm.Normal("alpha", mu_a, sigma_a, dims="county")
-        beta = pm.Normal("beta", 0, 1)
-        sigma = pm.Exponential("sigma", 1)
-        theta = alpha[county_idx] + beta * floor_idx
-        pm.Normal("y", theta, sigma, observed=rng.normal(size=len(county)), dims="obs_id")
+        mu_a = pm.Normal("mu_a", mu=0.0, sigma=10.0)
+        sigma_a = pm.Exponential("sigma_a", 1)
+        alpha = pm.Normal("alpha", mu=mu_a, sigma=sigma_a, dims="county")
+        beta = pm.Normal("beta", mu=0.0, sigma=10.0)
+        sd_y = pm.Exponential("sd_y", 1)
+        y_hat = alpha[county_idx] + beta * floor_idx
+        log_radon = rng.normal(size=len(county))
+        pm.Normal("y_like", mu=y_hat, sigma=sd_y, observed=log_radon, dims="obs_id")
     return model, known_posterior(model)
 
 
 @zoo_model(
-    "pymc-examples multilevel_modeling (radon) as written: NumPy county index (pd.factorize) "
-    "and floor, an int64 0/1 column (srrs_mn.floor.values): a flag, compared at its levels",
+    f"{RADON_NOTEBOOK}, varying_intercept_slope_noncentered as written: int64 floor_idx "
+    "and county_idx containers, Deterministic alpha and beta with dims county",
+    levels=_normal_levels,
     errors={"integrated_gradients": "depend only on categorical inputs"},
 )
-def radon_numpy_arrays(rng):
-    county, floor, _ = _radon_like(rng)
-    floor = floor.astype(np.int64)
-    coords = {"county": [f"c{i}" for i in range(5)], "obs_id": np.arange(len(county))}
-    with pm.Model(coords=coords) as model:
-        mu_a = pm.Normal("mu_a", 0, 1)
-        sigma_a = pm.HalfNormal("sigma_a", 1)
-        z = pm.Normal("z", 0, 1, dims="county")
-        alpha = pm.Deterministic("alpha", mu_a + sigma_a * z, dims="county")
-        beta = pm.Normal("beta", 0, 1)
-        sigma = pm.Exponential("sigma", 1)
-        theta = alpha[county] + beta * floor
-        pm.Normal("y", theta, sigma, observed=rng.normal(size=len(county)), dims="obs_id")
-    return model, known_posterior(model)
-
-
-@zoo_model("the radon notebook: varying intercepts and slopes (non-centred)")
 def varying_slopes(rng):
     county, floor, _ = _radon_like(rng)
-    with pm.Model(coords={"county": np.arange(5)}) as model:
-        x = pm.Data("floor", floor)
-        idx = pm.Data("county_idx", county)
-        mu_a = pm.Normal("mu_a", 0, 1)
-        mu_b = pm.Normal("mu_b", 0, 1)
-        sa = pm.HalfNormal("sa", 1)
-        sb = pm.HalfNormal("sb", 1)
-        za = pm.Normal("za", 0, 1, dims="county")
-        zb = pm.Normal("zb", 0, 1, dims="county")
-        a = pm.Deterministic("a", mu_a + sa * za, dims="county")
-        b = pm.Deterministic("b", mu_b + sb * zb, dims="county")
-        sigma = pm.Exponential("sigma", 1)
-        pm.Normal("y", a[idx] + b[idx] * x, sigma, observed=rng.normal(size=len(county)))
+    coords = {"county": [f"c{i}" for i in range(5)], "obs_id": np.arange(len(county))}
+    with pm.Model(coords=coords) as model:
+        floor_idx = pm.Data("floor_idx", floor, dims="obs_id")
+        county_idx = pm.Data("county_idx", county, dims="obs_id")
+        mu_a = pm.Normal("mu_a", mu=0.0, sigma=10.0)
+        sigma_a = pm.Exponential("sigma_a", 5)
+        z_a = pm.Normal("z_a", mu=0, sigma=1, dims="county")
+        alpha = pm.Deterministic("alpha", mu_a + z_a * sigma_a, dims="county")
+        mu_b = pm.Normal("mu_b", mu=0.0, sigma=10.0)
+        sigma_b = pm.Exponential("sigma_b", 5)
+        z_b = pm.Normal("z_b", mu=0, sigma=1, dims="county")
+        beta = pm.Deterministic("beta", mu_b + z_b * sigma_b, dims="county")
+        sigma_y = pm.Exponential("sigma_y", 5)
+        y_hat = alpha[county_idx] + beta[county_idx] * floor_idx
+        log_radon = rng.normal(size=len(county))
+        pm.Normal("y_like", mu=y_hat, sigma=sigma_y, observed=log_radon, dims="obs_id")
     return model, known_posterior(model)
 
 
-@zoo_model("the radon notebook: a group-level predictor (county uranium, u[county_idx])")
+def _uranium_is_a_group_level_input(case, state):
+    """Per draw, the Normal mean gamma_0 + gamma_1 u[county] + ...: R-sens of u is
+    |gamma_1| / sigma_y at every point."""
+    rsens = state["draw"]["sensitivity"]["rsens"].sel(feature="x_gamma_1")
+    post = case.idata["posterior"]
+    expected = abs(post["gamma_1"]) / post["sigma_y"]
+    np.testing.assert_allclose(
+        rsens.transpose("chain", "draw", ...),
+        expected.values[..., None] * np.ones(rsens.shape[-1]),
+        rtol=1e-10,
+    )
+
+
+@zoo_model(
+    f"{RADON_NOTEBOOK}, hierarchical_intercept as written: NumPy county-level uranium u in "
+    "Deterministic mu_a = gamma_0 + gamma_1 * u (no dims), alpha[county] + beta * "
+    "floor_measure on NumPy int arrays, NumPy observed (uranium ranked as x_gamma_1)",
+    levels=_normal_levels,
+    check=_uranium_is_a_group_level_input,
+)
 def group_level_predictor(rng):
-    county, floor, uranium = _radon_like(rng)
-    with pm.Model(coords={"county": np.arange(5)}) as model:
-        x = pm.Data("floor", floor)
-        u = pm.Data("uranium", uranium, dims="county")
-        idx = pm.Data("county_idx", county)
-        g = pm.Normal("g", 0, 1, shape=2)
-        sa = pm.HalfNormal("sa", 1)
-        a = pm.Normal("a", g[0] + g[1] * u, sa, dims="county")
-        b = pm.Normal("b", 0, 1)
-        sigma = pm.Exponential("sigma", 1)
-        pm.Normal("y", a[idx] + b * x, sigma, observed=rng.normal(size=len(county)))
+    county, floor_measure, u = _radon_like(rng)
+    coords = {"county": [f"c{i}" for i in range(5)]}
+    with pm.Model(coords=coords) as model:
+        sigma_a = pm.HalfCauchy("sigma_a", 5)
+        gamma_0 = pm.Normal("gamma_0", mu=0.0, sigma=10.0)
+        gamma_1 = pm.Normal("gamma_1", mu=0.0, sigma=10.0)
+        mu_a = pm.Deterministic("mu_a", gamma_0 + gamma_1 * u)
+        epsilon_a = pm.Normal("epsilon_a", mu=0, sigma=1, dims="county")
+        alpha = pm.Deterministic("alpha", mu_a + sigma_a * epsilon_a, dims="county")
+        beta = pm.Normal("beta", mu=0.0, sigma=10.0)
+        sigma_y = pm.Uniform("sigma_y", lower=0, upper=100)
+        y_hat = alpha[county] + beta * floor_measure
+        log_radon = rng.normal(size=len(county))
+        pm.Normal("y_like", mu=y_hat, sigma=sigma_y, observed=log_radon)
     return model, known_posterior(model)
 
 

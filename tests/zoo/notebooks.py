@@ -507,6 +507,66 @@ def bart_biking(rng):
     return model, bart_fit(model, 5)
 
 
+@zoo_model(
+    f"{BIKES_NOTEBOOK}, Out-of-Sample Predictions as written: X = pm.Data('X', X_train) of "
+    "the shuffled training DataFrame (int64 hour and workingday), Y = Y_train a pandas "
+    "Series, BART('μ', X, np.log(Y)), NegativeBinomial(..., observed=Y, shape=μ.shape)",
+    methods=("kl", "var"),
+    kl_delta=0.1,
+    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+)
+def bart_biking_out_of_sample(rng):
+    import pymc_bart as pmb
+
+    from tests.zoo.frontends import bart_fit
+
+    bikes = _bikes()
+    # train_test_split(X, Y, test_size=0.2): shuffled rows, the DataFrames' index kept
+    train = rng.permutation(len(bikes))[: int(0.8 * len(bikes))]
+    X_train, Y_train = bikes[BIKE_FEATURES].iloc[train], bikes["count"].iloc[train]
+    with pm.Model() as model:
+        X = pm.Data("X", X_train)
+        Y = Y_train
+        α = pm.Exponential("α", 1)
+        μ = pmb.BART("μ", X, np.log(Y), m=20)
+        pm.NegativeBinomial("y", mu=pm.math.exp(μ), alpha=α, observed=Y, shape=μ.shape)
+    return model, bart_fit(model, 6)
+
+
+def _coal(rng):
+    """Disaster dates like the notebook's coal.csv (1851–1962, fewer after 1890)."""
+    early = rng.uniform(1851, 1890, 120)
+    late = rng.uniform(1890, 1962, 70)
+    return np.sort(np.concatenate([early, late]))
+
+
+@zoo_model(
+    "pymc-examples bart_introduction (Coal mining with BART) as written: x_data = "
+    "x_centers[:, None] a NumPy column of histogram bin centres, BART('μ_', X=x_data, "
+    "Y=np.log(y_data), m=20), Deterministic μ = exp(μ_), Poisson(mu=μ)",
+    methods=("kl", "var"),
+    kl_delta=0.1,
+    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+)
+def bart_coal_mining(rng):
+    import pymc_bart as pmb
+
+    from tests.zoo.frontends import bart_fit
+
+    coal = _coal(rng)
+    years = int(coal.max() - coal.min())
+    bins = years // 4
+    hist, x_edges = np.histogram(coal, bins=bins)
+    x_centers = x_edges[:-1] + (x_edges[1] - x_edges[0]) / 2
+    x_data = x_centers[:, None]
+    y_data = hist
+    with pm.Model() as model_coal:
+        μ_ = pmb.BART("μ_", X=x_data, Y=np.log(y_data), m=20)
+        μ = pm.Deterministic("μ", pm.math.exp(μ_))
+        pm.Poisson("y_pred", mu=μ, observed=y_data)
+    return model_coal, bart_fit(model_coal, 7)
+
+
 #: pymc-examples, examples/mixture_models/dependent_density_regression
 DDR_NOTEBOOK = "pymc-examples dependent_density_regression"
 
@@ -834,3 +894,60 @@ def spline_notebook(rng):
         model, raw_inputs={"year": year}, design=lambda year: pm_sens.bspline_basis(year, knots)
     )
     return model, known_posterior(model), {"predictive": predictive}
+
+
+#: pymc-examples, examples/survival_analysis/bayes_param_survival ("Weibull survival regression")
+PARAM_SURVIVAL_NOTEBOOK = "pymc-examples bayes_param_survival"
+
+
+def _gumbel_sf(y, mu, sigma):
+    """The notebook's survival function of the Gumbel distribution."""
+    return 1.0 - pt.exp(-pt.exp(-(y - mu) / sigma))
+
+
+def _gumbel_aft_checks(case, state):
+    """The points are the uncensored patients (the mask picks them); per draw, the
+    Gumbel location eta moves by beta[1] per unit of metastized: R-sens = |beta[1]| / s
+    (the location's Fisher information is 1 / s²; quadrature route, 1e-6)."""
+    local = state["draw"]["sensitivity"]
+    X = case.model["predictors"].get_value()
+    uncensored = ~case.model["censored"].get_value()
+    np.testing.assert_array_equal(local["input_value"].values, X[uncensored])
+    post = case.idata["posterior"]
+    expected = np.abs(post["beta"].values[..., 1]) / post["s"].values
+    got = local["rsens"].sel(feature="1").transpose("chain", "draw", "point").values
+    np.testing.assert_allclose(got, np.repeat(expected[..., None], got.shape[-1], -1), rtol=1e-6)
+
+
+@zoo_model(
+    f"{PARAM_SURVIVAL_NOTEBOOK}, weibull_model as written: predictors = pm.Data(X) with a "
+    "column of ones and the int metastized flag as floats, eta = beta.dot(predictors.T), a "
+    "bool container censored (df.event.values == 0.0), Gumbel('events', eta[~censored], s, "
+    "observed=y_obs container), the censored rows through pm.Potential",
+    check=_gumbel_aft_checks,
+)
+def gumbel_aft_notebook(rng):
+    n_patient = 30
+    df = pd.DataFrame(
+        {
+            "time": rng.integers(1, 230, n_patient),
+            "event": rng.integers(0, 2, n_patient),
+            "metastized": rng.integers(0, 2, n_patient),
+        }
+    )
+    X = np.empty((n_patient, 2))
+    X[:, 0] = 1.0
+    X[:, 1] = df.metastized
+    y = np.log(df.time.values)
+    y_std = (y - y.mean()) / y.std()
+    with pm.Model() as weibull_model:
+        predictors = pm.Data("predictors", X)
+        censored = pm.Data("censored", df.event.values == 0.0)
+        y_obs = pm.Data("y_obs", y_std[df.event.values == 1.0])
+        y_cens = pm.Data("y_cens", y_std[df.event.values == 0.0])
+        beta = pm.Normal("beta", mu=0.0, sigma=5.0, shape=2)
+        eta = beta.dot(predictors.T)
+        s = pm.HalfNormal("s", 5.0)
+        pm.Gumbel("events", eta[~censored], s, observed=y_obs)
+        pm.Potential("censored_like", _gumbel_sf(y_cens, eta[censored], s))
+    return weibull_model, known_posterior(weibull_model)

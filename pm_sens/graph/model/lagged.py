@@ -8,7 +8,7 @@ the pre-sample values the first lags read, held at their data values. In a
 copy of the graph the container becomes ``concatenate([held first k rows,
 x_points])``, so that each slice is a shifted copy of the points' series: a
 window of rows `pm_sens.graph.model.dependence` finds, measured on the joint
-predictive (user guide, "Series: lags and adstock").
+predictive (docs: how_to/time_series.md, "Series: lags and adstock").
 """
 
 import numpy as np

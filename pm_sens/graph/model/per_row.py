@@ -85,6 +85,37 @@ def per_row_constants(model, params, n_rows, rv=None, observed=None):
     )
 
 
+def numpy_group_indices(model, params, n_rows):
+    """Give integer NumPy arrays that index a variable per observation a symbol per point.
+
+    ``a[county]`` with a NumPy ``county`` is a group index, as an integer
+    ``pm.Data`` container read that way is, named as `_group_index_names` says.
+    Made symbolic before the group-level reads are found, so that a group-level
+    NumPy predictor read through it (``(g0 + g1 * u)[county]``) follows each
+    point's level as a container's would. Returns the new parameters and
+    ``{symbol: value}``.
+    """
+    if not n_rows or n_rows < 2:
+        return params, {}
+    moving = set(ancestors(params, blockers=model.free_RVs))
+    rows = [
+        c
+        for c in _constants_in_order_of_use(params, model.free_RVs)
+        if np.ndim(c.data) == 1 and c.data.shape[0] == n_rows and c in moving
+    ]
+    names = _group_index_names(model, params, rows)
+    by_values, symbols = {}, {}
+    for c, name in names.items():
+        key = _value_key(c)
+        if key not in by_values:
+            by_values[key] = symbolic_tensor(name, c.dtype, (None,))
+        symbols[c] = by_values[key]
+    if not symbols:
+        return params, {}
+    params = replace_rebuilding(params, symbols, keep=model.free_RVs)
+    return params, {symbol: c.data for c, symbol in symbols.items()}
+
+
 def _core_only_constants(rv, model):
     """Constants that are core dimensions of a distribution's parameter, no batch axis.
 

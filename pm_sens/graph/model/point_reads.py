@@ -18,6 +18,7 @@ from pytensor.tensor.shape import SpecifyShape
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pm_sens.graph.compile.nodes import is_float
+from pm_sens.graph.model.per_row import numpy_input_names
 from pm_sens.graph.model.queries import (
     data_containers,
     data_value,
@@ -35,12 +36,16 @@ def per_point_group_inputs(model, params, indices=()):
     its derivative at point i is with respect to the value its group contributes
     to that point. Returns the new parameters and ``{input: (u, idx)}``.
     """
+    # a NumPy array is named after its coefficient, which the reads below move away from
+    names = numpy_input_names(model, params, _group_arrays(model, params))
     params = push_indexing_down(model, params, indices)
     reads = group_level_reads(model, params, indices)
     if not reads:
         return params, {}
     copies = {
-        read: symbolic_tensor(data_name(model, base), base.dtype, (None, *base.type.shape[1:]))
+        read: symbolic_tensor(
+            names.get(base) or data_name(model, base), base.dtype, (None, *base.type.shape[1:])
+        )
         for read, base, _ in reads
     }
     params = graph_replace(params, copies, strict=False)
@@ -86,8 +91,9 @@ def per_point_observation_rows(model, params):
 def group_level_reads(model, outputs, indices=()):
     """Reads ``u[idx]`` of group-level data ``u`` through an integer container ``idx``.
 
-    ``u`` is a float container, or one re-indexed by integer data (a state
-    predictor seen per county, ``u_state[state_of_county]``). ``indices`` are
+    ``u`` is a float container or NumPy array, or one re-indexed by integer
+    data (a state predictor seen per county, ``u_state[state_of_county]``).
+    ``indices`` are
     further variables that may serve as ``idx`` (per-point copies of integer
     containers). Returns ``(read, u, idx)`` triples, ``read`` being the indexing
     expression: a group-level predictor seen from each point (e.g. county
@@ -105,12 +111,14 @@ def group_level_reads(model, outputs, indices=()):
 
 
 def _is_group_data(model, var):
-    """Whether ``var`` is a float container, or one re-indexed by integer data.
+    """Whether ``var`` is a float container or NumPy array, or one re-indexed by integer data.
 
     E.g. ``u_state[state_of_county]``: the state predictor of each county.
     """
     if var in model.data_vars:
         return is_float(var)
+    if isinstance(var, Constant):
+        return _is_group_array(var)
     node = var.owner
     if node is None or not isinstance(node.op, AdvancedSubtensor) or len(node.inputs) != 2:
         return False
@@ -122,6 +130,34 @@ def _is_group_data(model, var):
         and all(v in model.data_vars or isinstance(v, Constant) for v in roots)
         and _is_group_data(model, base)
     )
+
+
+def _is_group_array(constant):
+    """Whether a NumPy constant is a group-level predictor: one float per group, varying.
+
+    County uranium ``u`` in ``gamma_0 + gamma_1 * u``, as a float container
+    would be. Not one: an array of one value (``np.ones(k)``), which explains no
+    difference between groups, and an encoding of the levels (the 0/1 dummy or
+    contrast columns a formula reads through the group index, ``C[cat]``),
+    which is the categorical input itself.
+    """
+    values = constant.data
+    return (
+        values.dtype.kind == "f"
+        and values.ndim == 1
+        and values.shape[0] > 1
+        and bool(np.any(values != values[:1]))
+        and not np.isin(values, (-1.0, 0.0, 1.0)).all()
+    )
+
+
+def _group_arrays(model, outputs):
+    """The group-level NumPy arrays ``outputs`` are computed from, given the draws."""
+    return [
+        v
+        for v in ancestors(outputs, blockers=model.free_RVs)
+        if isinstance(v, Constant) and _is_group_array(v)
+    ]
 
 
 def data_name(model, var):
@@ -151,7 +187,10 @@ def push_indexing_down(model, outputs, indices=()):
         for read, base, index in first_axis_reads(outputs)
         if index in index_variables
         and not _is_group_data(model, base)
-        and any(is_float(c) for c in data_containers(model, [base]))
+        and (
+            any(is_float(c) for c in data_containers(model, [base]))
+            or _group_arrays(model, [base])
+        )
     }
     if not replacements:
         return outputs
@@ -189,19 +228,31 @@ def _indexed(expr, index):
 
 
 def observation_rows(model, outputs):
-    """Reads ``e[rows]`` of an expression of the data through a constant 1-D index.
+    """Reads ``e[rows]`` of an expression of the data through a fixed 1-D index.
 
     A boolean mask or an integer array that picks, along the first axis, the rows
-    that have observations (``mu[mask]`` with ``observed=y[mask]``). Returns
-    ``(read, e, rows)`` triples, ``rows`` the picked row numbers.
+    that have observations (``mu[mask]`` with ``observed=y[mask]``): a constant,
+    or a boolean mask computed from data containers (``eta[~censored]`` with a
+    bool container ``censored``), read at its current value. (An integer
+    container is a group index, ``a[county_idx]``, not a selection of rows.)
+    Returns ``(read, e, rows)`` triples, ``rows`` the picked row numbers.
     """
     containers = set(model.data_vars)
     reads = []
     for read, expression, index in first_axis_reads(outputs):
-        if not isinstance(index, Constant) or index.ndim != 1:
+        if index.ndim != 1:
+            continue
+        if not (isinstance(index, Constant) or _is_data_mask(index, containers)):
             continue
         if any(var in containers for var in ancestors([expression])):
-            data = np.asarray(index.data)
+            data = np.asarray(data_value(index))
             rows = np.flatnonzero(data) if data.dtype == bool else data.astype(int)
             reads.append((read, expression, rows))
     return reads
+
+
+def _is_data_mask(index, containers):
+    """Whether an index is a boolean mask computed from containers and constants only."""
+    return index.dtype == "bool" and all(
+        isinstance(root, Constant) or root in containers for root in graph_inputs([index])
+    )

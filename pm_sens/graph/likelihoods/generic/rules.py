@@ -52,7 +52,7 @@ def support_bounds(out):
 
 
 def support_name(rv):
-    """The moment-matching support of a continuous likelihood (user guide, "Likelihoods")."""
+    """The moment-matching support of a continuous likelihood (docs: the likelihoods page)."""
     try:
         bounds = support_bounds(rv)
     except NotImplementedError:
