@@ -351,3 +351,45 @@ def test_a_likelihood_without_closed_forms_on_a_series():
                 expected[None] * np.ones((n - 2, 1)),
                 rtol=1e-6,
             )
+
+
+def test_a_dependence_that_reaches_further_on_later_draws_is_found():
+    """A latent GP's f = L(X) v (GP-Latent's form): how far an input row reaches depends
+    on the draw's lengthscale. The first draw's is short (rows 3.3 apart, couplings of
+    1e-12), a later one's long: R-sens per draw equals the derivative of NumPy's
+    Cholesky factor at every row, and the central KL agrees."""
+    n = 4
+    X = np.linspace(0, 10, n)[:, None]
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", alpha=2, beta=1)
+        eta = pm.HalfNormal("eta", sigma=5)
+        gp = pm.gp.Latent(cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ell))
+        gp.prior("f", X=X)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu=model["f"], sigma=sigma, observed=np.sin(X[:, 0]))
+    rng = np.random.default_rng(3)
+    draws = {
+        "ell": np.array([[0.9, 3.8]]),
+        "eta": np.array([[4.0, 4.0]]),
+        "sigma": np.array([[0.5, 0.7]]),
+        "f_rotated_": rng.normal(size=(1, 2, n)),
+    }
+    idata = posterior(draws)
+    out = pm_sens.sensitivity(
+        idata, model, mode="draw", method=["rsens", "kl"], kl_scheme="central", **QUIET
+    )["sensitivity"]
+    x = X[:, 0]
+
+    def f(x, d):
+        distance = (x[:, None] - x[None, :]) ** 2
+        K = 16.0 * np.exp(-0.5 * distance / draws["ell"][0, d] ** 2) + 1e-6 * np.eye(n)
+        return np.linalg.cholesky(K) @ draws["f_rotated_"][0, d]
+
+    for d in range(2):
+        for s in range(n):
+            step = np.zeros(n)
+            step[s] = 1e-6
+            df = (f(x + step, d) - f(x - step, d)) / 2e-6
+            expected = np.sqrt(np.sum(df**2)) / draws["sigma"][0, d]
+            np.testing.assert_allclose(out["rsens"].values[0, d, s, 0], expected, rtol=1e-6)
+            np.testing.assert_allclose(out["kl"].values[0, d, s, 0], expected, rtol=1e-5)

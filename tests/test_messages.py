@@ -50,8 +50,15 @@ def test_summary_of_a_dataset_says_to_pass_the_datatree(grouped):
 
 def test_a_predictive_of_another_model_lists_this_models_containers(grouped):
     case, _ = grouped
-    other = pm_sens.Predictive.from_observed(ZOO["normal_linear"]().model)
+    other = pm_sens.Predictive.from_observed(ZOO["varying_slopes"]().model)
     with pytest.raises(ValueError, match=r"its containers: \['county_idx', 'floor_idx'\]"):
+        pm_sens.sensitivity(case.idata, case.model, predictive=other, **QUIET)
+
+
+def test_a_predictive_of_another_models_outcome_lists_this_models_outcomes(grouped):
+    case, _ = grouped
+    other = pm_sens.Predictive.from_observed(ZOO["normal_linear"]().model)
+    with pytest.raises(ValueError, match=r"explains 'y'.*its observed variables: \['y_like'\]"):
         pm_sens.sensitivity(case.idata, case.model, predictive=other, **QUIET)
 
 

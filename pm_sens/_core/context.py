@@ -9,6 +9,9 @@ posterior draws. `pm_sens._run.compiling` builds its graphs and
 import weakref
 from dataclasses import dataclass, field
 
+from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.sharedvar import TensorSharedVariable
+
 from pm_sens._core.categorical_inputs import check_levels, one_hot_levels, resolve_levels
 from pm_sens._core.draws import Draws, posterior_draws
 from pm_sens._core.inputs import resolve_inputs
@@ -72,16 +75,25 @@ def make_context(
             "give a pm_sens.Predictive or None"
         )
     else:
+        # the containers it differentiates or reads (integer ones: group indices)
+        read = [*predictive.inputs, *graph_inputs(predictive.parameter_list)]
         foreign = [
             v.name
-            for v in predictive.inputs
-            if hasattr(v, "get_value") and v not in set(model.data_vars)
+            for v in dict.fromkeys(read)
+            if isinstance(v, TensorSharedVariable) and v not in set(model.data_vars)
         ]
         if foreign:
             raise ValueError(
                 f"predictive= reads the data container(s) {foreign}, which are not in this "
                 "model; build the Predictive from this model's variables (its containers: "
                 f"{sorted(v.name for v in model.data_vars)})"
+            )
+        observed = sorted(rv.name for rv in model.observed_RVs)
+        if predictive.var_name is not None and predictive.var_name not in observed:
+            raise ValueError(
+                f"predictive= explains {predictive.var_name!r}, which is not an observed "
+                f"variable of this model (its observed variables: {observed}); build the "
+                "Predictive from this model"
             )
     diff_inputs, level_inputs, variables, n_default = resolve_inputs(
         predictive, model, inputs, differentiable, levels

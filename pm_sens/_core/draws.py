@@ -36,6 +36,11 @@ class Draws:
         """Draws ``start:stop`` of every variable, read into memory (`native_array`)."""
         return [native_array(v[start:stop]) for v in self.values]
 
+    def spread(self, count):
+        """``count`` draws spread over the posterior, the first and last included, in memory."""
+        picked = np.unique(np.linspace(0, self.count - 1, count).astype(int))
+        return [native_array(v[picked]) for v in self.values]
+
     @property
     def lazy(self) -> bool:
         """Whether the draws are read lazily (dask-backed)."""

@@ -18,14 +18,17 @@ from pm_sens.graph.model.dependence import Dependence
 #: dependence; in a longer one, `SPREAD_ROWS` spread over it (both ends included)
 PROBED_ROWS = 64
 SPREAD_ROWS = 16
+#: draws the perturbations are evaluated on, spread over the posterior: how far a
+#: row reaches may differ between draws (a GP's lengthscale)
+PROBED_DRAWS = 8
 
 
 def find_dependence(compiled, points, draws):
     """Which rows the inputs at a row move (`pm_sens.graph.model.dependence.Dependence`).
 
-    Perturbs the (float) inputs at each probed row on the first draw and
-    records which rows' parameters move: the smallest window of offsets that
-    holds them all. Every row is probed in a series of up to `PROBED_ROWS`
+    Perturbs the (float) inputs at each probed row on `PROBED_DRAWS` draws
+    spread over the posterior and records which rows' parameters move on any
+    of them: the smallest window of offsets that holds them all. Every row is probed in a series of up to `PROBED_ROWS`
     rows; in a longer one, `SPREAD_ROWS` rows spread over it, and the window
     is then verified at every row (`_window_holds`); where it does not hold,
     every row is taken to depend on every other. With one point, a second row
@@ -40,13 +43,13 @@ def find_dependence(compiled, points, draws):
             for var, value in values.items()
         }
         n = 2
-    first = draws.chunk(0, 1)
-    base = _what_points_get(compiled(data_for_chunk(compiled, values), first))
+    probed = draws.spread(PROBED_DRAWS)
+    base = _what_points_get(compiled(data_for_chunk(compiled, values), probed))
     working = {
         **values,
         **{v: np.array(values[v], dtype=float) for v in compiled.inputs if is_float(v)},
     }
-    rows_moved = partial(_rows_moved, compiled, working, n, first, base)
+    rows_moved = partial(_rows_moved, compiled, working, n, probed, base)
     spread = np.unique(np.linspace(0, n - 1, SPREAD_ROWS).astype(int))
     offsets = [0]
     for row in range(n) if n <= PROBED_ROWS else spread:
@@ -58,20 +61,20 @@ def find_dependence(compiled, points, draws):
     return Dependence(-(n - 1), n - 1)
 
 
-def _rows_moved(compiled, values, n, first_draw, base, rows):
+def _rows_moved(compiled, values, n, draws, base, rows):
     """Which of the n rows' parameters move when the float inputs at ``rows`` do: (n,) bool.
 
     ``values``: the data, the float inputs as float64 copies, moved at
     ``rows`` for the evaluation and put back after (no copy of a long series
     per probe); ``base``: the parameters (or statistics) before, on the
-    first draw.
+    probed draws.
     """
     moving = [var for var in compiled.inputs if is_float(var)]
     before = [values[var][rows].copy() for var in moving]
     for var, value in zip(moving, before, strict=True):
         values[var][rows] = value + 1e-3 * (np.abs(value) + 1)
     try:
-        moved = _what_points_get(compiled(data_for_chunk(compiled, values), first_draw))
+        moved = _what_points_get(compiled(data_for_chunk(compiled, values), draws))
     finally:
         for var, value in zip(moving, before, strict=True):
             values[var][rows] = value

@@ -40,9 +40,16 @@ def bambi_interaction(rng):
     return _bambi("y ~ x * cat", _frame(rng))
 
 
-@zoo_model("bambi's docs: group-specific intercepts and slopes, (1 + x | g)")
+@zoo_model(
+    "bambi's docs (sleepstudy) as written: 'Reaction ~ 1 + Days + (Days | Subject)' with "
+    "categorical='Subject', Subject and Days int64 columns"
+)
 def bambi_group_specific(rng):
-    return _bambi("y ~ x + (1 + x | g)", _frame(rng))
+    subjects = np.repeat([308, 309, 310, 330], 10)
+    days = np.tile(np.arange(10), 4)
+    reaction = 250 + 10 * days + rng.normal(0, 30, len(days))
+    data = pd.DataFrame({"Reaction": reaction, "Days": days, "Subject": subjects})
+    return _bambi("Reaction ~ 1 + Days + (Days | Subject)", data, categorical="Subject")
 
 
 @zoo_model("bambi's docs: transforms in the formula, scale(x) + np.log(z)")

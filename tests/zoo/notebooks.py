@@ -831,6 +831,59 @@ def gp_marginal_notebook(rng):
     return model, idata, {"predictive": pm_sens.Predictive.from_gp(gp)}
 
 
+#: pymc-examples, examples/gaussian_processes/GP-Latent
+GP_LATENT_NOTEBOOK = "pymc-examples GP-Latent"
+
+
+@zoo_model(
+    f"{GP_LATENT_NOTEBOOK}, Example 2 (classification) as written: x = np.linspace(0, 10, n), "
+    "gp.prior('f', X=x[:, None]), ell ~ InverseGamma(mu=1, sigma=0.5), eta ~ Exponential(1), "
+    "Deterministic p = invlogit(f), Bernoulli(p=p); gp.conditional('f_pred', X_new) added "
+    "after sampling; Predictive.from_gp(gp, likelihood='bernoulli', link='logit')",
+)
+def gp_latent_classification_notebook(rng):
+    n = 20  # the notebook's 300 points, fewer
+    x = np.linspace(0, 10, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-np.sin(x)))).astype(int)
+    with pm.Model() as model:
+        ell = pm.InverseGamma("ell", mu=1.0, sigma=0.5)
+        eta = pm.Exponential("eta", lam=1.0)
+        cov = eta**2 * pm.gp.cov.ExpQuad(1, ell)
+        gp = pm.gp.Latent(cov_func=cov)
+        f = gp.prior("f", X=x[:, None])
+        p = pm.Deterministic("p", pm.math.invlogit(f))
+        pm.Bernoulli("y", p=p, observed=y)
+    draws = np.random.default_rng(4)
+    fixed = {"ell": draws.gamma(20, 0.05, (2, 3)), "eta": draws.gamma(20, 0.05, (2, 3))}
+    idata = known_posterior(model, fixed=fixed)
+    with model:
+        gp.conditional("f_pred", np.linspace(0, 12, 30)[:, None], jitter=1e-4)
+    predictive = pm_sens.Predictive.from_gp(gp, likelihood="bernoulli", link="logit")
+    return model, idata, {"predictive": predictive}
+
+
+@zoo_model(
+    f"{GP_LATENT_NOTEBOOK}, Example 1 as written: a latent GP on X = np.linspace(0, 10, n)"
+    "[:, None] (the notebook's n = 50) under StudentT(mu=f, lam=1 / sigma, nu=1 + Gamma) "
+    "noise, passed as the model alone: Predictive.from_gp takes no StudentT, and the "
+    "joint predictive of the rows (every f moves with every X) is explained instead",
+)
+def gp_latent_studentt_notebook(rng):
+    n = 6  # the joint predictive's graph grows with the rows (n = 20: 26 s a call)
+    X = np.linspace(0, 10, n)[:, None]
+    y = np.sin(X[:, 0]) + rng.standard_t(df=5.0, size=n)
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", alpha=2, beta=1)
+        eta = pm.HalfNormal("eta", sigma=5)
+        cov = eta**2 * pm.gp.cov.ExpQuad(1, ell)
+        gp = pm.gp.Latent(cov_func=cov)
+        f = gp.prior("f", X=X)
+        sigma = pm.HalfNormal("sigma", sigma=2.0)
+        nu = 1 + pm.Gamma("nu", alpha=2, beta=0.1)
+        pm.StudentT("y", mu=f, lam=1.0 / sigma, nu=nu, observed=y)
+    return model, known_posterior(model)
+
+
 #: pymc-examples, examples/howto/spline ("Splines", the cherry blossoms)
 SPLINE_NOTEBOOK = "pymc-examples spline"
 

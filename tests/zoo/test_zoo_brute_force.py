@@ -123,6 +123,7 @@ class BartRegression(NormalLinear):
     draw evaluated by pymc-bart itself (one chain: its history is in draw order)."""
 
     name, features = "bart_regression", ["0", "1", "2"]
+    x = None  # the model's pm.Data X
 
     def __init__(self, case):
         from pymc_bart.utils import _get_posterior_sampler
@@ -144,7 +145,7 @@ MODELS = [*SMOOTH, BartRegression]
 
 
 def _inputs(case, reference):
-    if hasattr(reference, "x"):  # NumPy inputs, as the reference knows them
+    if getattr(reference, "x", None) is not None:  # NumPy inputs, as the reference knows them
         return reference.x, reference
     model = case.model
     columns = [

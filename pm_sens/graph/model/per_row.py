@@ -155,7 +155,7 @@ def arrays_of_other_length(model, params, n_rows):
     return [
         c
         for c in _constants_in_order_of_use(params, model.free_RVs)
-        if c.dtype.startswith("float")
+        if str(getattr(c.type, "dtype", "")).startswith("float")
         and np.ndim(c.data)
         and c.data.shape[0] != n_rows
         and c.data.shape[0] >= n_rows // 2
