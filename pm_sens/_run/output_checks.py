@@ -28,11 +28,12 @@ def find_dependence(compiled, points, draws):
 
     Perturbs the (float) inputs at each probed row on `PROBED_DRAWS` draws
     spread over the posterior and records which rows' parameters move on any
-    of them: the smallest window of offsets that holds them all. Every row is probed in a series of up to `PROBED_ROWS`
-    rows; in a longer one, `SPREAD_ROWS` rows spread over it, and the window
-    is then verified at every row (`_window_holds`); where it does not hold,
-    every row is taken to depend on every other. With one point, a second row
-    (a copy of it) stands in for the others.
+    of them: the smallest window of offsets that holds them all. Every row is
+    probed in a series of up to `PROBED_ROWS` rows; in a longer one,
+    `SPREAD_ROWS` rows spread over it, and the window is then verified at
+    every row (`_window_holds`); where it does not hold, every row is taken to
+    depend on every other. With one point, a second row (a copy of it) stands
+    in for the others.
     """
     if not any(is_float(var) for var in compiled.inputs) or points.n_points == 0:
         return Dependence()

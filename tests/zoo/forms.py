@@ -174,8 +174,9 @@ def _patsy(formula, data):
 
 
 @zoo_model(
-    "the splines notebook: a patsy bs() basis of year times weights, ranked per year "
-    "(raw_inputs, design=pm_sens.bspline_basis)",
+    "a patsy bs() basis of year times weights, ranked per year (raw_inputs, "
+    "design=pm_sens.bspline_basis; pymc-examples Splines as written: "
+    "notebooks.spline_notebook)",
     # the spline bends within a few years: a smaller step keeps KL's O(step) term small
     kl_delta=1e-6,
 )

@@ -64,28 +64,58 @@ def bambi_distributional(rng):
     return _bambi(bmb.Formula("y ~ x + cat", "sigma ~ x"), _frame(rng))
 
 
-@zoo_model("bambi's docs: a Poisson regression, count ~ x + z")
+@zoo_model(
+    "bambi's docs (count_roaches) as written: 'y ~ roach1 + treatment + senior + "
+    "offset(log_exposure2)', family='poisson', treatment and senior int64 0/1 columns, "
+    "roach1 float, log_exposure2 = np.log(exposure2)"
+)
 def bambi_poisson(rng):
     import bambi as bmb
 
-    model = bmb.Model("count ~ x + z", _frame(rng), family="poisson")
+    n = 40
+    roaches = pd.DataFrame(
+        {
+            "y": rng.poisson(20, n),
+            "roach1": np.round(rng.gamma(1.0, 40.0, n), 2),
+            "treatment": rng.integers(0, 2, n),
+            "senior": rng.integers(0, 2, n),
+            "exposure2": np.round(rng.uniform(0.2, 1.5, n), 2),
+        }
+    )
+    roaches["log_exposure2"] = np.log(roaches["exposure2"])
+    model = bmb.Model(
+        "y ~ roach1 + treatment + senior + offset(log_exposure2)", roaches, family="poisson"
+    )
     model.build()
-    # bambi's default priors put rates beyond float64 within a few prior draws
+    # bambi's default priors put rates beyond float64 within a few prior draws: draws
+    # near the notebook's fit (roach1 per 100 roaches 0.7, treatment -0.5, senior -0.4)
     draws = np.random.default_rng(5)
     fixed = {
-        "Intercept": draws.normal(0.5, 0.1, size=(2, 3)),
-        "x": draws.normal(0.2, 0.1, size=(2, 3)),
-        "z": draws.normal(-0.1, 0.1, size=(2, 3)),
+        "Intercept": draws.normal(3.0, 0.1, size=(2, 3)),
+        "roach1": draws.normal(0.007, 0.001, size=(2, 3)),
+        "treatment": draws.normal(-0.5, 0.1, size=(2, 3)),
+        "senior": draws.normal(-0.4, 0.1, size=(2, 3)),
     }
     return model, known_posterior(model.backend.model, fixed=fixed)
 
 
 @zoo_model(
-    "bambi's docs (splines): a B-spline basis term, y ~ bs(x, df=4) (ranked per x)",
+    "bambi's docs (splines_cherry_blossoms) as written: 'doy ~ bs(year, knots=iknots, "
+    "intercept=True)' with int64 year and doy, iknots the years' quantiles (ranked per year)",
     kl_delta=1e-6,  # the spline bends between its knots: KL's O(step) term
 )
 def bambi_spline(rng):
-    return _bambi("y ~ bs(x, df=4)", _frame(rng))
+    import bambi as bmb
+
+    data = pd.DataFrame({"year": np.sort(rng.choice(np.arange(801, 2016), 60, replace=False))})
+    data["doy"] = np.round(105 + 5 * np.sin(data["year"] / 150) + rng.normal(0, 5, 60)).astype(
+        np.int64
+    )
+    num_knots = 15
+    iknots = np.quantile(data["year"], np.linspace(0, 1, num_knots))[1:-1]  # noqa: F841 (the formula reads it)
+    model = bmb.Model("doy ~ bs(year, knots=iknots, intercept=True)", data)
+    model.build()
+    return model, known_posterior(model.backend.model)
 
 
 def _gp_draws(model, chains=2, draws=3):
@@ -96,7 +126,10 @@ def _gp_draws(model, chains=2, draws=3):
     return known_posterior(model, chains=chains, draws=draws, fixed=fixed)
 
 
-@zoo_model("the marginal GP notebook: pm.gp.Marginal with Predictive.from_gp")
+@zoo_model(
+    "pm.gp.Marginal on two NumPy input columns with Predictive.from_gp (pymc-examples "
+    "GP-Marginal as written: notebooks.gp_marginal_notebook)"
+)
 def gp_marginal(rng):
     x = rng.uniform(-1, 1, size=(20, 2))
     with pm.Model() as model:
@@ -109,7 +142,9 @@ def gp_marginal(rng):
 
 
 @zoo_model(
-    "the latent GP notebook: a Poisson log-rate from pm.gp.Latent, Predictive.from_gp",
+    "a Poisson log-rate from pm.gp.Latent on two inputs, Predictive.from_gp (the "
+    "log-Gaussian Cox process notebook's likelihood and link; GP-Latent as written: "
+    "notebooks.gp_latent_classification_notebook)",
     # at the training inputs the conditional variance has no slope but a
     # curvature: the KL's step error is first order (draw mode: 20 % at 1e-4,
     # 0.2 % at 1e-5, 2.5e-5 at 1e-6)
@@ -127,7 +162,10 @@ def gp_latent_poisson(rng):
     return model, _gp_draws(model), {"predictive": predictive}
 
 
-@zoo_model("the HSGP notebook: pm.gp.HSGP prior on a pm.Data input, Normal likelihood")
+@zoo_model(
+    "pm.gp.HSGP prior on a pm.Data input, Normal likelihood (pymc-examples HSGP-Basic as "
+    "written: notebooks.hsgp_prior_linearized)"
+)
 def gp_hsgp(rng):
     x = rng.uniform(-2, 2, size=15)
     with pm.Model() as model:
@@ -164,7 +202,11 @@ STEPPED = dict(
 )
 
 
-@zoo_model("pymc-bart's docs: BART over a pm.Data design matrix, Normal likelihood", **STEPPED)
+@zoo_model(
+    "BART over a pm.Data X with observed shape=mu.shape (pymc-examples bart_introduction's "
+    "out-of-sample form, notebooks.bart_biking_out_of_sample), a Normal likelihood",
+    **STEPPED,
+)
 def bart_regression(rng):
     import pymc_bart as pmb
 
@@ -180,8 +222,8 @@ def bart_regression(rng):
 
 
 @zoo_model(
-    "pymc-bart's classification example: BART on NumPy columns with coords, invlogit, "
-    "a Deterministic p, Bernoulli",
+    "BART on NumPy columns with coords, invlogit, a Deterministic p, Bernoulli (the "
+    "Bernoulli case bart_introduction describes; no notebook writes it)",
     **STEPPED,
 )
 def bart_bernoulli_numpy(rng):

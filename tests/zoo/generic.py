@@ -78,7 +78,10 @@ def censored_normal_per_row_bounds(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the parametric survival notebooks: right-censored Weibull with a scalar shape")
+@zoo_model(
+    "a right-censored Weibull written with pm.Censored, a scalar shape (the parametric "
+    "survival notebook's Gumbel and Potential as written: notebooks.gumbel_aft_notebook)"
+)
 def censored_weibull(rng):
     n = 20
     x = rng.normal(size=n)
@@ -141,7 +144,8 @@ def normal_mixture_stacked(rng):
 
 
 @zoo_model(
-    "PyMC's docs: pm.Mixture of listed Poisson components",
+    "pm.Mixture of listed Poisson components (pm.Mixture's docstring form), here with a "
+    "regression on x",
 )
 def poisson_mixture_listed(rng):
     n = 20
@@ -164,7 +168,10 @@ def poisson_mixture_listed(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("the dependent density regression notebook: K from dims, stick-breaking weights")
+@zoo_model(
+    "a mixture with K from dims and stick-breaking weights on pm.Data (pymc-examples "
+    "dependent_density_regression as written: notebooks.dependent_density_regression)"
+)
 def mixture_components_from_dims(rng):
     n, k = 20, 2
     x = rng.normal(size=n)

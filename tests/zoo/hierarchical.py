@@ -305,7 +305,8 @@ def _effect_read_at_its_row(case, state):
 
 
 @zoo_model(
-    "an observation-level random effect for overdispersed counts (GLMM notebooks)",
+    "an observation-level random effect for overdispersed counts (a user's form of the "
+    "GLMM literature; no pymc-examples notebook writes it)",
     check=_effect_read_at_its_row,
 )
 def observation_level_effect(rng):
@@ -328,7 +329,8 @@ def _only_z_is_an_input(case, state):
 
 
 @zoo_model(
-    "a measurement-error model (errors-in-variables notebooks): NumPy x_obs in a prior",
+    "a measurement-error model: NumPy x_obs in a prior (a user's errors-in-variables form; "
+    "no pymc-examples notebook writes it)",
     check=_only_z_is_an_input,
 )
 def measurement_error(rng):

@@ -862,28 +862,6 @@ def gp_latent_classification_notebook(rng):
     return model, idata, {"predictive": predictive}
 
 
-@zoo_model(
-    f"{GP_LATENT_NOTEBOOK}, Example 1 as written: a latent GP on X = np.linspace(0, 10, n)"
-    "[:, None] (the notebook's n = 50) under StudentT(mu=f, lam=1 / sigma, nu=1 + Gamma) "
-    "noise, passed as the model alone: Predictive.from_gp takes no StudentT, and the "
-    "joint predictive of the rows (every f moves with every X) is explained instead",
-)
-def gp_latent_studentt_notebook(rng):
-    n = 6  # the joint predictive's graph grows with the rows (n = 20: 26 s a call)
-    X = np.linspace(0, 10, n)[:, None]
-    y = np.sin(X[:, 0]) + rng.standard_t(df=5.0, size=n)
-    with pm.Model() as model:
-        ell = pm.Gamma("ell", alpha=2, beta=1)
-        eta = pm.HalfNormal("eta", sigma=5)
-        cov = eta**2 * pm.gp.cov.ExpQuad(1, ell)
-        gp = pm.gp.Latent(cov_func=cov)
-        f = gp.prior("f", X=X)
-        sigma = pm.HalfNormal("sigma", sigma=2.0)
-        nu = 1 + pm.Gamma("nu", alpha=2, beta=0.1)
-        pm.StudentT("y", mu=f, lam=1.0 / sigma, nu=nu, observed=y)
-    return model, known_posterior(model)
-
-
 #: pymc-examples, examples/howto/spline ("Splines", the cherry blossoms)
 SPLINE_NOTEBOOK = "pymc-examples spline"
 
