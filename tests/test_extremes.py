@@ -177,3 +177,20 @@ def test_beta_binomial_at_zero_and_many_trials_and_extreme_concentrations():
     assert (moment["degenerate"].values == (trials == 0)).all()
     assert np.isnan(moment["rsens"].values[trials == 0]).all()
     assert np.isfinite(moment["rsens"].values[trials > 0]).all()
+
+
+@pytest.mark.parametrize("mode", ["moment", "draw"])
+def test_negative_binomial_rates_beyond_any_support_sum_are_refused_in_our_words(mode):
+    """Rates of 1e14 with a dispersion that differs between draws (bambi's default
+    priors on unscaled predictors): the Fisher information of alpha and the KL
+    between draws' laws sum over the support, which would need terabytes; our
+    error names the cause instead of NumPy's MemoryError."""
+    x = np.linspace(0.0, 1.0, 5)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        alpha = pm.Gamma("alpha", 2, 1)
+        pm.NegativeBinomial("y", mu=pm.math.exp(32.0 + b * xd), alpha=alpha, observed=np.ones(5))
+    idata = posterior({"b": np.array([[0.5, 0.6]]), "alpha": np.array([[0.5, 5.0]])})
+    with pytest.raises(ValueError, match=r"negative_binomial predictive puts mass on counts"):
+        pm_sens.sensitivity(idata, model, mode=mode, method=["rsens", "kl"], progressbar=False)

@@ -75,12 +75,15 @@ def make_context(
             "give a pm_sens.Predictive or None"
         )
     else:
-        # the containers it differentiates or reads (integer ones: group indices)
+        # the containers it differentiates or reads (integer ones: group indices);
+        # the model's dim lengths are shared scalars, not data
         read = [*predictive.inputs, *graph_inputs(predictive.parameter_list)]
         foreign = [
             v.name
             for v in dict.fromkeys(read)
-            if isinstance(v, TensorSharedVariable) and v not in set(model.data_vars)
+            if isinstance(v, TensorSharedVariable)
+            and v.type.ndim
+            and v not in set(model.data_vars)
         ]
         if foreign:
             raise ValueError(

@@ -248,6 +248,27 @@ def raw_moment_family(family, parameters, matched, whitened_hessian):
     )
 
 
+#: most count values a sum over a discrete family's support covers for one row
+MAX_SUPPORT = 2**24
+
+
+def check_support(family_name, widths, what):
+    """Refuse sums over a support that cannot be held (rates beyond the data's scale).
+
+    ``widths``: the count values each row's sum covers; one beyond int64 has
+    wrapped around (a width below 1) and one beyond float is not finite.
+    """
+    widths = np.asarray(widths, dtype=float)
+    if np.any(~np.isfinite(widths) | (widths > MAX_SUPPORT) | (widths < 1)):
+        raise ValueError(
+            f"the {family_name} predictive puts mass on counts beyond the first "
+            f"{MAX_SUPPORT:,} at some points, more than its {what} can be summed over: "
+            "the posterior's rates there are far beyond any data's scale (often priors "
+            "too wide for a log link, such as bambi's defaults on unscaled predictors). "
+            "Check the rates (kind='mean' needs no support sum) and the priors"
+        )
+
+
 _TINY = np.finfo(float).tiny
 
 

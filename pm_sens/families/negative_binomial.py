@@ -9,6 +9,7 @@ import numpy as np
 from pm_sens.families import poisson as poisson_family
 from pm_sens.families._base import (
     Family,
+    check_support,
     clip_positive,
     diagonal_factors,
     diagonal_matrix,
@@ -41,8 +42,12 @@ def alpha_information(m, a, tail=1e-12):
     flat_m, flat_a = m.ravel(), a.ravel()
     out = np.empty_like(flat_m)
     if flat_m.size:
-        width = int(nbinom.ppf(1 - tail, flat_a, flat_a / (flat_a + flat_m)).max()) + 2
-        step = max(1, _MAX_CELLS // width)
+        # the support reaches past the mean: checked first, as SciPy's quantile search
+        # runs for minutes at means of 1e14
+        check_support("negative_binomial", flat_m.max() + 2, "Fisher information")
+        width = nbinom.ppf(1 - tail, flat_a, flat_a / (flat_a + flat_m)).max() + 2
+        check_support("negative_binomial", width, "Fisher information")
+        step = max(1, _MAX_CELLS // int(width))
         for start in range(0, flat_m.size, step):
             block = slice(start, start + step)
             out[block] = _alpha_information_block(flat_m[block], flat_a[block], tail)
@@ -201,7 +206,9 @@ def _kl_mean_alpha(m1, a1, m2, a2, tail=1e-15):
     shared = _shared_alpha(m1, a1, a2)
     out[shared] = _kl_shared_alpha(m1[shared], a1[shared], m2[shared])
     summed = np.flatnonzero(~shared)
+    check_support("negative_binomial", m1[summed].max(initial=0) + 2, "KL divergence")
     tops = _upper(m1[summed], a1[summed], tail) + 1
+    check_support("negative_binomial", tops, "KL divergence")
     magnitude = np.ceil(np.log2(np.maximum(tops, 1))).astype(int)
     for bucket in np.unique(magnitude):
         rows = summed[magnitude == bucket]
@@ -266,10 +273,13 @@ def log_density(phi, y):
 def _upper(m, a, tail):
     from scipy.stats import nbinom
 
-    finite = np.isfinite(a)
-    safe = np.where(finite, a, 1.0)
-    upper = nbinom.isf(tail, safe, safe / (safe + m)).astype(int)
-    return np.where(finite, upper, poisson_family.upper_count(m, tail))
+    m, a, tail = np.broadcast_arrays(*(np.asarray(x, float) for x in (m, a, tail)))
+    finite = np.isfinite(a)  # an infinite α is a Poisson
+    upper = np.empty(m.shape, dtype=int)
+    m_f, a_f = m[finite], a[finite]
+    upper[finite] = nbinom.isf(tail[finite], a_f, a_f / (a_f + m_f))
+    upper[~finite] = poisson_family.upper_count(m[~finite], tail[~finite])
+    return upper
 
 
 def support_window_mean_alpha(low, high, tail):

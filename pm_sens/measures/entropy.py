@@ -15,6 +15,7 @@ fixed variance).
 import numpy as np
 from scipy import special
 
+from pm_sens.families._base import check_support
 from pm_sens.measures import _halves
 from pm_sens.measures._halves import on_two_threads, over_halves
 from pm_sens.measures._walk import walk_sums
@@ -78,8 +79,6 @@ class EntropyAccumulator:
 
     #: mass left out of the support sums
     TAIL = 1e-10
-    #: most counts one row's support sum may cover
-    MAX_SUPPORT = 2**24
 
     def __init__(self, family, n_rows, tail=TAIL, window=None, table_mean=False, draws=None):
         self.family, self.tail, self.table_mean = family, tail, table_mean
@@ -89,7 +88,7 @@ class EntropyAccumulator:
         if self.windowed:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
-            self._check_support(self.widths)
+            check_support(self.family.name, self.widths, "entropy")
             self.in_numpy = draws is not None and _numpy_seconds(window, draws) <= NUMPY_SECONDS
         else:
             self.lower = np.zeros(n_rows, dtype=int)
@@ -200,7 +199,7 @@ class EntropyAccumulator:
 
     def _widen(self, width):
         """Without a window: make every row's counts ``0..width − 1`` at least."""
-        self._check_support(np.array([width]))
+        check_support(self.family.name, [width], "entropy")
         n_rows, old = len(self.widths), self.width
         if width > old:
             self.width = width
@@ -208,19 +207,6 @@ class EntropyAccumulator:
             self.pmf_sum = np.pad(dense, ((0, 0), (0, width - old))).ravel()
             self.widths = np.full(n_rows, width)
             self.offsets = np.arange(n_rows + 1) * width
-
-    def _check_support(self, widths):
-        """Refuse support sums that cannot be held (rates beyond the data's scale)."""
-        # an upper bound beyond int64 wraps around: a width below 1
-        if np.any((widths > self.MAX_SUPPORT) | (widths < 1)):
-            raise ValueError(
-                f"the {self.family.name} predictive puts mass on counts beyond the first "
-                f"{self.MAX_SUPPORT:,} at some points, more than its entropy can be summed "
-                "over: the posterior's rates there are far "
-                "beyond any data's scale (often priors too wide for a log link, such as "
-                "bambi's defaults on unscaled predictors). Check the rates "
-                "(kind='mean' needs no support sum) and the priors"
-            )
 
     def _row_groups(self):
         """(rows, width): the rows in groups of similar support width, each with its widest."""
