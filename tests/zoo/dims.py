@@ -50,8 +50,9 @@ def dims_hierarchical_poisson(rng):
 
 
 def _weekly(rng, n=36):
-    """The frame of pymc-marketing's MMM example: weekly spend on two channels, two
-    event dummies and a trend."""
+    """The frame of pymc-marketing's MMM example as it builds it: weekly spend on two
+    channels (floats), two event dummies (``.astype(float)``) and a trend
+    ``df["t"] = range(n)`` (int64)."""
     frame = pd.DataFrame(
         {
             "date_week": pd.date_range("2023-01-02", periods=n, freq="W-MON"),
@@ -59,9 +60,9 @@ def _weekly(rng, n=36):
             "x2": rng.uniform(0, 1, n),
             "event_1": (np.arange(n) == 10).astype(float),
             "event_2": (np.arange(n) == 30).astype(float),
-            "t": np.arange(n, dtype=float),
         }
     )
+    frame["t"] = range(n)
     frame["y"] = 2 + frame.x1 + 0.5 * frame.x2 + 0.01 * frame.t + rng.normal(0, 0.2, n)
     return frame
 
@@ -79,8 +80,9 @@ def _mmm(frame, **kwargs):
 
 
 @zoo_model(
-    "pymc-marketing's MMM example: geometric adstock, logistic saturation, event and "
-    "trend controls, yearly seasonality"
+    "pymc-marketing's MMM example (mmm_example) as written: a date_week column, float "
+    "spend, float event dummies and an int64 trend t = range(n) as controls, geometric "
+    "adstock, logistic saturation, yearly seasonality"
 )
 def marketing_mmm_example(rng):
     mm = _marketing()
