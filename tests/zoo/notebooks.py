@@ -13,6 +13,7 @@ from scipy import stats
 
 import pm_sens
 from tests.zoo._registry import known_posterior, zoo_model
+from tests.zoo.frontends import STEPPED
 
 #: pymc-examples, examples/generalized_linear_models/GLM-negative-binomial-regression
 NB_NOTEBOOK = "pymc-examples GLM-negative-binomial-regression"
@@ -487,9 +488,7 @@ def _biking_checks(case, state):
 @zoo_model(
     f"{BIKES_NOTEBOOK}: X = bikes[features] a DataFrame with int64 hour and workingday, "
     "BART('μ', X, np.log(Y), m=50), NegativeBinomial(mu=exp(μ), alpha=α)",
-    methods=("kl", "var"),
-    kl_delta=0.1,
-    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+    **STEPPED,
     check=_biking_checks,
 )
 def bart_biking(rng):
@@ -511,9 +510,7 @@ def bart_biking(rng):
     f"{BIKES_NOTEBOOK}, Out-of-Sample Predictions as written: X = pm.Data('X', X_train) of "
     "the shuffled training DataFrame (int64 hour and workingday), Y = Y_train a pandas "
     "Series, BART('μ', X, np.log(Y)), NegativeBinomial(..., observed=Y, shape=μ.shape)",
-    methods=("kl", "var"),
-    kl_delta=0.1,
-    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+    **STEPPED,
 )
 def bart_biking_out_of_sample(rng):
     import pymc_bart as pmb
@@ -544,9 +541,7 @@ def _coal(rng):
     "pymc-examples bart_introduction (Coal mining with BART) as written: x_data = "
     "x_centers[:, None] a NumPy column of histogram bin centres, BART('μ_', X=x_data, "
     "Y=np.log(y_data), m=20), Deterministic μ = exp(μ_), Poisson(mu=μ)",
-    methods=("kl", "var"),
-    kl_delta=0.1,
-    errors={"integrated_gradients": r"need the derivatives of the predictions.*only through"},
+    **STEPPED,
 )
 def bart_coal_mining(rng):
     import pymc_bart as pmb
