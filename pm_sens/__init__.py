@@ -21,11 +21,13 @@ if not logging.root.handlers and not _log.handlers:
 _PUBLIC = {
     "Predictive": "pm_sens.graph.predictive",
     "bspline_basis": "pm_sens.graph.model.design",
+    "get_options": "pm_sens.options",
     "importance": "pm_sens.ranking.importance",
     "integrated_gradients": "pm_sens.local.integrated_gradients",
     "partial_dependence": "pm_sens.uncertainty.partial_dependence",
     "permutation_importance": "pm_sens.uncertainty.permutation_importance",
     "sensitivity": "pm_sens.local.sensitivity",
+    "set_options": "pm_sens.options",
     "summary": "pm_sens.ranking.summary",
     # the plots load arviz-plots
     "plot_importance": "pm_sens.plots",

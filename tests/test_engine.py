@@ -125,24 +125,6 @@ def test_the_next_chunk_is_evaluated_while_one_is_consumed():
     assert consumed == [0, 1, 2, 3, 4]
 
 
-def test_chunks_whose_consumer_takes_no_time_are_evaluated_in_turn():
-    """A consumer that takes a negligible share of a chunk's time (a GP's moment
-    sums after its solves) gains nothing from a thread: every chunk is
-    evaluated in the calling thread, one after the other."""
-    import threading
-    import time
-
-    threads = []
-
-    def evaluate(start):
-        threads.append(threading.current_thread().name)
-        time.sleep(0.02)
-        return start
-
-    assert [s for s, _ in _chunks._ahead(evaluate, range(6))] == list(range(6))
-    assert set(threads) == {threading.current_thread().name}
-
-
 def test_labels_come_from_model_coords(logistic):
     model, idata, _ = logistic
     out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]

@@ -20,6 +20,7 @@ from pm_sens.graph.frontends.choice import pymc_model_for
 from pm_sens.graph.frontends.trees import tree_draw_symbols
 from pm_sens.graph.model.dependence import Dependence
 from pm_sens.graph.predictive import Predictive, required_free_rvs
+from pm_sens.options import get_options
 
 _PREDICTIVES = weakref.WeakKeyDictionary()
 
@@ -43,6 +44,8 @@ class Context:
     draws: Draws
     memory_limit: float
     progressbar: bool
+    #: the CPU cores the call may use (its ``cores=``, else `pm_sens.set_options`'s)
+    cores: int = 1
     #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
     dependence: Dependence | None = None
     #: categorical inputs, compared level by level (`pm_sens._core.categorical_inputs.Levels`)
@@ -124,5 +127,6 @@ def make_context(
         draws,
         request.memory_limit,
         request.progressbar,
+        cores=request.cores or get_options()["cores"],
         levels=level_info,
     )

@@ -8,8 +8,10 @@ from pm_sens._core.arguments import (
     check_positive,
     check_seed,
 )
+from pm_sens.options import check_cores
 
-#: Working memory per chunk of draws, in bytes, unless ``memory_limit`` says otherwise.
+#: Working memory of the chunks of draws in memory at once, in bytes, unless
+#: ``memory_limit`` says otherwise.
 DEFAULT_MEMORY_LIMIT = 1e9
 
 
@@ -35,7 +37,9 @@ class Request:
         Use about this many posterior draws, chosen with ``random_seed``.
     random_seed : int, numpy Generator or None
     memory_limit : float
-        Working memory per chunk of draws, in bytes.
+        Working memory for the chunks of draws in memory at once, in bytes.
+    cores : int or None
+        The CPU cores the call may use; None for `pm_sens.set_options`'s.
     progressbar, extend_inferencedata : bool
     """
 
@@ -48,6 +52,7 @@ class Request:
     num_draws: int | None = None
     random_seed: object = None
     memory_limit: float = DEFAULT_MEMORY_LIMIT
+    cores: int | None = None
     progressbar: bool = True
     extend_inferencedata: bool = True
 
@@ -67,6 +72,7 @@ class Request:
             "num_draws": check_optional_positive_int("num_draws", self.num_draws),
             "random_seed": check_seed("random_seed", self.random_seed),
             "memory_limit": check_positive("memory_limit", self.memory_limit),
+            "cores": check_cores("cores", self.cores),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: set once, here

@@ -44,6 +44,11 @@ DRAWS_PER_READ = 16
 #: at least this share of a chunk's time: below it, the consumer's many short
 #: NumPy calls wait for the GIL longer than the overlap saves
 OVERLAP_SHARE = 0.1
+#: chunks in memory at once, in process, for which the memory limit sizes the
+#: chunks: three evaluated while one is consumed, where the chunks are as large
+#: as the limit allows (most are smaller: `CACHED_CELLS`); a larger limit lets
+#: more cores work on such chunks at once
+CHUNKS_IN_MEMORY = 4
 #: chunks timed before deciding (the first call's first chunks warm up)
 _TIMED = 3
 #: arrays of a forward graph's rows (one draw) its consumers hold at once: the
@@ -71,11 +76,12 @@ def _bytes_per_draw(ctx, n_rows, mode, order, largest):
 
 
 def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in_flight=1):
-    """Draws per chunk of ``compiled`` on ``values``, and how to split the rows.
+    """Draws per chunk of ``compiled`` on ``values``, how to split the rows, bytes per chunk.
 
     The second is `evaluate_by_rows`'s rows per block and flags where the rows
     are evaluated a block at a time (stacked copies of a series; rows of which
-    one draw would exceed the memory limit), else None (see `_chunks`).
+    one draw would exceed the memory limit), else None (see `_chunks`); the
+    third the working memory one chunk takes.
     ``whole_rows``: the outputs must cover every row in one evaluation.
     ``rows``: how many rows the outputs are spread over, if more than
     ``values``' (its distinct rows, evaluated once). ``in_flight``: chunks
@@ -101,12 +107,13 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
             cells = largest
         chunk = min(chunk, max(cached // cells, min_draws, fewest))
     chunk = min(chunk, -(-ctx.draws.count // steps))
+    chunk_bytes = min(chunk * per_draw, budget)  # more rows than fit: blocks of them
     flags = [var in ctx.points.per_point for var in compiled.data_variables]
     if not dependence_of(ctx).local:
         # a series is evaluated one stacked copy at a time
-        return chunk, (ctx.points.n_points, flags)
+        return chunk, (ctx.points.n_points, flags), chunk_bytes
     if per_draw <= budget or whole_rows:
-        return chunk, None
+        return chunk, None, chunk_bytes
     # fewer rows, if the memory is theirs (not a draw's covariance over the training inputs)
     block_rows = max(1, int(n_rows * budget // per_draw))
     block = [
@@ -114,19 +121,22 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
         for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
     ]
     fits = bytes_per_draw(block, block_rows)[0] <= budget
-    return chunk, ((block_rows, flags) if fits else None)
+    return chunk, ((block_rows, flags) if fits else None), chunk_bytes
 
 
-def _ahead(evaluate, starts):
-    """Yield ``(start, evaluate(start))`` in order, the next one computed meanwhile.
+def _ahead(evaluate, starts, cores=2, fits=None):
+    """Yield ``(start, evaluate(start))`` in order, later chunks computed meanwhile.
 
-    After the first `_TIMED` chunks, chunks are evaluated in a thread, the
-    next one while the consumer works on this one: both are mostly NumPy and BLAS,
-    which release the GIL, so on two cores they overlap. Only where, in the
-    first `_TIMED` chunks (each part's shortest, without a first call's
-    warm-up), evaluation and consumption both take `OVERLAP_SHARE` of a
-    chunk's time or more: else one thread waits for the GIL between the
-    other's short calls and gains nothing.
+    The first `_TIMED` chunks are evaluated here, timed with their consumer
+    (each part's shortest, without a first call's warm-up). The rest are
+    evaluated in threads, ahead of the consumer, where evaluating takes
+    `OVERLAP_SHARE` of a chunk's time or more and ``cores`` > 1: NumPy, BLAS
+    and pm_sens's compiled graphs (`pm_sens.graph.compile.linkers`) release the
+    GIL, so the threads run at once. ``cores`` threads evaluate where the
+    consumer takes less than that share, ``cores − 1`` beside it where it takes
+    more (its many short NumPy calls need a core of their own), at most ``fits``
+    (the chunks the memory holds beside the one consumed). The chunks and the
+    order they are consumed in are the same for any ``cores``.
     """
     starts = list(starts)
     evaluated, consumed = [], []
@@ -138,17 +148,27 @@ def _ahead(evaluate, starts):
         yield start, result
         consumed.append(time.perf_counter() - began)
     rest = starts[_TIMED:]
-    shortest = (min(evaluated, default=0.0), min(consumed, default=0.0))
-    if not rest or min(shortest) < OVERLAP_SHARE * sum(shortest):
+    evaluating, consuming = min(evaluated, default=0.0), min(consumed, default=0.0)
+    threshold = OVERLAP_SHARE * (evaluating + consuming)
+    threads = min(cores - 1 if consuming >= threshold else cores, fits or cores)
+    if not rest or evaluating < threshold or threads < 1 or cores < 2:
         yield from ((start, evaluate(start)) for start in rest)
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pm_sens chunk") as pool:
-        pending = pool.submit(evaluate, rest[0])
-        for start, following in zip(rest, [*rest[1:], None], strict=True):
-            result = pending.result()
-            if following is not None:
-                pending = pool.submit(evaluate, following)
-            yield start, result
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pm_sens chunk")
+    try:
+        with _blas_threads(1):  # the cores are the chunks' threads'
+            pending = deque((start, pool.submit(evaluate, start)) for start in rest[:threads])
+            following = iter(rest[threads:])
+            while pending:
+                start, future = pending.popleft()
+                result = future.result()
+                upcoming = next(following, None)
+                if upcoming is not None:
+                    pending.append((upcoming, pool.submit(evaluate, upcoming)))
+                yield start, result
+    finally:
+        # a failed chunk or a consumer that stops: the chunks not started are not
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @functools.cache
@@ -158,19 +178,24 @@ def _blas_controller():
 
 
 @contextlib.contextmanager
-def _serial_blas():
-    """BLAS on one thread, for draw-mode chunks' small products (over the features).
+def _blas_threads(threads):
+    """BLAS on at most ``threads`` threads while chunks are evaluated and consumed.
 
-    BLAS threads waiting for work took a core from the loops that run between
-    the products: on 2 cores, draw-mode R-sens of the heteroscedastic Normal
-    took 0.35 s against 0.24 s, a default PDP 2.17 against 1.91 s. Moment-mode
-    graphs keep BLAS's threads (3-15 % faster with them).
+    One thread for draw-mode chunks' small products (over the features): BLAS
+    threads waiting for work took a core from the loops that run between the
+    products (on 2 cores, draw-mode R-sens of the heteroscedastic Normal took
+    0.35 s against 0.24 s, a default PDP 2.17 against 1.91 s). One thread, too,
+    where several chunks are evaluated at once: the cores are theirs.
+    Moment-mode graphs evaluated one at a time keep ``ctx.cores`` BLAS threads
+    (3-15 % faster with them).
     """
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=threads, user_api="blas"):
         yield
 
 
-def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, spread=None):
+def _chunks(
+    ctx, compiled, values, description, steps=1, min_draws=1, out=None, spread=None, prepare=None
+):
     """Yield (start, size, outputs) over chunks of draws, in order, with a progress bar.
 
     A graph run in NumPy, or a per-draw graph, gets chunks of about
@@ -181,21 +206,30 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, 
     (`pm_sens.graph.compile.compiled.WhitenedNorm`). ``spread`` (R,): where each row
     of the consumer is among ``values``' rows, if those are its distinct rows:
     the outputs are spread over the R rows before they are screened.
-    In process by default; on the workers of an active dask.distributed client
-    when the posterior is dask-backed (chunks are submitted ahead, read in order).
+    ``prepare(draw_slice, outputs)``: run on each chunk's screened outputs where
+    the chunk was evaluated (in a thread, beside others: `_ahead`); what it
+    returns is yielded instead of the outputs.
+    In process by default, up to ``ctx.cores`` chunks at once; on the workers of
+    an active dask.distributed client when the posterior is dask-backed (chunks
+    are submitted ahead, read in order).
     """
     whole_rows = out is not None or compiled.settings.get("whitened", False)
     rows = None if spread is None else len(spread)
     client = active_client() if ctx.draws.lazy else None
-    # in process: a chunk is consumed while the next is evaluated (`_ahead`)
-    in_flight = 2 if client is None else 1
-    chunk, blocks = _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows, in_flight)
+    # in process: chunks are evaluated while one is consumed (`_ahead`), as many as
+    # fit the memory limit; the chunks' size must not depend on how many cores
+    # evaluate them (nor must the results), so it is fixed: `CHUNKS_IN_MEMORY`
+    in_flight = CHUNKS_IN_MEMORY if client is None else 1
+    chunk, blocks, chunk_bytes = _chunking(
+        ctx, compiled, values, steps, min_draws, whole_rows, rows, in_flight
+    )
 
     def checked(start, size, outputs):
         if spread is not None:
             outputs.spread(spread)
-        check_outputs(ctx, compiled, slice(start, start + size), outputs)
-        return outputs
+        draws = slice(start, start + size)
+        check_outputs(ctx, compiled, draws, outputs)
+        return outputs if prepare is None else prepare(draws, outputs)
 
     starts = range(0, ctx.draws.count, chunk)
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
@@ -208,13 +242,16 @@ def _chunks(ctx, compiled, values, description, steps=1, min_draws=1, out=None, 
                 given = {} if out is None else {"out": out[start : start + size]}
                 data = data_for_chunk(compiled, values)
                 if blocks is None:
-                    return size, compiled(data, draws, **given)
-                return size, evaluate_by_rows(compiled, data, draws, *blocks)
+                    outputs = compiled(data, draws, **given)
+                else:
+                    outputs = evaluate_by_rows(compiled, data, draws, *blocks)
+                return size, checked(start, size, outputs)
 
-            serial = compiled.mode == "draw"
-            with _serial_blas() if serial else contextlib.nullcontext():
-                for start, (size, outputs) in _ahead(evaluate, starts):
-                    yield start, size, checked(start, size, outputs)
+            with _blas_threads(1 if compiled.mode == "draw" else ctx.cores):
+                # chunks evaluated at once: as many as the memory limit holds, beside one consumed
+                fits = int(ctx.memory_limit // chunk_bytes) - 1
+                for start, (size, outputs) in _ahead(evaluate, starts, ctx.cores, fits):
+                    yield start, size, outputs
                     advance(size)
             return
         sample = (
@@ -248,23 +285,41 @@ def moment_pass(ctx, compiled, values, second_moment, description):
 
 
 def draw_pass(
-    ctx, compiled, values, description, consume, steps=1, min_draws=1, out=None, spread=None
+    ctx,
+    compiled,
+    values,
+    description,
+    consume=None,
+    *,
+    prepare=None,
+    steps=1,
+    min_draws=1,
+    out=None,
+    spread=None,
 ):
-    """Call ``consume(draw_slice, outputs)`` for each chunk of draws (draw mode).
+    """Run each chunk of draws through ``prepare``, then ``consume``, in order (draw mode).
 
-    ``steps``: at least this many chunks, so that the progress bar moves when
-    ``consume`` is the long part; ``min_draws``: draws per chunk ``consume``
-    works best with; ``out``, ``spread``: see `_chunks`.
+    ``prepare(draw_slice, outputs)`` runs where the chunk was evaluated, up to
+    ``ctx.cores`` chunks at once: the work on one chunk alone (a measure written
+    into the chunk's own draws, a chunk's sums). ``consume(draw_slice,
+    prepared)`` then runs here, one chunk after another in the order of the
+    draws: what merges chunks (sums over draws, in the same order for any
+    number of cores). Either may be None. ``steps``: at least this many chunks,
+    so that the progress bar moves when the work on a chunk is the long part;
+    ``min_draws``: draws per chunk the work is best with; ``out``,
+    ``spread``: see `_chunks`.
     """
-    chunks = _chunks(ctx, compiled, values, description, steps, min_draws, out, spread)
-    for start, size, chunk in chunks:
-        consume(slice(start, start + size), chunk)
+    chunks = _chunks(ctx, compiled, values, description, steps, min_draws, out, spread, prepare)
+    for start, size, prepared in chunks:
+        if consume is not None:
+            consume(slice(start, start + size), prepared)
 
 
 def collect_draws(ctx, compiled, values, description, per_chunk, shapes):
     """Per-draw arrays filled chunk by chunk: ``per_chunk(chunk, size)`` → ``{name: (size, …)}``.
 
-    ``shapes``: each name's shape after the draw axis. Returns
+    ``shapes``: each name's shape after the draw axis; each chunk is stored
+    where it was evaluated (`draw_pass`'s ``prepare``). Returns
     ``{name: (chain, draw, …)}``.
     """
     out = {name: np.empty((ctx.draws.count, *shape)) for name, shape in shapes.items()}
@@ -273,5 +328,5 @@ def collect_draws(ctx, compiled, values, description, per_chunk, shapes):
         for name, value in per_chunk(chunk, draws.stop - draws.start).items():
             out[name][draws] = value
 
-    draw_pass(ctx, compiled, values, description, store)
+    draw_pass(ctx, compiled, values, description, prepare=store)
     return {name: per_draw_shape(ctx, array) for name, array in out.items()}

@@ -113,7 +113,7 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
     draw_family = ctx.predictive.likelihood.draw_family
     out = _draw_arrays(ctx, order)
 
-    def consume(draws, chunk):
+    def into_draws(draws, chunk):  # the chunk's own draws only: run in its thread
         if whitened:
             norm = chunk.norm
             if norm is not None and compiled.norm_is_exact(chunk.norm_range):
@@ -128,7 +128,7 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
         _draw_rsens(compiled, chunk, draws, draw_family, alpha, order, into)
 
     target = out["rsens"] if whitened else None
-    draw_pass(ctx, compiled, ctx.points.values, "R-sens", consume, out=target)
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens", prepare=into_draws, out=target)
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
@@ -185,13 +185,15 @@ def _joint_rsens(ctx, *, mode, family, alpha, order):
     draw_family = ctx.predictive.likelihood.draw_family
     out = _draw_arrays(ctx, order)
 
-    def consume(draws, chunk):
+    def into_draws(draws, chunk):  # the chunk's own draws only: run in its thread
         values = _draw_rsens(compiled, chunk, draws, draw_family, alpha, order)
         for name, value in zip(("rsens", "rsens2"), values, strict=True):
             if value is not None:
                 joint_over_colors(value, colors, point_axis[name], out=out[name][draws])
 
-    draw_pass(ctx, compiled, ctx.points.values, "R-sens of the joint predictive", consume)
+    draw_pass(
+        ctx, compiled, ctx.points.values, "R-sens of the joint predictive", prepare=into_draws
+    )
     return {k: per_draw_shape(ctx, v) for k, v in out.items()}
 
 
@@ -217,7 +219,7 @@ def rsens_point_means(ctx, *, alpha):
     family = ctx.predictive.likelihood.draw_family
     sums = np.empty((ctx.draws.count, len(ctx.points.features)))
 
-    def consume(draws, chunk):
+    def into_draws(draws, chunk):  # the chunk's own draws only: run in its thread
         if chunk.norm is not None and compiled.norm_is_exact(chunk.norm_range):
             sums[draws] = chunk.norm
             return
@@ -226,7 +228,7 @@ def rsens_point_means(ctx, *, alpha):
         jac = all_components(compiled, chunk.jac, phi.shape[-1])
         sums[draws] = rsens_local(jac, partial(family.whitened, phi, **fixed), 1.0).sum(1)
 
-    draw_pass(ctx, compiled, ctx.points.values, "R-sens, mean over points", consume)
+    draw_pass(ctx, compiled, ctx.points.values, "R-sens, mean over points", prepare=into_draws)
     return per_draw_shape(ctx, sums * (np.sqrt(alpha) / ctx.points.n_points))
 
 

@@ -81,6 +81,7 @@ def integrated_gradients(
     progressbar=True,
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
+    cores=None,
 ):
     """Integrated Gradients of a predictive statistic, per posterior draw.
 
@@ -127,7 +128,10 @@ def integrated_gradients(
     extend_inferencedata : bool
         Add the group ``attribution`` to ``idata`` (True) or return a new DataTree.
     memory_limit : float
-        Bytes of working memory per chunk of draws.
+        Bytes of working memory for the chunks of draws in memory at once.
+    cores : int, optional
+        CPU cores to use; None (default): :func:`set_options`'s, every core
+        unless set there. The results are the same for any number.
 
     Returns
     -------

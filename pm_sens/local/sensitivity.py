@@ -52,6 +52,7 @@ def sensitivity(
     progressbar=True,
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
+    cores=None,
 ):
     """Local sensitivity of the posterior predictive to each input.
 
@@ -158,7 +159,11 @@ def sensitivity(
         True: add the group ``sensitivity`` to ``idata`` (replacing an existing
         one) and return ``idata``. False: return a new DataTree holding only it.
     memory_limit : float
-        Bytes of working memory per chunk of draws (default 1e9).
+        Bytes of working memory for the chunks of draws in memory at once
+        (default 1e9); more lets more cores work on large chunks.
+    cores : int, optional
+        CPU cores to use; None (default): :func:`set_options`'s, every core
+        unless set there. The results are the same for any number.
 
     Returns
     -------

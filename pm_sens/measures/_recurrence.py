@@ -5,6 +5,8 @@ at module level so that Numba's on-disk cache finds them again in the next
 process (a function built inside another is compiled anew each time).
 """
 
+import threading
+
 import numba
 import numpy as np
 
@@ -136,7 +138,13 @@ def _walk(y0, low, high, draws, log_start, p, log_p, flags, log_y, inverse_y, ne
     return p_log_p
 
 
-@numba.njit(parallel=True, cache=True, fastmath=_FAST)
+#: one call of the kernel at a time: Numba's default threading layer runs one
+#: parallel loop at once, and the kernel releases the GIL (`nogil`), so chunks
+#: evaluated in other threads meanwhile (`pm_sens._run.chunks`) could call it together
+KERNEL_LOCK = threading.Lock()
+
+
+@numba.njit(parallel=True, nogil=True, cache=True, fastmath=_FAST)
 def recursion_kernel(
     by_draw, start, log_start, n_alone, center, rows, flags, tables, pmf_sum, aleatoric_sum
 ):

@@ -12,6 +12,8 @@ entropy, an upper bound on the mixture's for the Normal (maximum entropy at
 fixed variance).
 """
 
+import copy
+
 import numpy as np
 from scipy import special
 
@@ -192,6 +194,35 @@ class EntropyAccumulator:
                 start += size
             start_row = block_rows.stop
 
+    def part(self):
+        """An accumulator for one chunk's draws, added where the chunk was evaluated.
+
+        Of the same rows and windows, with nothing added: `merge` adds it to
+        this one. Without a window its counts start empty and widen as its own
+        draws need (this one's widen meanwhile, as other chunks are merged).
+        """
+        part = copy.copy(self)
+        part.count = 0
+        part.aleatoric_sum = np.zeros_like(self.aleatoric_sum)
+        if not self.windowed:
+            part.width = 0
+            part.widths = np.zeros_like(self.widths)
+            part.offsets = np.zeros_like(self.offsets)
+        part.pmf_sum = np.zeros(part.offsets[-1])
+        return part
+
+    def merge(self, part):
+        """Add a chunk's accumulator (`part`): its draws' sums, widened to this one's counts."""
+        self.count += part.count
+        self.aleatoric_sum += part.aleatoric_sum
+        if self.windowed:
+            self.pmf_sum += part.pmf_sum
+            return
+        if part.width:
+            self._widen(part.width)
+            by_row = self.pmf_sum.reshape(len(self.widths), -1)
+            by_row[:, : part.width] += part.pmf_sum.reshape(len(part.widths), -1)
+
     def add_entropies(self, entropy):
         """Continuous families: add draws by their per-draw entropies (S, R)."""
         self.count += len(entropy)
@@ -327,7 +358,7 @@ def recursion_sums(
     ``offsets[r + 1]``. Adds in place to ``pmf_sum`` and to ``aleatoric_sum``
     (R,) the sum over draws of the entropies.
     """
-    from pm_sens.measures._recurrence import recursion_kernel
+    from pm_sens.measures._recurrence import KERNEL_LOCK, recursion_kernel
 
     shape, poisson = alone.shape, not np.any(a)
     flags = (zero is not None, scale is not None, poisson)
@@ -345,18 +376,19 @@ def recursion_sums(
     start = np.zeros(b.shape, np.int64) if start is None else by_row(start).astype(np.int64)
     lower, upper, offsets = (np.asarray(x, dtype=np.int64) for x in rows)
     counts = np.arange(1, int(upper.max(initial=0)) + 2, dtype=float)
-    recursion_kernel(
-        (a, b, scale, zero),
-        start,
-        by_row(log_start),
-        alone.sum(0),
-        np.asarray(center, dtype=np.int64),
-        (lower, upper, offsets),
-        flags,
-        (np.log(counts), 1 / counts, _NEGLIGIBLE_PMF),
-        pmf_sum,
-        aleatoric_sum,
-    )
+    with KERNEL_LOCK:
+        recursion_kernel(
+            (a, b, scale, zero),
+            start,
+            by_row(log_start),
+            alone.sum(0),
+            np.asarray(center, dtype=np.int64),
+            (lower, upper, offsets),
+            flags,
+            (np.log(counts), 1 / counts, _NEGLIGIBLE_PMF),
+            pmf_sum,
+            aleatoric_sum,
+        )
 
 
 def entropy_components(total, aleatoric):

@@ -32,8 +32,12 @@ class MixtureLogDensity:
 
     def add(self, log_density):
         """Add per-draw log densities (S, R)."""
-        self.count += len(log_density)
-        self.log_sum = np.logaddexp(self.log_sum, logsumexp_over_draws(log_density))
+        self.add_sums(len(log_density), logsumexp_over_draws(log_density))
+
+    def add_sums(self, count, log_sum):
+        """Add ``count`` draws by the log of their densities' sum (R,) (`logsumexp_over_draws`)."""
+        self.count += count
+        self.log_sum = np.logaddexp(self.log_sum, log_sum)
 
     def value(self):
         """``log q`` per row."""

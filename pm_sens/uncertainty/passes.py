@@ -17,7 +17,7 @@ from pm_sens.families._compositions import check_splits
 from pm_sens.graph.likelihoods.closed_forms import default_moment_family
 from pm_sens.measures.entropy import DRAWS_TOGETHER, EntropyAccumulator, entropy_components
 from pm_sens.measures.mixture import MixtureMoments
-from pm_sens.measures.mixture_density import MixtureLogDensity
+from pm_sens.measures.mixture_density import MixtureLogDensity, logsumexp_over_draws
 
 
 def uncertainty_context(request):
@@ -231,22 +231,41 @@ def uncertainty_rows(
     if log_density is not None and by_row is not None:
         row_density = MixtureLogDensity(by_row.shape[1])
 
-    def consume(draws, chunk):
+    def chunk_sums(draws, chunk):
+        """The chunk's own sums over its draws, where it was evaluated (`merge` adds them)."""
+        sums = {"count": draws.stop - draws.start, "mean": None}
         if entropy_in_graph:
-            accumulator.add_entropies(chunk.statistics["entropy"])
+            sums["entropy"] = chunk.statistics["entropy"]
         else:
-            phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
+            phi, fixed = chunk.per_draw_parameters(sums["count"])
             if accumulator is not None:
-                mean = accumulator.add(phi, **fixed)
+                sums["entropy"] = accumulator.part()
+                sums["mean"] = sums["entropy"].add(phi, **fixed)
             if log_density is not None:
                 cells = family.log_density(phi, observed_rows, **fixed)
-                log_density.add(cells)
+                sums["log_density"] = logsumexp_over_draws(cells)
                 if row_density is not None:
-                    row_density.add(sum_over_rows(cells, by_row))
-        if add_mean is not None:
-            add_mean(draws, mean if table_mean else chunk.statistics["mean"])
+                    sums["row_density"] = logsumexp_over_draws(sum_over_rows(cells, by_row))
+        if not table_mean and "mean" in chunk.statistics:
+            sums["mean"] = chunk.statistics["mean"]
         if mixture is not None:
-            mixture.add_draws(chunk.statistics["mean"], chunk.statistics["variance"])
+            sums["variance"] = chunk.statistics["variance"]
+        return sums
+
+    def merge(draws, sums):
+        """Add a chunk's sums to the totals: one chunk after another, in the draws' order."""
+        if entropy_in_graph:
+            accumulator.add_entropies(sums["entropy"])
+        elif accumulator is not None:
+            accumulator.merge(sums["entropy"])
+        if log_density is not None:
+            log_density.add_sums(sums["count"], sums["log_density"])
+            if row_density is not None:
+                row_density.add_sums(sums["count"], sums["row_density"])
+        if add_mean is not None:
+            add_mean(draws, sums["mean"])
+        if mixture is not None:
+            mixture.add_draws(sums["mean"], sums["variance"])
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
@@ -257,7 +276,8 @@ def uncertainty_rows(
         compiled,
         evaluated,
         "predictive draws",
-        consume,
+        merge,
+        prepare=chunk_sums,
         steps=10 if sums else 1,
         min_draws=DRAWS_TOGETHER if sums and family.pmf_table is None else 1,
         spread=inverse,

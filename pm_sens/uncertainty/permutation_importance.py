@@ -45,6 +45,7 @@ def permutation_importance(
     progressbar=True,
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
+    cores=None,
 ):
     """Entropy and likelihood permutation feature importance of the posterior predictive.
 
@@ -104,7 +105,10 @@ def permutation_importance(
     extend_inferencedata : bool
         Add the group ``permutation_importance`` to ``idata`` or return a new DataTree.
     memory_limit : float
-        Bytes of working memory per chunk of draws.
+        Bytes of working memory for the chunks of draws in memory at once.
+    cores : int, optional
+        CPU cores to use; None (default): :func:`set_options`'s, every core
+        unless set there. The results are the same for any number.
 
     Returns
     -------

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.graph.rewriting.basic import GraphRewriter, in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.vm import VMLinker
 
+from pm_sens.graph.compile.linkers import ReleasingNumbaLinker
 from pm_sens.graph.compile.rewrites.batched import (
     local_blockwise_alloc_diag,
     local_blockwise_inc_subtensor_buffer,
@@ -142,6 +144,8 @@ def compile_mode(backend):
         )
     else:
         mode = get_default_mode()
+        if isinstance(mode.linker, NumbaLinker):  # not where PyTensor's mode is set to another
+            mode = Mode(ReleasingNumbaLinker(), mode.provided_optimizer)
     skipped = _EXCLUDED.get()
     mode = mode.register(
         *(
