@@ -43,21 +43,13 @@ class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
 
     Examples
     --------
-    For the rest of the session:
+    Inside a block only (``pm_sens.set_options(cores=4)`` alone sets it for
+    the rest of the session):
 
     >>> import pm_sens
-    >>> _ = pm_sens.set_options(cores=2)
-    >>> pm_sens.get_options()["cores"]
-    2
-
-    Inside a block only:
-
     >>> with pm_sens.set_options(cores=1):
     ...     pm_sens.get_options()["cores"]
     1
-    >>> pm_sens.get_options()["cores"]
-    2
-    >>> _ = pm_sens.set_options(cores=None)
     """
 
     _UNSET = object()

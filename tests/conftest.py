@@ -8,6 +8,8 @@ import pytensor
 import pytest
 import xarray as xr
 
+import pm_sens
+
 # a rewrite that fails is skipped by PyTensor, with a traceback on the user's
 # terminal: in the tests it is an error
 pytensor.config.on_opt_error = "raise"
@@ -36,6 +38,16 @@ def _close_figures():
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.close("all")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_core_per_worker():
+    """Calls run on one core: the test command runs two pytest workers, one per core.
+
+    `tests/test_cores.py` sets more where it checks the threads.
+    """
+    with pm_sens.set_options(cores=1):
+        yield
 
 
 @pytest.fixture

@@ -130,8 +130,8 @@ def test_gp_integrated_gradients_in_blocks_of_rows(rng, data, monkeypatch):
         progressbar=False,
         # (6 points × 7 nodes + 12) rows × 25 training inputs: 1,350 values per
         # temporary, 43,200 bytes per draw as `_chunks` counts them,
-        # against 3e4 for each of the two chunks in memory at once
-        memory_limit=6e4,
+        # against 3e4 for each of the four chunks in memory at once
+        memory_limit=1.2e5,
     )["attribution"]
     assert blocks and max(blocks) < 7 * len(x_new)
     base = x_new.mean(0)

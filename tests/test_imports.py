@@ -69,7 +69,7 @@ def test_public_names_load_on_first_use_and_stay_the_same():
     )
     out = _run(code)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "13"
+    assert out.stdout.strip() == "15"
 
 
 def _layers_script():
