@@ -74,14 +74,19 @@ class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
         _OPTIONS.update(self._before)
 
 
-def get_options():
+def get_options(name=None):
     """The options each call reads when its own argument is None.
+
+    Parameters
+    ----------
+    name : str, optional
+        One option's name (``"cores"``); None for all of them.
 
     Returns
     -------
-    dict
-        ``{"cores": int}``: the cores set (`set_options`), or every core this
-        process may run on where none was set.
+    dict or int
+        ``{"cores": int}``, or the value of ``name``: the cores set
+        (`set_options`), or every core this process may run on where none was set.
 
     Examples
     --------
@@ -89,6 +94,14 @@ def get_options():
     >>> with pm_sens.set_options(cores=3):
     ...     pm_sens.get_options()
     {'cores': 3}
+    >>> with pm_sens.set_options(cores=1):
+    ...     pm_sens.get_options("cores")
+    1
     """
     cores = _OPTIONS["cores"]
-    return {"cores": available_cores() if cores is None else cores}
+    options = {"cores": available_cores() if cores is None else cores}
+    if name is None:
+        return options
+    if name not in options:
+        raise ValueError(f"name={name!r} is not valid; the options are {sorted(options)}")
+    return options[name]

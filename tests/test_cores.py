@@ -145,6 +145,11 @@ def test_set_options_sets_for_later_calls_or_inside_a_block():
     assert pm_sens.get_options() == {"cores": 1}
     with pm_sens.set_options(cores=None):
         assert pm_sens.get_options() == {"cores": available_cores()}
+        assert pm_sens.get_options("cores") == available_cores()
+    with pytest.raises(
+        ValueError, match=r"name='backend' is not valid; the options are \['cores'\]"
+    ):
+        pm_sens.get_options("backend")
 
 
 @pytest.mark.parametrize("value", [0, -2, 1.5, True, "all"])
