@@ -26,6 +26,16 @@ def check_cores(name, value):
     return int(value)
 
 
+class _Unchanged:
+    """What an option not given to `set_options` is: left as it was."""
+
+    def __repr__(self):
+        return "<unchanged>"
+
+
+_UNCHANGED = _Unchanged()
+
+
 class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
     """Set pm_sens's options for every later call, or inside a ``with`` block.
 
@@ -52,14 +62,12 @@ class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
     1
     """
 
-    _UNSET = object()
-
-    def __init__(self, *, cores=_UNSET):
+    def __init__(self, *, cores=_UNCHANGED):
         given = {"cores": cores}
         checked = {
             name: check_cores(name, value)
             for name, value in given.items()
-            if value is not self._UNSET
+            if value is not _UNCHANGED
         }
         self._before = dict(_OPTIONS)
         _OPTIONS.update(checked)
