@@ -514,6 +514,59 @@ def test_uncertainty_attribution_on_generic_likelihoods(build, dist, observed):
     assert gap < 1e-6 * np.abs(ig["value"].values).max()
 
 
+def test_pdp_of_a_censored_weibull_against_scipy():
+    """A right-censored Weibull (per-row limits, one row uncensored): the PDP's
+    mean, aleatoric and total entropy (one quadrature rule gives each draw's
+    entropy and moments) equal SciPy's integrals: E[min(T, c)], the entropy
+    −∫₀ᶜ f log f − S(c) log S(c) of each draw averaged, and the Gamma entropy
+    of the mixture's mean and variance."""
+    draws, shape = [0.8, -0.3, 1.4], 1.7
+    limits = np.array([0.5, 1.5, np.inf, 2.5])
+
+    def build(x, b):
+        scale = pt.exp(b * x)
+        return pm.Censored(
+            "y",
+            pm.Weibull.dist(alpha=shape, beta=scale),
+            lower=None,
+            upper=limits,
+            observed=[0.5, 0.3, 2.0, 1.1],
+        )
+
+    model, idata, x = _two_draw_model(build, [0.5, 0.3, 2.0, 1.1], draws)
+    grid = [-1.0, 0.5]
+    pdp = pm_sens.partial_dependence(idata, model, grid={"x": grid}, progressbar=False)[
+        "partial_dependence"
+    ]
+    for g, value in enumerate(grid):
+        for row, c in enumerate(limits):
+            moments, entropies = [], []
+            for b in draws:
+                law = stats.weibull_min(shape, scale=np.exp(b * value))
+                survive = law.sf(c)
+                upper = min(c, law.ppf(1 - 1e-16))
+                first, second, entropy = (
+                    integrate.quad(f, 0, upper, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+                    for f in (
+                        lambda y, pdf=law.pdf: y * pdf(y),
+                        lambda y, pdf=law.pdf: y * y * pdf(y),
+                        lambda y, pdf=law.pdf: -special.xlogy(pdf(y), pdf(y)),
+                    )
+                )
+                if np.isfinite(c):
+                    first, second = first + c * survive, second + c * c * survive
+                    entropy -= special.xlogy(survive, survive)
+                moments.append((first, second))
+                entropies.append(entropy)
+            first, second = np.mean(moments, 0)
+            variance = second - first**2
+            total = 0.5 * np.log(2 * np.pi * np.e * variance)
+            got = pdp["entropy_ice"].values[0, g, row]
+            np.testing.assert_allclose(pdp["mean_ice"].values[0, g, row], first, rtol=1e-8)
+            np.testing.assert_allclose(got[1], np.mean(entropies), rtol=1e-8, atol=1e-8)
+            np.testing.assert_allclose(got[0], total, rtol=1e-8, atol=1e-8)
+
+
 def test_pdp_of_a_truncated_count_against_scipy():
     """A zero-truncated Poisson's PDP: the mean (from the pmf tables of the
     entropy's sums) equals μ/(1 − e^{−μ}) averaged over draws, the aleatoric and
@@ -660,6 +713,24 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
         np.testing.assert_allclose(
             closed["draw"]["rsens2"].values, summed["draw"]["rsens2"].values, rtol=1e-6
         )
+
+
+def test_mean_attributions_equal_by_the_closed_form_and_the_rule(monkeypatch):
+    """Integrated gradients of a censored Normal's mean: E[y] and its derivatives
+    from the quadrature rule (E[y] alone, `raw_moments(powers=1)`) equal the
+    closed-form censored Normal's."""
+    build, _ = CASES["censored_normal"]
+
+    def run():
+        model, idata = _fit(build)
+        kw = dict(points={"x": np.linspace(-1, 1, 5)}, progressbar=False)
+        return pm_sens.integrated_gradients(idata, model, **kw)["attribution"]
+
+    closed = run()
+    monkeypatch.setattr(pm_sens.graph.predictive, "censored_normal_likelihood", lambda rv: None)
+    by_rule = run()
+    for name in ("ig", "value", "baseline_value"):
+        np.testing.assert_allclose(by_rule[name].values, closed[name].values, rtol=1e-7)
 
 
 def test_observed_rows_picked_by_a_mask_equal_the_model_on_those_rows(rng):

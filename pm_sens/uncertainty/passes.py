@@ -160,9 +160,14 @@ def shares_mean(likelihood, entropy):
     """Whether `uncertainty_rows` gives the per-draw mean from its own evaluation.
 
     A closed form's mean is a statistic of the same graph; a discrete
-    likelihood without closed forms has it from the pmf tables of the entropy.
+    likelihood without closed forms has it from the pmf tables of the entropy,
+    a continuous one without PyMC's mean from the entropy's rule (`_one_rule`).
     """
-    return likelihood.generic is None or (entropy and likelihood.draw_family.discrete)
+    if likelihood.generic is None:
+        return True
+    if likelihood.draw_family.discrete:
+        return bool(entropy)
+    return _one_rule(likelihood, entropy) and likelihood.mean is None
 
 
 def _mean_from_tables(ctx, entropy):
@@ -203,14 +208,17 @@ def uncertainty_rows(
     likelihood = ctx.predictive.likelihood
     family = likelihood.draw_family
     table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
-    statistics = ["mean"] if add_mean is not None and not table_mean else []
+    rule = _one_rule(likelihood, entropy)
+    rule_mean = rule and likelihood.mean is None
+    statistics = ["mean"] if add_mean is not None and not (table_mean or rule_mean) else []
     mixture, matched = None, None
     if entropy and not family.discrete:
         matched = default_moment_family(likelihood)
-        if likelihood.generic is None and matched.second_moment == "variance":
+        if matched.second_moment == "variance" and (likelihood.generic is None or rule):
             # the mixture's moments from the per-draw ones, in the same evaluation
             mixture = MixtureMoments(second_moment="variance")
-            statistics = ["mean", "variance"]
+            if not rule:
+                statistics = ["mean", "variance"]
     # the entropies computed in the graph, where no other measure needs the parameters
     entropy_in_graph = entropy and likelihood.entropy is not None and observed_rows is None
     if entropy_in_graph:
@@ -238,7 +246,13 @@ def uncertainty_rows(
             sums["entropy"] = chunk.statistics["entropy"]
         else:
             phi, fixed = chunk.per_draw_parameters(sums["count"])
-            if accumulator is not None:
+            if rule:
+                sums["entropy"], sums["mixture_mean"], sums["variance"] = (
+                    likelihood.generic.entropy_and_moments(phi)
+                )
+                if rule_mean:
+                    sums["mean"] = sums["mixture_mean"]
+            elif accumulator is not None:
                 sums["entropy"] = accumulator.part()
                 sums["mean"] = sums["entropy"].add(phi, **fixed)
             if log_density is not None:
@@ -248,13 +262,13 @@ def uncertainty_rows(
                     sums["row_density"] = logsumexp_over_draws(sum_over_rows(cells, by_row))
         if not table_mean and "mean" in chunk.statistics:
             sums["mean"] = chunk.statistics["mean"]
-        if mixture is not None:
-            sums["variance"] = chunk.statistics["variance"]
+        if mixture is not None and not rule:
+            sums["mixture_mean"], sums["variance"] = sums["mean"], chunk.statistics["variance"]
         return sums
 
     def merge(draws, sums):
         """Add a chunk's sums to the totals: one chunk after another, in the draws' order."""
-        if entropy_in_graph:
+        if entropy_in_graph or rule:
             accumulator.add_entropies(sums["entropy"])
         elif accumulator is not None:
             accumulator.merge(sums["entropy"])
@@ -265,7 +279,7 @@ def uncertainty_rows(
         if add_mean is not None:
             add_mean(draws, sums["mean"])
         if mixture is not None:
-            mixture.add_draws(sums["mean"], sums["variance"])
+            mixture.add_draws(sums["mixture_mean"], sums["variance"])
 
     # the support sums of a discrete family's entropy are the long part: show them
     # move, and give them enough draws at once to walk together
@@ -297,6 +311,18 @@ def uncertainty_rows(
             total = matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, accumulator.aleatoric())
     return out
+
+
+def _one_rule(likelihood, entropy):
+    """Whether the entropy and moments come from one quadrature rule per draw and row.
+
+    For a continuous likelihood without closed forms, each draw's entropy and
+    the mixture's moments are expectations over the same nodes
+    (`GenericLikelihood.entropy_and_moments`): one evaluation instead of one
+    for the entropy, one for the moments and one for the mean.
+    """
+    generic = likelihood.generic
+    return bool(entropy) and generic is not None and not generic.discrete
 
 
 def _distinct_evaluation(ctx, values, by_row):

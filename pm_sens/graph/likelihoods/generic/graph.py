@@ -13,6 +13,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.censored import CensoredRV
 from pymc.distributions.moments import mean as pm_mean
 from pymc.distributions.shape_utils import change_dist_size
 from pymc.exceptions import UndefinedMomentException
@@ -167,7 +168,7 @@ class LikelihoodGraph:
         phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
         resized, replacements = self._rebuilt(phis)
         value = pt.vector("y", dtype=self._rv.dtype)
-        (logp,) = replace_rebuilding([pm.logp(resized, value)], replacements)
+        (logp,) = replace_rebuilding([_log_density(resized, value)], replacements)
         logp = _weights_outside_the_log(logp)
         scores = pytensor.grad(logp.sum(), phis, disconnected_inputs="ignore")
         # y at P nodes per row, (P, R): what depends on the row's parameters only
@@ -247,6 +248,40 @@ class LikelihoodGraph:
                 outputs = at_nodes([logp, *scores, *second], value, nodes)
                 self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
         return self._functions["second"]
+
+
+def _log_density(rv, value):
+    """PyMC's ``logp`` of ``rv`` at ``value``; a censored law's bound masses computed per row.
+
+    PyMC's censored log density evaluates the base law's log CDF at every
+    value and keeps it where the value is a bound. At P quadrature nodes per
+    row that is P log CDFs per row where one is used: here the masses are
+    computed at the bounds themselves (the same number where a value is a
+    bound), once per row. A bound is data, not a parameter the value moves
+    with, as in PyMC's graph: its masses are not differentiated in it.
+    """
+    if not isinstance(rv.owner.op, CensoredRV) or rv.dtype.startswith("int"):
+        return pm.logp(rv, value)
+    base, lower, upper = rv.owner.op.dist_params(rv.owner)
+    logp = pm.logp(base, value)
+    if upper is not base:
+        at = _finite_bound(zero_grad(upper))
+        above = pt.switch(pt.gt(value, upper), -np.inf, logp)
+        logp = pt.switch(pt.eq(value, upper), pm.logccdf(base, at), above)
+    if lower is not base:
+        at = _finite_bound(zero_grad(lower))
+        below = pt.switch(pt.lt(value, lower), -np.inf, logp)
+        logp = pt.switch(pt.eq(value, lower), pm.logcdf(base, at), below)
+    return logp
+
+
+def _finite_bound(bound):
+    """``bound`` where finite, else 0.
+
+    An infinite bound is never a value, and its log CDF's derivatives (∞·0)
+    would turn the unselected branch's gradient into nan.
+    """
+    return pt.switch(pt.isfinite(bound), bound, 0.0)
 
 
 def _own_component_scores(mixture, phis, replacements):

@@ -133,8 +133,9 @@ class GenericLikelihood(LikelihoodGraph):
             return
         if self._per_row is None:
             self._per_row = len(self._continuous_rule(flat[:1])[0])
+        index = np.arange(len(flat))
         for rows in blocks(len(flat), self._per_row * cells_per_value):
-            yield np.arange(len(flat))[rows], *self._continuous_rule(flat[rows])
+            yield index[rows], *self._continuous_rule(flat[rows])
 
     def _continuous_rule(self, phi):
         """Nodes and weights (P, R) of continuous rows ``phi`` (R, M).
@@ -240,36 +241,51 @@ class GenericLikelihood(LikelihoodGraph):
         """``−E[log p]`` (...); point masses enter with their log mass."""
         return self.expectation(phi, lambda y, logp: -logp, order=0)
 
-    def raw_moments(self, phi, varying, order):
+    def entropy_and_moments(self, phi):
+        """The entropy, mean and variance (each (...)) by the same rule's nodes.
+
+        One evaluation of the log density at each row's nodes gives all three,
+        where permutations and grids need the entropy of each draw's law and
+        the moments of the mixture over draws.
+        """
+
+        def integrand(y, logp):
+            return np.stack([-logp, y, y * y], -1)
+
+        entropy, mean, square = np.moveaxis(self.expectation(phi, integrand, order=0), -1, 0)
+        return entropy, mean, square - mean**2
+
+    def raw_moments(self, phi, varying, order, powers=2):
         """``E[y]`` and ``E[y²]`` and their derivatives in the ``varying`` parameters.
 
         By the score identity ``∂E[f]/∂φ_j = E[f s_j]`` and
-        ``∂²E[f]/∂φ_j∂φ_k = E[f (s_j s_k + ∂_k s_j)]``.
+        ``∂²E[f]/∂φ_j∂φ_k = E[f (s_j s_k + ∂_k s_j)]``. ``powers=1``: ``E[y]``
+        alone (a mean needs no ``E[y²]``).
 
         Returns
         -------
         list of ndarray
-            values (..., 2); with ``order >= 1`` first derivatives (..., 2, V);
-            with ``order == 2`` second derivatives (..., 2, V, V).
+            values (..., K); with ``order >= 1`` first derivatives (..., K, V);
+            with ``order == 2`` second derivatives (..., K, V, V); K = ``powers``.
         """
         v = len(varying)
 
         def integrand(y, logp, score=None, hessian=None):
-            powers = np.stack([y, y * y], -1)  # (P, R, 2)
-            out = [powers]
+            powers_of_y = np.stack([y, y * y][:powers], -1)  # (P, R, K)
+            out = [powers_of_y]
             if order >= 1:
                 score = score[..., varying]
-                out.append((powers[..., :, None] * score[..., None, :]).reshape(*y.shape, -1))
+                first = powers_of_y[..., :, None] * score[..., None, :]
+                out.append(first.reshape(*y.shape, -1))
             if order == 2:
                 curvature = hessian[..., varying, :][..., :, varying]
                 outer = score[..., :, None] * score[..., None, :] + curvature
-                out.append(
-                    (powers[..., :, None, None] * outer[..., None, :, :]).reshape(*y.shape, -1)
-                )
+                second = powers_of_y[..., :, None, None] * outer[..., None, :, :]
+                out.append(second.reshape(*y.shape, -1))
             return np.concatenate(out, -1)
 
         flat = self.expectation(phi, integrand, order, own_components=True)
-        shapes = [(2,), (2, v), (2, v, v)][: order + 1]
+        shapes = [(powers,), (powers, v), (powers, v, v)][: order + 1]
         sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
         return [
             part.reshape(*phi.shape[:-1], *shape)

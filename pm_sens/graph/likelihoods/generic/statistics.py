@@ -61,8 +61,10 @@ class GenericStatistics:
         n_draws = len(draw_values[0])
         out = self.draws(data_values, draw_values)
         phi, _ = out.per_draw_parameters(n_draws)
-        raw = self.generic.raw_moments(phi, self.draws.varying, self.order)
-        # per draw: values (S, N, 2) of (E y, E y²), derivatives (S, N, 2, D[, D]) in x
+        # a mean needs E[y] alone; a variance or a mixture's moments E[y²] too
+        powers = 1 if self.statistic == "mean" else 2
+        raw = self.generic.raw_moments(phi, self.draws.varying, self.order, powers)
+        # per draw: values (S, N, K) of (E y[, E y²]), derivatives (S, N, K, D[, D]) in x
         values, derivatives = raw[0], []
         if self.order >= 1:
             derivatives.append(np.einsum("snkv,vsnd->snkd", raw[1], out.jac))
@@ -79,11 +81,14 @@ class GenericStatistics:
             if not self.second_moment:
                 stats = [a[..., :1] for a in stats]
         else:
-            stats = _mean_and_variance(values, derivatives)
-            stats = [
-                a[..., ["mean", "variance"].index(self.statistic or "mean")][..., None]
-                for a in stats
-            ]
+            if powers == 1:  # E[y] and its derivatives, components last
+                stats = [values, *(np.moveaxis(d, 2, -1) for d in derivatives)]
+            else:
+                stats = _mean_and_variance(values, derivatives)
+                stats = [
+                    a[..., ["mean", "variance"].index(self.statistic or "mean")][..., None]
+                    for a in stats
+                ]
             if self.mode == "moment":
                 stats = [a.mean(0) for a in stats]
         phi, *derivatives = stats
