@@ -213,25 +213,25 @@ def test_generic_route_fisher_matches_closed_forms(build, params, expected):
 
 
 def test_generic_fallback_for_an_unknown_likelihood(rng):
-    """Gumbel(μ, β) has I_μμ = 1/β²: per draw R-sens = |b|/β for μ = b x."""
+    """Logistic(μ, s) has I_μμ = 1/(3s²): per draw R-sens = |b|/(√3 s) for μ = b x."""
     x = rng.normal(size=6)
     with pm.Model() as model:
         xd = pm.Data("x", x)
         b = pm.Normal("b")
-        pm.Gumbel("y", mu=b * xd, beta=2.0, observed=x)
+        pm.Logistic("y", mu=b * xd, s=2.0, observed=x)
     idata = posterior({"b": np.array([[0.5, -1.5]])})
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     assert out.attrs["fisher"].startswith("Gauss-Legendre quadrature")
-    assert out.attrs["likelihood"] == "gumbel"
-    expected = np.abs([0.5, -1.5])[:, None] / 2.0
+    assert out.attrs["likelihood"] == "logistic"
+    expected = np.abs([0.5, -1.5])[:, None] / (np.sqrt(3) * 2.0)
     np.testing.assert_allclose(
         out["rsens"].values[0, :, :, 0], np.repeat(expected, 6, 1), rtol=1e-6
     )
-    # moment mode: Normal matched to the Gumbel's mean mu + beta·γ and variance
-    # (π β)²/6, which does not depend on x: R-sens = |b| / sd
+    # moment mode: Normal matched to the Logistic's mean mu and variance (π s)²/3,
+    # which does not depend on x
     moment = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
-    sd = np.pi * 2.0 / np.sqrt(6)
-    # mixture of the two draws: mean b·x + 2γ, variance sd² + Var_s(b)·x²
+    sd = np.pi * 2.0 / np.sqrt(3)
+    # mixture of the two draws: mean b·x, variance sd² + Var_s(b)·x²
     mean_b, var_b = np.mean([0.5, -1.5]), np.var([0.5, -1.5])
     v = sd**2 + var_b * x**2
     dm, dv = mean_b, 2 * var_b * x

@@ -19,6 +19,7 @@ from pm_sens.families import (
     dirichlet_multinomial,
     exponential,
     gamma,
+    gumbel,
     laplace,
     lognormal,
     multinomial,
@@ -27,6 +28,7 @@ from pm_sens.families import (
     normal,
     poisson,
     studentt,
+    weibull,
     zero_modified,
 )
 from pm_sens.families._base import SUPPORTS, Family
@@ -77,6 +79,8 @@ NORMAL_MEAN_SD = normal.FAMILY_MEAN_SD
 GAMMA_MEAN_SHAPE = gamma.FAMILY_MEAN_SHAPE
 BERNOULLI_LOGIT = bernoulli.FAMILY_LOGIT
 BINOMIAL_LOGIT = binomial.FAMILY_LOGIT
+WEIBULL = weibull.FAMILY
+GUMBEL = gumbel.FAMILY
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
 )
@@ -106,6 +110,7 @@ __all__ = [
     "CENSORED_NORMAL",
     "DEFAULT_MOMENT_FAMILY",
     "GAMMA_MEAN_SHAPE",
+    "GUMBEL",
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",
     "NORMAL_MEAN_SD",
@@ -113,6 +118,7 @@ __all__ = [
     "HURDLE_POISSON",
     "STUDENTT",
     "SUPPORTS",
+    "WEIBULL",
     "ZERO_INFLATED_NEGATIVE_BINOMIAL",
     "ZERO_INFLATED_POISSON",
     "Family",

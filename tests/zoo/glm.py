@@ -88,6 +88,25 @@ def lognormal_regression(rng):
 
 
 @zoo_model(
+    "a Weibull survival regression of uncensored times, log-linear scale, a scalar shape "
+    "(a user's form; the survival notebooks write the Gumbel of log times: "
+    "notebooks.gumbel_aft_notebook; censored: generic.censored_weibull)"
+)
+def weibull_regression(rng):
+    n = 20
+    x = rng.normal(size=(n, 2))
+    with pm.Model(coords={"features": ["age", "dose"]}) as model:
+        X = pm.Data("X", x, dims=("obs", "features"))
+        k = pm.Gamma("k", 10, 10)
+        b0 = pm.Normal("b0", 0, 1)
+        b = pm.Normal("b", 0, 0.3, dims="features")
+        pm.Weibull(
+            "time", alpha=k, beta=pm.math.exp(b0 + X @ b), observed=rng.weibull(1.5, size=n)
+        )
+    return model, known_posterior(model)
+
+
+@zoo_model(
     "a Gamma GLM with a log link and a scalar shape alpha (a user's form; no pymc-examples "
     "notebook writes one)"
 )

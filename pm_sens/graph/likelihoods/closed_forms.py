@@ -17,6 +17,7 @@ import numpy as np
 import pytensor.scalar as ps
 import pytensor.scalar.math as ps_math
 import pytensor.tensor as pt
+from pymc.distributions.continuous import WeibullBetaRV
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
@@ -154,6 +155,16 @@ def _gamma_draw(alpha, scale):
     return [alpha * scale, alpha]
 
 
+def _weibull(alpha, beta):
+    mean_factor = pt.gammaln(1 + 1 / alpha)
+    spread = pt.exp(pt.gammaln(1 + 2 / alpha)) - pt.exp(2 * mean_factor)
+    return [beta * pt.exp(mean_factor), beta**2 * spread]
+
+
+def _gumbel(mu, beta):
+    return [mu + np.euler_gamma * beta, (np.pi * beta) ** 2 / 6]
+
+
 def _beta(a, b):
     total = a + b
     return [a / total, a * b / (total**2 * (total + 1))]
@@ -249,6 +260,24 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda scale: (scale, scale**2),
         aliases={"lam": ("scale", lambda p: 1 / p["lam"])},
         entropy=lambda scale: 1 + pt.log(scale),
+    ),
+    WeibullBetaRV: Likelihood(
+        "weibull",
+        "positive",
+        ("alpha", "beta"),
+        families.WEIBULL,
+        lambda alpha, beta: [alpha, beta],
+        _mean_and_variance(_weibull),
+        entropy=lambda alpha, beta: np.euler_gamma * (1 - 1 / alpha) + pt.log(beta / alpha) + 1,
+    ),
+    rv.GumbelRV: Likelihood(
+        "gumbel",
+        "real",
+        ("mu", "beta"),
+        families.GUMBEL,
+        lambda mu, beta: [mu, beta],
+        _mean_and_variance(_gumbel),
+        entropy=lambda mu, beta: pt.log(beta) + np.euler_gamma + 1,
     ),
     rv.BetaRV: Likelihood(
         "beta",
