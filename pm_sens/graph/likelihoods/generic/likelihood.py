@@ -222,12 +222,15 @@ class GenericLikelihood(LikelihoodGraph):
                 )
             with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
                 value = integrand(y, logp, *derivatives)
-            w = w.reshape(w.shape + (1,) * (value.ndim - w.ndim))
-            # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
-            # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
-            negligible = (w < self.tail) & ~np.isfinite(value)
-            with np.errstate(invalid="ignore"):
-                block = np.where((w > 0) & ~negligible, w * value, 0.0).sum(0)
+            # nodes without mass add nothing, whatever their value (±inf, nan)
+            flat_value = np.where((w > 0)[..., None], value.reshape(*w.shape, -1), 0.0)
+            block = np.einsum("pr,prk->rk", w, flat_value)
+            if not np.isfinite(block).all():
+                # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
+                # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
+                negligible = (w < self.tail)[..., None] & ~np.isfinite(flat_value)
+                block = np.einsum("pr,prk->rk", w, np.where(negligible, 0.0, flat_value))
+            block = block.reshape(block.shape[:1] + value.shape[2:])
             if out is None:
                 out = np.empty((len(flat), *block.shape[1:]))
             out[index] = block

@@ -165,10 +165,12 @@ class Parts:
         for start, stop in halves:
             width = pt.maximum(stop - start, 0.0)
             theta = start + width * pt.constant(self.t)[expand]
-            z = centre + scale * pt.tan(theta)
+            tangent = pt.tan(theta)
+            z = centre + scale * tangent
             y = space.to_y(z)
             log_weight = pm.logp(out, y) + space.log_jacobian(z)
-            w = pt.constant(self.w)[expand] * width * scale / pt.cos(theta) ** 2
+            # dz/dθ = s/cos²θ = s(1 + tan²θ): no cosine to compute
+            w = pt.constant(self.w)[expand] * width * scale * (1 + tangent**2)
             w = w * pt.exp(log_weight)
             nodes.append(y)
             weights.append(pt.switch(pt.isfinite(w), w, 0.0))
