@@ -1,10 +1,17 @@
 """Settings that hold for every call: `set_options` and `get_options`."""
 
+import importlib.util
 import numbers
 import os
+import warnings
 
 #: the settings each call reads when its own argument is None
-_OPTIONS = {"cores": None}
+_OPTIONS = {"cores": None, "backend": "cpu"}
+
+#: where the compiled chunk functions run: "cpu" (NumPy and Numba, every core);
+#: "jax" (PyTensor's JAX linker, on JAX's default device: a GPU where it sees
+#: one); "gpu" (the JAX backend, saying so where JAX sees no GPU)
+BACKENDS = ("cpu", "jax", "gpu")
 
 
 def available_cores():
@@ -26,6 +33,46 @@ def check_cores(name, value):
     return int(value)
 
 
+def check_backend(name, value):
+    """``value`` must be None or one of `BACKENDS`; JAX's must be installed.
+
+    Raises
+    ------
+    ValueError
+        For another value.
+    ImportError
+        For ``"jax"`` or ``"gpu"`` where JAX is not installed, naming the extra.
+    """
+    if value is None:
+        return None
+    if value not in BACKENDS:
+        raise ValueError(f"{name}={value!r} is not valid; it must be None or one of {BACKENDS}")
+    if value != "cpu" and importlib.util.find_spec("jax") is None:
+        raise ImportError(
+            f"{name}={value!r} runs the compiled graphs with JAX, which is not installed: "
+            "pip install pm_sens[jax] (JAX's CPU build; JAX's own instructions for a GPU), "
+            f"or use {name}='cpu'"
+        )
+    if value == "gpu":
+        _say_where_without_gpu()
+    return value
+
+
+def _say_where_without_gpu():
+    """Warn where JAX sees no GPU: ``backend="gpu"`` then runs on JAX's CPU device."""
+    import jax
+
+    platforms = sorted({device.platform for device in jax.devices()})
+    if "gpu" not in platforms:
+        warnings.warn(
+            f"backend='gpu': JAX sees no GPU here (its devices: {platforms}), so the JAX "
+            "backend runs on the CPU, with the same results. Install JAX for your GPU "
+            "(JAX's instructions) to run on it",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 class _Unchanged:
     """What an option not given to `set_options` is: left as it was."""
 
@@ -39,8 +86,9 @@ _UNCHANGED = _Unchanged()
 class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
     """Set pm_sens's options for every later call, or inside a ``with`` block.
 
-    Each public function that computes takes the same option as an argument
-    (``cores=``), which, when given, overrides this setting for that call.
+    Each public function that computes takes the same options as arguments
+    (``cores=``, ``backend=``), which, when given, override these settings
+    for that call.
 
     Parameters
     ----------
@@ -50,6 +98,14 @@ class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
         results are the same for any number of cores (the chunks and the order
         their sums are made in do not change). None (the default): every core
         this process may run on. Left unchanged where not given.
+    backend : {"cpu", "jax", "gpu"}, optional
+        Where the compiled graphs run. ``"cpu"`` (the default): NumPy and
+        Numba, on ``cores`` cores. ``"jax"``: PyTensor's JAX linker, on the
+        device JAX chooses (a GPU where it sees one), the data moved there
+        once per call (``pip install pm_sens[jax]``). ``"gpu"``: the JAX
+        backend on a GPU; where JAX sees none it says so and runs on the CPU.
+        The results are the default backend's to rounding (1e-10 in float64).
+        Left unchanged where not given.
 
     Examples
     --------
@@ -62,13 +118,16 @@ class set_options:  # noqa: N801 (used as a function, like xarray.set_options)
     1
     """
 
-    def __init__(self, *, cores=_UNCHANGED):
-        given = {"cores": cores}
+    def __init__(self, *, cores=_UNCHANGED, backend=_UNCHANGED):
+        checks = {"cores": check_cores, "backend": check_backend}
+        given = {"cores": cores, "backend": backend}
         checked = {
-            name: check_cores(name, value)
+            name: checks[name](name, value)
             for name, value in given.items()
             if value is not _UNCHANGED
         }
+        if checked.get("backend", "") is None:
+            checked["backend"] = "cpu"
         self._before = dict(_OPTIONS)
         _OPTIONS.update(checked)
 
@@ -88,26 +147,30 @@ def get_options(name=None):
     Parameters
     ----------
     name : str, optional
-        One option's name (``"cores"``); None for all of them.
+        One option's name (``"cores"``, ``"backend"``); None for all of them.
 
     Returns
     -------
-    dict or int
-        ``{"cores": int}``, or the value of ``name``: the cores set
-        (`set_options`), or every core this process may run on where none was set.
+    dict, int or str
+        ``{"cores": int, "backend": str}``, or the value of ``name``: the
+        cores set (`set_options`), or every core this process may run on where
+        none was set; the backend set, ``"cpu"`` where none was.
 
     Examples
     --------
     >>> import pm_sens
     >>> with pm_sens.set_options(cores=3):
     ...     pm_sens.get_options()
-    {'cores': 3}
+    {'cores': 3, 'backend': 'cpu'}
     >>> with pm_sens.set_options(cores=1):
     ...     pm_sens.get_options("cores")
     1
     """
     cores = _OPTIONS["cores"]
-    options = {"cores": available_cores() if cores is None else cores}
+    options = {
+        "cores": available_cores() if cores is None else cores,
+        "backend": _OPTIONS["backend"],
+    }
     if name is None:
         return options
     if name not in options:

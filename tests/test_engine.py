@@ -574,7 +574,7 @@ def test_draws_are_read_native_and_a_native_array_as_it_is(rng):
     )
 
 
-def test_largest_array_counts_an_axis_inside_the_graph():
+def testlargest_array_of_counts_an_axis_inside_the_graph():
     """A (draws, rows, K) temporary summed away before the outputs: its size is found
     from the shapes alone; a size known only from values (a nonzero count) is not."""
     from pm_sens.graph.compile.functions import GraphFunction
@@ -587,20 +587,20 @@ def test_largest_array_counts_an_axis_inside_the_graph():
     assert GraphFunction([x], [x * 2], "python").largest_array(np.zeros((7, 1))) == 0
 
 
-def test_largest_array_is_the_compiled_graphs():
+def testlargest_array_of_is_the_compiled_graphs():
     """A design matrix times per-draw coefficients is a batched product of a
     (1, rows, columns) array before rewriting, one matrix product once compiled:
     no array of three dims is computed there, so none limits the chunks (it
     held a 30-input logistic's PDP to one draw per chunk)."""
     from pytensor.graph.replace import vectorize_graph
 
-    from pm_sens.graph.compile.functions import GraphFunction, _largest_array
+    from pm_sens.graph.compile.functions import GraphFunction, largest_array_of
 
     x, beta, draws = pt.matrix("x"), pt.vector("beta"), pt.matrix("draws")
     eta = vectorize_graph(pt.dot(x, beta), {beta: draws})  # (draws, rows)
     outputs = [pt.exp(eta)[:, :, None]]
     shapes = ((1000, 30), (1, 30))
-    assert _largest_array([x, draws], outputs, shapes) == 1000 * 30  # as written
+    assert largest_array_of([x, draws], outputs, shapes) == 1000 * 30  # as written
     function = GraphFunction([x, draws], outputs, "python")
     assert function.largest_array(*(np.zeros(shape) for shape in shapes)) == 1000
 

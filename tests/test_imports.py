@@ -6,7 +6,17 @@ import sys
 
 import pytest
 
-HEAVY = ("pymc", "pytensor", "xarray", "arviz_base", "arviz_plots", "dask", "bambi", "matplotlib")
+HEAVY = (
+    "pymc",
+    "pytensor",
+    "xarray",
+    "arviz_base",
+    "arviz_plots",
+    "dask",
+    "bambi",
+    "matplotlib",
+    "jax",
+)
 
 #: a Python session in which the heavy packages cannot be imported at all
 BLOCKED = f"""

@@ -46,6 +46,8 @@ class Context:
     progressbar: bool
     #: the CPU cores the call may use (its ``cores=``, else `pm_sens.set_options`'s)
     cores: int = 1
+    #: where the compiled graphs run (its ``backend=``, else `pm_sens.set_options`'s)
+    backend: str = "cpu"
     #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
     dependence: Dependence | None = None
     #: categorical inputs, compared level by level (`pm_sens._core.categorical_inputs.Levels`)
@@ -128,5 +130,6 @@ def make_context(
         request.memory_limit,
         request.progressbar,
         cores=request.cores or get_options()["cores"],
+        backend=request.backend or get_options()["backend"],
         levels=level_info,
     )

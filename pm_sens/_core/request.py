@@ -8,7 +8,7 @@ from pm_sens._core.arguments import (
     check_positive,
     check_seed,
 )
-from pm_sens.options import check_cores
+from pm_sens.options import check_backend, check_cores
 
 #: Working memory of the chunks of draws in memory at once, in bytes, unless
 #: ``memory_limit`` says otherwise.
@@ -40,6 +40,9 @@ class Request:
         Working memory for the chunks of draws in memory at once, in bytes.
     cores : int or None
         The CPU cores the call may use; None for `pm_sens.set_options`'s.
+    backend : str or None
+        Where the compiled graphs run (`pm_sens.options.BACKENDS`); None for
+        `pm_sens.set_options`'s.
     progressbar, extend_inferencedata : bool
     """
 
@@ -53,6 +56,7 @@ class Request:
     random_seed: object = None
     memory_limit: float = DEFAULT_MEMORY_LIMIT
     cores: int | None = None
+    backend: str | None = None
     progressbar: bool = True
     extend_inferencedata: bool = True
 
@@ -73,6 +77,7 @@ class Request:
             "random_seed": check_seed("random_seed", self.random_seed),
             "memory_limit": check_positive("memory_limit", self.memory_limit),
             "cores": check_cores("cores", self.cores),
+            "backend": check_backend("backend", self.backend),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: set once, here

@@ -1,9 +1,10 @@
 """Which compiled graph a request runs, built once per predictive.
 
-`compiled_for` picks how to run a graph (NumPy op by op, or compiled by
-Numba, `backend_for`), builds it once per predictive and settings, and first
-finds which rows' inputs the parameters at a row depend on (`dependence_of`)
-and the colours of the rows that a joint derivative needs (`colors_for`).
+`compiled_for` picks how to run a graph (NumPy op by op, compiled by Numba,
+or by JAX on the JAX backends: `backend_for`), builds it once per predictive
+and settings, and first finds which rows' inputs the parameters at a row
+depend on (`dependence_of`) and the colours of the rows that a joint
+derivative needs (`colors_for`).
 """
 
 import threading
@@ -39,7 +40,7 @@ def _work(ctx, order, rows):
 
 
 def backend_for(ctx, mode, order, rows=None, whitened=False):
-    """How to run a graph: ``"python"`` (op by op in NumPy) or ``"numba"`` (compiled).
+    """How to run a graph: ``"python"`` (op by op in NumPy), ``"numba"`` or ``"jax"``.
 
     Per-draw graphs (draw mode) and forward graphs run in NumPy: their cost is
     in large array operations that NumPy runs about as fast as the compiled
@@ -48,8 +49,11 @@ def backend_for(ctx, mode, order, rows=None, whitened=False):
     into one value per draw, point and feature there, which the compiled graph
     does several times faster (one loop instead of an array per operation):
     compiled unless the request is small. ``rows``: the number of rows the call
-    evaluates (stacked copies of the points), if not the points.
+    evaluates (stacked copies of the points), if not the points. On the JAX
+    backends (``ctx.backend``) every graph runs with JAX.
     """
+    if ctx.backend != "cpu":
+        return "jax"
     if (mode == "draw" and not whitened) or order == 0:
         return "python"
     return "python" if _work(ctx, order, rows) <= INTERPRETED_WORK else "numba"

@@ -17,9 +17,10 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
+from pm_sens.graph.compile.backends import compiled_function
 from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
-from pm_sens.graph.compile.functions import compiled_function, evaluate
+from pm_sens.graph.compile.functions import evaluate
 from pm_sens.graph.compile.nodes import depends_on
 from pm_sens.graph.likelihoods.closed_forms import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.likelihoods.generic.statistics import GenericStatistics, by_rule

@@ -82,6 +82,7 @@ def integrated_gradients(
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
+    backend=None,
 ):
     """Integrated Gradients of a predictive statistic, per posterior draw.
 
@@ -132,6 +133,9 @@ def integrated_gradients(
     cores : int, optional
         CPU cores to use; None (default): :func:`set_options`'s, every core
         unless set there. The results are the same for any number.
+    backend : {"cpu", "jax", "gpu"}, optional
+        Where the compiled graphs run; None (default): :func:`set_options`'s,
+        ``"cpu"`` unless set there. The results are the same to rounding.
 
     Returns
     -------

@@ -53,6 +53,7 @@ def sensitivity(
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
+    backend=None,
 ):
     """Local sensitivity of the posterior predictive to each input.
 
@@ -164,6 +165,9 @@ def sensitivity(
     cores : int, optional
         CPU cores to use; None (default): :func:`set_options`'s, every core
         unless set there. The results are the same for any number.
+    backend : {"cpu", "jax", "gpu"}, optional
+        Where the compiled graphs run; None (default): :func:`set_options`'s,
+        ``"cpu"`` unless set there. The results are the same to rounding.
 
     Returns
     -------

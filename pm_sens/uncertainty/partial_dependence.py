@@ -104,6 +104,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
+    backend=None,
 ):
     """Partial dependence (PDP) and individual conditional expectation (ICE) curves.
 
@@ -118,6 +119,8 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     idata, model, var_name, inputs, points, observed, predictive
         As in :func:`permutation_importance`.
     num_draws, random_seed, progressbar, extend_inferencedata, memory_limit, cores
+        As in :func:`permutation_importance`.
+    backend
         As in :func:`permutation_importance`.
     features : str or list of str, optional
         Features to vary, one at a time; default all.

@@ -46,6 +46,7 @@ def permutation_importance(
     extend_inferencedata=True,
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
+    backend=None,
 ):
     """Entropy and likelihood permutation feature importance of the posterior predictive.
 
@@ -109,6 +110,9 @@ def permutation_importance(
     cores : int, optional
         CPU cores to use; None (default): :func:`set_options`'s, every core
         unless set there. The results are the same for any number.
+    backend : {"cpu", "jax", "gpu"}, optional
+        Where the compiled graphs run; None (default): :func:`set_options`'s,
+        ``"cpu"`` unless set there. The results are the same to rounding.
 
     Returns
     -------

@@ -10,7 +10,7 @@ from pymc.logprob.utils import ParameterValueError
 from pytensor.graph.traversal import applys_between, io_toposort
 from pytensor.tensor.type import TensorType
 
-from pm_sens.graph.compile.rewrites import compile_mode, runs_element_by_element
+from pm_sens.graph.compile.rewrites import compile_mode
 
 #: graphs of more nodes than this compile without PyTensor's inplace rewrites,
 #: whose validation (the destroy handler) checks each candidate against the
@@ -35,7 +35,7 @@ class GraphFunction:
     backend : str, optional
         ``"python"`` (NumPy) or ``"numba"``, compiled with pm_sens's rewrites
         (`pm_sens.graph.compile.rewrites.compile_mode`); None for PyTensor's default
-        mode.
+        mode. (The JAX backend's: `pm_sens.graph.compile.jax_functions`.)
     lazy : bool
         Compile at the first call (a likelihood needs only some of its
         functions) instead of now.
@@ -118,12 +118,12 @@ class GraphFunction:
         shapes = tuple(np.shape(value) for value in args)
         if shapes not in self._largest:
             fgraph = self.maker.fgraph
-            self._largest[shapes] = _largest_array(fgraph.inputs, fgraph.outputs, shapes)
+            self._largest[shapes] = largest_array_of(fgraph.inputs, fgraph.outputs, shapes)
         return self._largest[shapes]
 
 
-def _largest_array(arguments, outputs, shapes):
-    """`GraphFunction.largest_array` for arguments of these shapes."""
+def largest_array_of(arguments, outputs, shapes):
+    """`GraphFunction.largest_array` of the graph ``arguments`` → ``outputs``, at ``shapes``."""
     typed = {
         a: pt.tensor(dtype=a.type.dtype, shape=shape)
         for a, shape in zip(arguments, shapes, strict=True)
@@ -148,19 +148,6 @@ def _largest_array(arguments, outputs, shapes):
 def _n_nodes(arguments, outputs):
     """The number of operations between ``arguments`` and ``outputs``."""
     return sum(1 for _ in applys_between(arguments, outputs))
-
-
-def compiled_function(arguments, outputs, backend):
-    """The `GraphFunction` of a chunk graph, and the backend it runs on.
-
-    A graph with an op NumPy would run element by element in Python is
-    compiled with Numba instead.
-    """
-    function = GraphFunction(arguments, outputs, backend)
-    if backend == "python" and runs_element_by_element(function):
-        backend = "numba"
-        function = GraphFunction(arguments, outputs, backend)
-    return function, backend
 
 
 def evaluate(outputs, inputs=(), values=()):

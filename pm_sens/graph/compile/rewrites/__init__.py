@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from pytensor.compile.mode import Mode, get_default_mode
+from pytensor.compile.mode import Mode, get_default_mode, get_mode
 from pytensor.graph.rewriting.basic import GraphRewriter, in2out
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.numba.linker import NumbaLinker
@@ -53,9 +53,13 @@ from pm_sens.graph.compile.rewrites.numpy_linker import (
 )
 from pm_sens.graph.compile.rewrites.trigamma import local_trigamma_as_series
 
-#: how a graph is run: "numba" compiles it (PyTensor's default mode: seconds to
-#: tens of seconds the first time, cached on disk); "python" runs each op as a
-#: NumPy call, with no compiling, slower on large arrays (no fused loops)
+#: how a graph is run on the CPU backend, with pm_sens's rewrites: "numba"
+#: compiles it (PyTensor's default mode: seconds to tens of seconds the first
+#: time, cached on disk); "python" runs each op as a NumPy call, with no
+#: compiling, slower on large arrays (no fused loops). The JAX backends' graphs
+#: ("jax") are compiled by PyTensor's JAX linker with PyTensor's rewrites and
+#: those of `EVERY_BACKEND`: it has no implementation of the ops the others
+#: write, and XLA makes its own loops, views and products.
 BACKENDS = ("numba", "python")
 
 
@@ -68,16 +72,21 @@ class Rewrite:
     backends: tuple[str, ...] = BACKENDS
 
 
+#: the rewrites whose ops every backend runs, JAX's too: a `Blockwise` join or
+#: split over draws would be traced by JAX with its sizes as values, which it
+#: cannot compile (`pm_sens.graph.compile.jax_functions`)
+EVERY_BACKEND = (*BACKENDS, "jax")
+
 REWRITES = {
     # before the canonical rewrites (1), which then see one op over all draws
-    "local_blockwise_join": Rewrite(in2out(local_blockwise_join), 0.9),
-    "local_blockwise_view": Rewrite(in2out(local_blockwise_view), 0.9),
-    "local_blockwise_alloc_diag": Rewrite(in2out(local_blockwise_alloc_diag), 0.9),
+    "local_blockwise_join": Rewrite(in2out(local_blockwise_join), 0.9, EVERY_BACKEND),
+    "local_blockwise_view": Rewrite(in2out(local_blockwise_view), 0.9, EVERY_BACKEND),
+    "local_blockwise_alloc_diag": Rewrite(in2out(local_blockwise_alloc_diag), 0.9, EVERY_BACKEND),
     "local_blockwise_inc_subtensor_buffer": Rewrite(
-        in2out(local_blockwise_inc_subtensor_buffer), 0.9
+        in2out(local_blockwise_inc_subtensor_buffer), 0.9, EVERY_BACKEND
     ),
     # after them: the gradient's split sizes lose their draw axis there
-    "local_blockwise_split": Rewrite(in2out(local_blockwise_split), 2.9),
+    "local_blockwise_split": Rewrite(in2out(local_blockwise_split), 2.9, EVERY_BACKEND),
     # after the stabilizing rewrites, which write log-sigmoids as softplus
     "local_numpy_ufunc_forms": Rewrite(in2out(local_numpy_ufunc_forms), 48, ("python",)),
     # before the elementwise operations are fused (49)
@@ -133,11 +142,15 @@ def excluded():
 def compile_mode(backend):
     """The PyTensor mode of ``backend`` with pm_sens's rewrites not excluded.
 
+    ``"jax"``: PyTensor's JAX mode, with the rewrites whose ops JAX runs.
+
     Minus PyTensor 3.3's ``orthogonal_solve_to_transpose_matmul``, which raises
     (and logs a traceback) on draw-batched triangular solves, e.g. a GP's
     Cholesky solve; the rewrite would not apply to them anyway.
     """
-    if backend == "python":
+    if backend == "jax":
+        mode = get_mode("JAX")
+    elif backend == "python":
         mode = Mode(
             VMLinker(use_cloop=False, c_thunks=False),
             RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion", "cxx_only"]),

@@ -1,0 +1,165 @@
+"""The JAX backend's compiled functions: PyTensor's JAX linker, the data kept on the device.
+
+A chunk graph is compiled by PyTensor's JAX linker once per tuple of argument
+shapes, its arguments given those shapes as static ones: PyTensor's rewrites
+then turn every shape the graph computes (a lag's slice, a reshape, a range
+over the rows) into a constant, as JAX's compiler requires. A call has
+two or three such tuples (full chunks of draws, the last one, a last block of
+rows). The large arguments, the points' data, are copied to JAX's device at
+their first call and kept there (`DeviceArrays`); the outputs come back as
+NumPy arrays.
+"""
+
+import re
+import threading
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.replace import clone_replace
+from pytensor.tensor.type import TensorType
+
+from pm_sens.graph.compile.functions import largest_array_of
+from pm_sens.graph.compile.rewrites import compile_mode
+
+
+class JaxGraphFunction:
+    """A chunk graph compiled by PyTensor's JAX linker, per tuple of argument shapes.
+
+    Calls run one at a time: XLA's compiled function uses the device (or the
+    CPU's cores) itself.
+
+    Parameters
+    ----------
+    arguments, outputs : list of TensorVariable
+        The graph; arguments it does not use are ignored.
+    """
+
+    backend = "jax"
+
+    def __init__(self, arguments, outputs):
+        self._graph = (list(arguments), list(outputs))
+        #: the compiled function per tuple of argument shapes
+        self._compiled = {}
+        self._largest = {}
+        self._on_device = DeviceArrays()
+        self._lock = threading.Lock()
+
+    def _function(self, shapes):
+        """The graph compiled for arguments of ``shapes`` (given to it as static shapes)."""
+        if shapes not in self._compiled:
+            arguments, outputs = self._graph
+            static = [
+                pt.tensor(dtype=a.type.dtype, shape=shape) if isinstance(a.type, TensorType) else a
+                for a, shape in zip(arguments, shapes, strict=True)
+            ]
+            outputs = clone_replace(outputs, dict(zip(arguments, static, strict=True)))
+            with _jax_errors():
+                self._compiled[shapes] = pytensor.function(
+                    static, outputs, on_unused_input="ignore", mode=compile_mode("jax")
+                )
+        return self._compiled[shapes]
+
+    def __call__(self, *args):
+        """The outputs at ``args``, as writable NumPy arrays.
+
+        Raises
+        ------
+        ValueError
+            Where JAX cannot compile or trace the graph, naming the operation
+            and the backend that runs it.
+        """
+        shapes = tuple(np.shape(value) for value in args)
+        with self._lock, _jax_errors():  # JAX traces the graph at its first call
+            outputs = self._function(shapes)(*self._on_device.put(args))
+        return [np.array(x) for x in outputs]
+
+    def largest_array(self, *args):
+        """Elements of the largest array of three or more dims the graph computes at ``args``.
+
+        From the graph as given (XLA's compiled graph is not PyTensor's to read):
+        as large as the compiled graph's or larger, so chunks fit the memory.
+        """
+        shapes = tuple(np.shape(value) for value in args)
+        if shapes not in self._largest:
+            self._largest[shapes] = largest_array_of(*self._graph, shapes)
+        return self._largest[shapes]
+
+
+class DeviceArrays:
+    """Copies of a JAX function's large arguments on JAX's device, made once.
+
+    The data arrays of a call (its points) are the same NumPy arrays in every
+    chunk's call: each is copied to the device at its first call, not once per
+    chunk. The most recent `KEPT` arrays are kept (with the NumPy array, so
+    that its ``id`` is not reused while its copy is). An array is known by its
+    object: one changed in place must be passed as a new object (a view), as
+    the only such change in pm_sens does (`pm_sens._run.output_checks`' probes).
+    """
+
+    #: arguments kept on the device at once
+    KEPT = 8
+    #: smaller arguments (a chunk's draws, scalars) are passed as they are
+    LARGE = 10_000
+
+    def __init__(self):
+        self._copies = OrderedDict()
+
+    def put(self, args):
+        """``args`` with each large NumPy array replaced by its copy on the device."""
+        import jax
+
+        placed = []
+        for value in args:
+            if not isinstance(value, np.ndarray) or value.size < self.LARGE:
+                placed.append(value)
+                continue
+            key = id(value)
+            if key not in self._copies:
+                self._copies[key] = (value, jax.device_put(value))
+                while len(self._copies) > self.KEPT:
+                    self._copies.popitem(last=False)
+            self._copies.move_to_end(key)
+            placed.append(self._copies[key][1])
+        return placed
+
+
+class _jax_errors:  # noqa: N801 (a context manager used as a statement)
+    """Our error for a graph JAX cannot compile or trace; PyTensor's notices kept quiet.
+
+    PyTensor's JAX linker fails on an op it has no implementation of when the
+    function is made (``NotImplementedError``), and JAX's tracing at the first
+    call fails on what it cannot compile (a ``TypeError``): both become a
+    `ValueError` that names the backend that runs the model. The linker
+    leaves out the model's parameter checks (PyMC's ``check_parameters``), as
+    JAX's tracing would, and warns once per check, which the user cannot act on.
+    """
+
+    def __enter__(self):
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it")
+        # its failure, if it fails, is said in our words below
+        warnings.filterwarnings("ignore", message="Split node does not have constant split")
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        self._warnings.__exit__(kind, error, traceback)
+        if not isinstance(error, TypeError | NotImplementedError):
+            return False
+        found = re.search(r"for the given `Op`: (.*)", str(error))
+        if found:
+            why = (
+                f"it holds the operation {found.group(1)}, which PyTensor's JAX linker has "
+                "no implementation of"
+            )
+        else:
+            first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
+            why = f"JAX cannot compile one of its operations (JAX: {first_line})"
+        raise ValueError(
+            f"the JAX backend cannot run this model's graph: {why}. Use backend='cpu' "
+            "(the call's backend=, or pm_sens.set_options(backend='cpu')), which runs "
+            "every model pm_sens supports"
+        ) from None

@@ -1,0 +1,204 @@
+"""The JAX backend: the ``backend`` option, the same results as the CPU backend's on
+JAX's CPU build, the data copied to JAX's device once, and its errors."""
+
+import importlib.util
+
+import arviz_base as azb
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.ops import wrap_py
+
+import pm_sens
+from pm_sens._core import context as _context
+from pm_sens._core.request import Request
+from pm_sens._run.compiling import dependence_of
+from pm_sens.graph.compile import functions as _functions
+from pm_sens.graph.compile import jax_functions as _jax_functions
+from pm_sens.graph.compile.jax_functions import DeviceArrays, JaxGraphFunction
+
+pytest.importorskip("jax")
+
+QUIET = dict(progressbar=False, extend_inferencedata=False)
+
+
+@pytest.fixture(scope="module")
+def heteroscedastic():
+    """μ = Xb, log σ = c + g·x₀: two varying parameters, both moment and draw mode."""
+    rng = np.random.default_rng(7)
+    n, d = 300, 3
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        c = pm.Normal("c")
+        g = pm.Normal("g")
+        y = rng.normal(size=n)
+        pm.Normal("y", mu=xd @ b, sigma=pt.exp(c + g * xd[:, 0]), observed=y)
+    idata = azb.from_dict(
+        {
+            "posterior": {
+                "b": rng.normal(size=(2, 40, d)),
+                "c": 0.1 * rng.normal(size=(2, 40)),
+                "g": 0.3 * rng.normal(size=(2, 40)),
+            },
+            "observed_data": {"y": y},
+        }
+    )
+    return model, idata
+
+
+def test_set_options_chooses_the_backend_and_a_call_overrides_it(heteroscedastic, monkeypatch):
+    model, idata = heteroscedastic
+    assert pm_sens.get_options("backend") == "cpu"
+    chosen = []
+    real = _functions.compile_mode
+
+    def recording(backend):
+        chosen.append(backend)
+        return real(backend)
+
+    monkeypatch.setattr(_functions, "compile_mode", recording)
+    monkeypatch.setattr(_jax_functions, "compile_mode", recording)
+    with pm_sens.set_options(backend="jax"):
+        assert pm_sens.get_options() == {"cores": 1, "backend": "jax"}
+        pm_sens.sensitivity(idata, model, mode="draw", method="var", **QUIET)
+        assert set(chosen) == {"jax"}
+        chosen.clear()
+        pm_sens.sensitivity(idata, model, mode="draw", method="var", backend="cpu", **QUIET)
+        assert "jax" not in chosen
+    assert pm_sens.get_options("backend") == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("call", "kwargs"),
+    [
+        ("sensitivity", {"mode": "moment", "interactions": True}),
+        ("sensitivity", {"mode": "draw", "interactions": True}),
+        ("sensitivity", {"mode": "draw", "local": False}),
+        ("permutation_importance", {"random_seed": 3}),
+        ("partial_dependence", {"kind": ("mean", "entropy", "log_likelihood")}),
+        ("integrated_gradients", {}),
+    ],
+)
+def test_the_jax_backend_gives_the_cpu_backends_results(heteroscedastic, call, kwargs):
+    model, idata = heteroscedastic
+    function = getattr(pm_sens, call)
+    cpu = function(idata, model, **kwargs, **QUIET)
+    jax = function(idata, model, backend="jax", **kwargs, **QUIET)
+    group = next(name for name in cpu.children if name not in idata.children)
+    expected, got = cpu[group].to_dataset(), jax[group].to_dataset()
+    assert set(got.data_vars) == set(expected.data_vars)
+    for name, var in expected.data_vars.items():
+        scale = np.nanmax(np.abs(var.values))
+        assert scale > 0, name
+        np.testing.assert_allclose(
+            got[name].values, var.values, rtol=1e-10, atol=1e-10 * scale, err_msg=name
+        )
+
+
+def test_the_data_are_copied_to_the_device_once_not_once_per_chunk(monkeypatch):
+    import jax
+
+    x = pt.matrix("x")
+    b = pt.vector("b")
+    function = JaxGraphFunction([x, b], [pt.sigmoid(x @ b)])
+    copied = []
+    real = jax.device_put
+
+    def counting(value, *args, **kwargs):
+        copied.append(np.shape(value))
+        return real(value, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "device_put", counting)
+    data = np.random.default_rng(0).normal(size=(20_000, 3))
+    for seed in range(3):  # three chunks of draws: new small arrays each time
+        beta = np.random.default_rng(seed).normal(size=3)
+        (out,) = function(data, beta)
+        assert isinstance(out, np.ndarray) and out.flags.writeable
+        np.testing.assert_allclose(out, 1 / (1 + np.exp(-(data @ beta))), rtol=1e-14)
+    assert copied == [(20_000, 3)]
+
+
+def test_an_operation_jax_cannot_run_is_named_with_the_backend_that_runs_it(rng):
+    @wrap_py(itypes=[pt.dvector], otypes=[pt.dvector])
+    def clipped(v):
+        return np.clip(v, -3.0, 3.0)
+
+    n = 30
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Normal("y", mu=clipped(b * xd), sigma=1.0, observed=x)
+    idata = azb.from_dict(
+        {"posterior": {"b": rng.normal(size=(1, 10))}, "observed_data": {"y": x}}
+    )
+    # the CPU backend runs it (no derivative needed)
+    pm_sens.permutation_importance(idata, model, random_seed=1, **QUIET)
+    with pytest.raises(ValueError, match=r"JAX backend cannot run.*clipped.*backend='cpu'"):
+        pm_sens.permutation_importance(idata, model, random_seed=1, backend="jax", **QUIET)
+
+
+@pytest.mark.parametrize("value", ["tpu", 1, "JAX"])
+def test_a_backend_that_is_not_one_of_ours_is_refused(value, heteroscedastic):
+    model, idata = heteroscedastic
+    match = rf"backend={value!r} is not valid; it must be None or one of \('cpu', 'jax', 'gpu'\)"
+    with pytest.raises(ValueError, match=match):
+        pm_sens.sensitivity(idata, model, backend=value, **QUIET)
+    with pytest.raises(ValueError, match=match):
+        pm_sens.set_options(backend=value)
+
+
+def test_the_jax_backend_without_jax_names_the_extra(heteroscedastic, monkeypatch):
+    model, idata = heteroscedastic
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a)
+    )
+    with pytest.raises(ImportError, match=r"backend='jax'.*pip install pm_sens\[jax\]"):
+        pm_sens.sensitivity(idata, model, backend="jax", **QUIET)
+
+
+def test_a_gpu_asked_for_where_jax_sees_none_says_what_runs_instead(heteroscedastic):
+    import jax
+
+    if any(device.platform == "gpu" for device in jax.devices()):
+        pytest.skip("JAX sees a GPU here")
+    model, idata = heteroscedastic
+    with pytest.warns(UserWarning, match=r"JAX sees no GPU.*runs on the CPU"):
+        gpu = pm_sens.sensitivity(idata, model, mode="draw", backend="gpu", **QUIET)
+    cpu = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)
+    np.testing.assert_allclose(
+        gpu["sensitivity"]["rsens"].values, cpu["sensitivity"]["rsens"].values, rtol=1e-10
+    )
+
+
+def test_the_rows_each_row_moves_are_found_on_the_jax_backend_as_on_the_cpu(rng, monkeypatch):
+    """The dependence probes move inputs in place: each probe's data reach the device.
+
+    JAX's CPU device may share a NumPy array's memory; a GPU holds a copy, as here.
+    """
+    import jax
+
+    real = jax.device_put
+    monkeypatch.setattr(jax, "device_put", lambda value, *a, **k: real(np.array(value), *a, **k))
+    # more rows than are probed one by one (the window is verified at every row), and
+    # enough values for the data to be kept on the device
+    n = DeviceArrays.LARGE + 100
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        lagged = pt.concatenate([xd[:1], xd[:-1]])  # each row reads the one before
+        pm.Normal("y", mu=b * xd + 0.5 * b * lagged, sigma=1.0, observed=x)
+    idata = azb.from_dict(
+        {"posterior": {"b": rng.normal(size=(1, 10))}, "observed_data": {"y": x}}
+    )
+    found = {}
+    for backend in ("cpu", "jax"):
+        ctx = _context.make_context(Request(idata, model, backend=backend, progressbar=False))
+        found[backend] = dependence_of(ctx)
+    assert (found["jax"].first, found["jax"].last) == (found["cpu"].first, found["cpu"].last)
+    assert (found["cpu"].first, found["cpu"].last) == (0, 1)

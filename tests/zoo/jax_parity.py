@@ -1,0 +1,151 @@
+"""Every evaluating function on a zoo model with ``backend="jax"`` against the default.
+
+JAX's CPU build runs the same graphs (PyTensor's JAX linker) as the CPU
+backend runs with NumPy and Numba: every result equal to 1e-10 in float64
+(the finite-difference KL, which divides by δ², to 1e-6), or a clear error
+naming the operation JAX cannot run.
+
+``python -m tests.zoo.jax_parity [model ...]`` prints each model's outcome and
+time on both backends (every model when none is named).
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import pm_sens
+from tests.zoo._registry import EVALUATING
+from tests.zoo.run import QUIET, _foreign, _interactions_mode
+
+#: relative tolerance of the JAX backend's values against the CPU backend's
+RTOL = 1e-10
+#: the finite-difference KL's: rounding of the log densities divided by δ²
+KL_RTOL = 1e-6
+#: values that are differences of quantities of order 1 or less, equal to rounding
+ROUNDING = 1e-12
+
+
+def _calls(case):
+    """``{function: call(backend)}``: each evaluating function, one result node each."""
+    kw = dict(QUIET, extend_inferencedata=False, **case.kwargs)
+    methods = list(case.methods)
+
+    def sensitivity(mode):
+        def call(backend):
+            return pm_sens.sensitivity(
+                case.idata,
+                case.model,
+                mode=mode,
+                method=methods,
+                kl_scheme="central",
+                delta=case.kl_delta,
+                interactions="rsens" in methods and mode == _interactions_mode(case),
+                backend=backend,
+                **kw,
+            )["sensitivity"]
+
+        return call
+
+    return {
+        "sensitivity_moment": sensitivity("moment"),
+        "sensitivity_draw": sensitivity("draw"),
+        "permutation_importance": lambda backend: pm_sens.permutation_importance(
+            case.idata, case.model, n_repeats=2, random_seed=1, backend=backend, **kw
+        )["permutation_importance"],
+        "partial_dependence": lambda backend: pm_sens.partial_dependence(
+            case.idata,
+            case.model,
+            kind=("mean", "entropy", "log_likelihood"),
+            grid_resolution=3,
+            backend=backend,
+            **kw,
+        )["partial_dependence"],
+        "integrated_gradients": lambda backend: pm_sens.integrated_gradients(
+            case.idata, case.model, n_steps=4, backend=backend, **kw
+        )["attribution"],
+    }
+
+
+def _assert_equal(got, expected, where):
+    """Every variable equal to `RTOL` of its largest value (NaN where NaN).
+
+    Values that are rounding (an entropy's change where a feature has no effect,
+    IG's completeness gap: 1e-16 of the quantities they are differences of)
+    differ by rounding: `ROUNDING` apart.
+    """
+    got, expected = got.to_dataset(), expected.to_dataset()
+    assert set(got.data_vars) == set(expected.data_vars), where
+    for name, var in expected.data_vars.items():
+        rtol = KL_RTOL if name.startswith("kl") else RTOL
+        scale = np.nanmax(np.abs(var.values), initial=0.0)
+        np.testing.assert_allclose(
+            got[name].values,
+            var.values,
+            rtol=rtol,
+            atol=rtol * scale + ROUNDING,
+            err_msg=f"{where}: {name}",
+        )
+
+
+def compare_backends(case, functions=None):
+    """``{function: (outcome, cpu seconds, jax seconds)}`` for one zoo model.
+
+    The outcome is "ok" (equal), "refused" (both backends raise pm_sens's
+    error: a form the zoo expects to be refused), "jax: <error>" where only JAX
+    fails with our error (an operation JAX cannot run), or "FAILED: …".
+    """
+    outcome = {}
+    for name, call in _calls(case).items():
+        if functions is not None and name not in functions:
+            continue
+        times, results = [], []
+        for backend in ("cpu", "jax"):
+            start = time.perf_counter()
+            try:
+                results.append(call(backend))
+            except Exception as error:  # noqa: BLE001 (each outcome is reported)
+                results.append(error)
+            times.append(time.perf_counter() - start)
+        cpu, jax = results
+        if isinstance(cpu, Exception):
+            same = isinstance(jax, Exception) and type(jax) is type(cpu)
+            outcome[name] = ("refused" if same else f"FAILED: cpu {cpu!r}, jax {jax!r}", *times)
+        elif isinstance(jax, Exception):
+            foreign = _foreign(jax)
+            kind = "FAILED" if foreign or "JAX" not in str(jax) else "jax"
+            outcome[name] = (f"{kind}: {foreign or ''}{str(jax)[:300]}", *times)
+        else:
+            try:
+                _assert_equal(jax, cpu, f"{case.name}: {name}")
+            except AssertionError as error:
+                outcome[name] = (f"FAILED: {str(error)[:600]}", *times)
+            else:
+                outcome[name] = ("ok", *times)
+    return outcome
+
+
+def compared(case):
+    """The functions whose results are compared on ``case``: those the zoo expects
+    to work on it."""
+    return [f for f in EVALUATING if f not in case.errors and f not in case.known_failures]
+
+
+def main(names):
+    """Print each model's outcome per function, with the time on each backend."""
+    from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+    from tests.zoo._registry import ZOO
+
+    totals = np.zeros(2)
+    for name in names or sorted(ZOO):
+        case = ZOO[name]()
+        print(f"## {name}")
+        for function, (result, cpu, jax) in compare_backends(case, compared(case)).items():
+            totals += (cpu, jax)
+            print(f"   {function}: {result} (cpu {cpu:.1f} s, jax {jax:.1f} s)")
+        sys.stdout.flush()
+    print(f"total: cpu {totals[0]:.0f} s, jax {totals[1]:.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

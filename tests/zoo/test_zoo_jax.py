@@ -1,0 +1,46 @@
+"""The JAX backend on zoo models of each kind of graph: every evaluating function gives
+the CPU backend's results on JAX's CPU build (`tests.zoo.jax_parity`).
+
+The whole zoo takes about as long again as `test_zoo.py` on two cores:
+``python -m tests.zoo.jax_parity`` runs it (the docs give its last outcome); the
+test command runs one model of each kind of graph.
+"""
+
+import pytest
+
+from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
+from tests.zoo._registry import ZOO
+from tests.zoo.jax_parity import compare_backends, compared
+
+pytest.importorskip("jax")
+
+#: one model per kind of graph: a lag by joined slices (a split in the gradient),
+#: a softmax over categories, a GP's solves, group indices, a bambi formula, a
+#: censored likelihood, a hurdle (zero-modified) count law
+KINDS = [
+    "ar1_errors_shifted_copies",
+    "categorical_softmax",
+    "gp_marginal",
+    "varying_intercepts",
+    "bambi_poisson",
+    "censored_normal_per_row_bounds",
+    "hurdle_poisson",
+]
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_every_function_on_jax_gives_the_cpu_backends_results(name):
+    case = ZOO[name]()
+    outcome = compare_backends(case, compared(case))
+    problems = {f: result for f, (result, *_) in outcome.items() if result != "ok"}
+    assert not problems, f"{name}: {problems}"
+
+
+def test_a_model_whose_operation_jax_cannot_run_gets_our_error():
+    """BART's trees are evaluated by pymc-bart's op, which JAX cannot run."""
+    pytest.importorskip("pymc_bart")
+    case = ZOO["bart_regression"]()
+    outcome = compare_backends(case, ["permutation_importance"])
+    result = outcome["permutation_importance"][0]
+    assert result.startswith("jax: the JAX backend cannot run this model's graph"), result
+    assert "TreeSums" in result and "backend='cpu'" in result
