@@ -124,7 +124,7 @@ def gpu_rows(small):
         pm_sens.sensitivity(idata, model, mode="draw", local=False, method="rsens", **quiet)
 
     rows.append((f"draw-mode R-sens, local=False, S={s}, N={n}, D={d}", rsens, "0.5 s"))
-    n, d, s = 569, 30, 2000
+    n, d, s = (569, 5, 100) if small else (569, 30, 2000)
     wide = logistic_glm(rng, n, d)
     posterior = fake_posterior(wide, rng, 2, s // 2)
     observed = rng.integers(0, 2, n)

@@ -13,17 +13,22 @@ bash scripts/venv.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python scripts/sizes.py
+# the JAX backend's tests run in a process of their own, after the tests that fork
+# (pm.sample's chains): a process that forks once JAX runs may deadlock (JAX's warning)
+JAX_TESTS=(tests/test_backend.py tests/zoo/test_zoo_jax.py)
 (
     bash scripts/venv.sh .venv-marketing test,marketing
     .venv-marketing/bin/python -m pytest -q -p no:cacheprovider \
         tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py tests/zoo/test_zoo.py \
         -k "not zoo_model or dims_linear_regression or dims_hierarchical_poisson or marketing_mmm"
+    .venv-marketing/bin/python -m pytest -q -p no:cacheprovider "${JAX_TESTS[@]}"
     bash scripts/docs.sh
 ) > background.log 2>&1 &
 background=$!
 # a failed step stops the background work too
 trap 'pkill -P "$background" 2>/dev/null || true; kill "$background" 2>/dev/null || true' EXIT
-.venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 "$@"
+.venv/bin/python -m pytest -n 2 --dist worksteal --durations=15 \
+    "${JAX_TESTS[@]/#/--ignore=}" "$@"
 if ! wait "$background"; then
     tail -n 100 background.log
     echo "the marketing tests or the docs build failed: background.log has their whole output"

@@ -13,6 +13,7 @@ from pm_sens._core.context import make_context
 from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import attach, feature_kinds, result_attrs, result_dataset
 from pm_sens._run.compiling import dependence_of
+from pm_sens.graph.model.queries import solves_a_linear_system
 from pm_sens.local.methods import (
     DERIVATIVE_METHODS,
     check_differentiable,
@@ -240,6 +241,8 @@ def sensitivity(
     var_nodes = check_optional_positive_int("var_nodes", var_nodes) or 11
     request = Request.of(locals())
     ctx = make_context(request, levels=True, categorical=categorical)
+    if order > 1 and ctx.backend != "cpu":
+        _check_jax_interactions(ctx)
     stepped = stepped_inputs(ctx)
     method, delta, kl_scheme = resolve_step_defaults(method, delta, kl_scheme, stepped)
     delta = _check_delta(delta)
@@ -359,3 +362,21 @@ def _rule_attrs(generic):
             "support with no default transform)",
         )
     return {"rule_mass_error": generic.mass_error}
+
+
+def _check_jax_interactions(ctx):
+    """Interactions on the JAX backend: refused where the predictive solves a linear system.
+
+    A GP's second derivatives at its training inputs (where the conditional
+    variance has no slope, only curvature) are ill-conditioned: PyTensor's JAX
+    graph of them does not give the CPU backend's values there (about half of
+    the zoo's GP models differ, by up to 30×), so the CPU backend computes them.
+    """
+    if solves_a_linear_system(ctx.predictive.parameter_list):
+        raise ValueError(
+            f"interactions=True with backend={ctx.backend!r} is not supported for a "
+            "predictive that solves a linear system (a GP's conditional): its second "
+            "derivatives at the training inputs differ from the CPU backend's, which "
+            "pm_sens checks against brute force. Use backend='cpu' for the interactions "
+            "(first-order R-sens, KL, permutation importance, PDP and IG run on JAX)"
+        )

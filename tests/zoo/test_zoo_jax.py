@@ -8,6 +8,7 @@ test command runs one model of each kind of graph.
 
 import pytest
 
+import pm_sens
 from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
 from tests.zoo._registry import ZOO
 from tests.zoo.jax_parity import compare_backends, compared
@@ -36,11 +37,14 @@ def test_every_function_on_jax_gives_the_cpu_backends_results(name):
     assert not problems, f"{name}: {problems}"
 
 
-def test_a_model_whose_operation_jax_cannot_run_gets_our_error():
-    """BART's trees are evaluated by pymc-bart's op, which JAX cannot run."""
-    pytest.importorskip("pymc_bart")
-    case = ZOO["bart_regression"]()
-    outcome = compare_backends(case, ["permutation_importance"])
-    result = outcome["permutation_importance"][0]
-    assert result.startswith("jax: the JAX backend cannot run this model's graph"), result
-    assert "TreeSums" in result and "backend='cpu'" in result
+def test_a_gps_interactions_are_refused_on_jax_with_the_backend_that_computes_them():
+    case = ZOO["gp_marginal"]()
+    with pytest.raises(ValueError, match=r"interactions=True with backend='jax'.*backend='cpu'"):
+        pm_sens.sensitivity(
+            case.idata,
+            case.model,
+            interactions=True,
+            backend="jax",
+            progressbar=False,
+            **case.kwargs,
+        )

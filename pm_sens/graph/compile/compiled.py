@@ -64,7 +64,8 @@ class CompiledPredictive:
 
     def run(self, *arrays):
         """The compiled function's outputs on ``arrays``, with a clear shape error."""
-        arguments = _arguments(arrays)
+        # JAX copies any layout to its device (once: `jax_functions.DeviceArrays`)
+        arguments = arrays if self.function.backend == "jax" else _arguments(arrays)
         try:
             return self.function(*arguments)
         except ValueError as error:

@@ -95,8 +95,10 @@ class DeviceArrays:
     chunk's call: each is copied to the device at its first call, not once per
     chunk. The most recent `KEPT` arrays are kept (with the NumPy array, so
     that its ``id`` is not reused while its copy is). An array is known by its
-    object: one changed in place must be passed as a new object (a view), as
-    the only such change in pm_sens does (`pm_sens._run.output_checks`' probes).
+    object: one changed in place must be passed as a new object (a view of all
+    of it), as the only such change in pm_sens does (`pm_sens._run.output_checks`'
+    probes); a block of some of an array's rows (`evaluate_by_rows`) is a
+    slice, on the device, of that array's copy.
     """
 
     #: arguments kept on the device at once
@@ -108,22 +110,52 @@ class DeviceArrays:
         self._copies = OrderedDict()
 
     def put(self, args):
-        """``args`` with each large NumPy array replaced by its copy on the device."""
-        import jax
+        """``args`` with each large NumPy array replaced by its copy on the device.
 
-        placed = []
-        for value in args:
-            if not isinstance(value, np.ndarray) or value.size < self.LARGE:
-                placed.append(value)
-                continue
-            key = id(value)
-            if key not in self._copies:
-                self._copies[key] = (value, jax.device_put(value))
-                while len(self._copies) > self.KEPT:
-                    self._copies.popitem(last=False)
-            self._copies.move_to_end(key)
-            placed.append(self._copies[key][1])
-        return placed
+        A block of rows of an array (a view, as `evaluate_by_rows` takes them)
+        is that array's copy on the device, sliced there.
+        """
+        return [self._on_device(value) for value in args]
+
+    def _on_device(self, value):
+        if not isinstance(value, np.ndarray) or value.size < self.LARGE:
+            return value
+        memory, rows = _rows_of(value)
+        # the memory's object, kept with its copy: its id is not reused while kept
+        key = (id(memory.base if rows is not None else memory), memory.shape)
+        if key not in self._copies:
+            import jax
+
+            self._copies[key] = (memory, jax.device_put(memory))
+            while len(self._copies) > self.KEPT:
+                self._copies.popitem(last=False)
+        self._copies.move_to_end(key)
+        copy = self._copies[key][1]
+        return copy if rows is None else copy[rows]
+
+
+def _rows_of(value):
+    """``(rows_of_memory, rows)`` where ``value`` is ``rows_of_memory[rows]``.
+
+    ``rows_of_memory``: the C-contiguous array ``value`` views, reshaped to
+    ``value``'s columns (a view whose ``base`` is that array), where ``value``
+    is a block of fewer rows than it holds; else ``(value, None)``.
+    """
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    columns = value.shape[1:]
+    width = int(np.prod(columns)) if columns else 1
+    fits = root.dtype == value.dtype and root.flags.c_contiguous and value.flags.c_contiguous
+    if root is value or not fits or not value.ndim or root.size % width:
+        return value, None
+    memory = root.reshape(-1, *columns)  # a view of the root, in value's rows
+    offset = value.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    start, rest = divmod(offset, value.itemsize * width)
+    # a view of all of the array is an array of its own: a changed array is passed as one
+    if rest or len(value) == len(memory) or start + len(value) > len(memory):
+        return value, None
+    return memory, slice(start, start + len(value))
 
 
 class _jax_errors:  # noqa: N801 (a context manager used as a statement)

@@ -8,6 +8,7 @@ from pytensor.compile.builders import SymbolicOp
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.linalg import Cholesky, SolveBase
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Shape, Shape_i, SpecifyShape
 from pytensor.tensor.sharedvar import TensorSharedVariable
@@ -259,4 +260,15 @@ def indexed_lengths(outputs, index):
             for _, base, used in first_axis_reads(outputs)
             if used is index
         }
+    )
+
+
+def solves_a_linear_system(outputs):
+    """Whether the graph of ``outputs`` solves a linear system (a Cholesky factor, a solve).
+
+    A GP's conditional at new points does, with the training inputs' covariance.
+    """
+    ops = (Cholesky, SolveBase)
+    return any(
+        isinstance(getattr(node.op, "core_op", node.op), ops) for node in apply_ancestors(outputs)
     )
