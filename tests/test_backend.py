@@ -202,3 +202,28 @@ def test_the_rows_each_row_moves_are_found_on_the_jax_backend_as_on_the_cpu(rng,
         found[backend] = dependence_of(ctx)
     assert (found["jax"].first, found["jax"].last) == (found["cpu"].first, found["cpu"].last)
     assert (found["cpu"].first, found["cpu"].last) == (0, 1)
+
+
+def test_blocks_of_rows_are_slices_of_one_copy_on_the_device(heteroscedastic, monkeypatch):
+    """A PDP whose stacked rows are evaluated a block at a time (a small memory limit):
+    the stacked data go to the device once, each block is a slice there."""
+    import jax
+
+    model, idata = heteroscedastic
+    kwargs = dict(kind=("mean", "entropy"), grid_resolution=12, memory_limit=4e5, **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    copied = []
+    real = jax.device_put
+    monkeypatch.setattr(
+        jax, "device_put", lambda value, *a, **k: copied.append(value.shape) or real(value)
+    )
+    sliced = []
+    real_rows = _jax_functions._rows_of
+    monkeypatch.setattr(
+        _jax_functions, "_rows_of", lambda v: sliced.append(v.shape) or real_rows(v)
+    )
+    got = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    stacked = [shape for shape in copied if shape[0] > 300]
+    assert len(stacked) == 1 and len({s for s in sliced if s[0] < stacked[0][0]}) >= 1
+    for name, var in cpu.to_dataset().data_vars.items():
+        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)

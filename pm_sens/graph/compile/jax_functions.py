@@ -12,8 +12,10 @@ NumPy arrays.
 
 import re
 import threading
+import traceback
 import warnings
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pytensor
@@ -103,7 +105,8 @@ class DeviceArrays:
 
     #: arguments kept on the device at once
     KEPT = 8
-    #: smaller arguments (a chunk's draws, scalars) are passed as they are
+    #: smaller arguments (a chunk's draws, scalars; blocks of a smaller array) are
+    #: passed as they are
     LARGE = 10_000
 
     def __init__(self):
@@ -118,9 +121,11 @@ class DeviceArrays:
         return [self._on_device(value) for value in args]
 
     def _on_device(self, value):
-        if not isinstance(value, np.ndarray) or value.size < self.LARGE:
+        if not isinstance(value, np.ndarray):
             return value
         memory, rows = _rows_of(value)
+        if memory.size < self.LARGE:
+            return value
         # the memory's object, kept with its copy: its id is not reused while kept
         key = (id(memory.base if rows is not None else memory), memory.shape)
         if key not in self._copies:
@@ -177,9 +182,9 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
         warnings.filterwarnings("ignore", message="Split node does not have constant split")
         return self
 
-    def __exit__(self, kind, error, traceback):
-        self._warnings.__exit__(kind, error, traceback)
-        if not isinstance(error, TypeError | NotImplementedError):
+    def __exit__(self, kind, error, tb):
+        self._warnings.__exit__(kind, error, tb)
+        if not _raised_by_jax(error):
             return False
         found = re.search(r"for the given `Op`: (.*)", str(error))
         if found:
@@ -195,3 +200,11 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
             "(the call's backend=, or pm_sens.set_options(backend='cpu')), which runs "
             "every model pm_sens supports"
         ) from None
+
+
+def _raised_by_jax(error):
+    """Whether ``error`` is JAX's, or PyTensor's JAX linker's, refusal of a graph."""
+    if not isinstance(error, TypeError | NotImplementedError):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and "jax" in Path(frames[-1].filename).parts
