@@ -227,3 +227,28 @@ def test_blocks_of_rows_are_slices_of_one_copy_on_the_device(heteroscedastic, mo
     assert len(stacked) == 1 and len({s for s in sliced if s[0] < stacked[0][0]}) >= 1
     for name, var in cpu.to_dataset().data_vars.items():
         np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)
+
+
+def test_jax_chunks_take_as_many_draws_as_the_memory_limit_holds(monkeypatch):
+    """The CPU backend's per-draw graphs take chunks about its cache in size; JAX's
+    compiled graph takes as many draws as fit (one chunk here)."""
+    rng = np.random.default_rng(5)
+    n, d = 20_000, 4
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=d)
+        pm.Bernoulli("y", logit_p=xd @ b, observed=rng.integers(0, 2, n))
+    idata = azb.from_dict({"posterior": {"b": 0.3 * rng.normal(size=(2, 50, d))}})
+    calls = []
+    real = JaxGraphFunction.__call__
+    monkeypatch.setattr(
+        JaxGraphFunction, "__call__", lambda self, *a: calls.append(a[1].shape) or real(self, *a)
+    )
+    kwargs = dict(mode="draw", method="rsens", local=False, memory_limit=1e10, **QUIET)
+    cpu = pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]["rsens"]
+    got = pm_sens.sensitivity(idata, model, backend="jax", **kwargs)["sensitivity"]["rsens"]
+    np.testing.assert_allclose(got.values, cpu.values, rtol=1e-10)
+    # 100 draws × 20,000 rows × 4 inputs: 8 million cells, 6 CPU chunks of cache size;
+    # on JAX one chunk: the forward graph's call and the norm's
+    assert [shape[0] for shape in calls if shape[0] > 8] == [100, 100]

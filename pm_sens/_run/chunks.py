@@ -99,7 +99,10 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
 
     per_draw, largest = bytes_per_draw(data_for_chunk(compiled, values), n_rows)
     chunk = int(max(1, min(ctx.draws.count, budget // per_draw)))
-    if compiled.settings["backend"] == "python" or compiled.mode == "draw":
+    # chunks about the CPU's cache in size, where NumPy runs op by op (or per-draw
+    # arrays pass from op to op); JAX's compiled graph takes as many draws as fit
+    backend = compiled.settings["backend"]
+    if backend != "jax" and (backend == "python" or compiled.mode == "draw"):
         cells = n_rows * len(ctx.points.features) ** compiled.order
         cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
         fewest = DRAWS_PER_READ if not compiled.order and cells > cached else 1
