@@ -75,7 +75,7 @@ def _rows_moved(compiled, values, n, draws, base, rows):
     for var, value in zip(moving, before, strict=True):
         values[var][rows] = value + 1e-3 * (np.abs(value) + 1)
     # new array objects (views) of the moved inputs: the JAX backend keeps its copy of
-    # an array on the device by object (`pm_sens.graph.compile.functions.DeviceArrays`)
+    # an array on the device by object (`pm_sens.graph.compile.jax_functions.DeviceArrays`)
     probe = {**values, **{var: values[var].view() for var in moving}}
     try:
         moved = _what_points_get(compiled(data_for_chunk(compiled, probe), draws))
