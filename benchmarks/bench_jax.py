@@ -17,8 +17,9 @@ included).
 ``../shared/gpu/README.md`` says): draw-mode R-sens with ``local=False`` of
 a logistic GLM, S = 4000, N = 10⁶, D = 20 (target ≤ 0.5 s once compiled);
 `permutation_importance` and `partial_dependence` of a 30-input logistic
-regression, 2 × 1000 draws, 569 rows (targets ≤ 1 s each). ``--small``: the
-same at sizes a CPU runs in seconds (to check the script).
+regression, 2 × 1000 draws, 569 rows (targets ≤ 1 s each); each in float64
+and with ``dtype="float32"``. ``--small``: the same at sizes a CPU runs in
+seconds (to check the script).
 """
 
 import argparse
@@ -138,11 +139,17 @@ def gpu_rows(small):
     rows.append((f"permutation_importance, {d} inputs, S={s}, N={n}", pfi, "1 s"))
     rows.append((f"partial_dependence, {d} inputs, S={s}, N={n}", pdp, "1 s"))
     print(f"JAX devices: {jax.devices()}")
-    print("| what | first call | compiled (best of 3) | target |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| what | float64: first call | float64: compiled (best of 3) "
+        "| float32: first call | float32: compiled | target (float64, compiled) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for what, call, target in rows:
-        first = _best(call, 1)
-        print(f"| {what} | {first:.2f} s | {_best(call):.3f} s | ≤ {target} |", flush=True)
+        times = []
+        for dtype in ("float64", "float32"):
+            with pm_sens.set_options(dtype=dtype):
+                times += [f"{_best(call, 1):.2f} s", f"{_best(call):.3f} s"]
+        print(f"| {what} | {' | '.join(times)} | ≤ {target} |", flush=True)
 
 
 def main():

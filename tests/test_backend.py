@@ -62,7 +62,7 @@ def test_set_options_chooses_the_backend_and_a_call_overrides_it(heteroscedastic
     monkeypatch.setattr(_functions, "compile_mode", recording)
     monkeypatch.setattr(_jax_functions, "compile_mode", recording)
     with pm_sens.set_options(backend="jax"):
-        assert pm_sens.get_options() == {"cores": 1, "backend": "jax"}
+        assert pm_sens.get_options() == {"cores": 1, "backend": "jax", "dtype": "float64"}
         pm_sens.sensitivity(idata, model, mode="draw", method="var", **QUIET)
         assert set(chosen) == {"jax"}
         chosen.clear()
@@ -252,3 +252,122 @@ def test_jax_chunks_take_as_many_draws_as_the_memory_limit_holds(monkeypatch):
     # 100 draws × 20,000 rows × 4 inputs: 8 million cells, 6 CPU chunks of cache size;
     # on JAX one chunk: the forward graph's call and the norm's
     assert [shape[0] for shape in calls if shape[0] > 8] == [100, 100]
+
+
+@pytest.mark.parametrize(
+    ("call", "kwargs"),
+    [
+        ("sensitivity", {"mode": "moment", "interactions": True, "method": ["rsens", "var"]}),
+        ("sensitivity", {"mode": "draw", "interactions": True}),
+        ("permutation_importance", {"random_seed": 3}),
+        ("partial_dependence", {"kind": ("mean", "entropy", "log_likelihood")}),
+        ("integrated_gradients", {}),
+    ],
+)
+def test_float32_on_jax_gives_the_float64_results_to_single_precision(
+    heteroscedastic, call, kwargs
+):
+    """Single precision on the device, float64 results: equal to float64's to 1e-5
+    (measured: 2e-7 here), and not equal to them to float64's rounding."""
+    model, idata = heteroscedastic
+    function = getattr(pm_sens, call)
+    double = function(idata, model, **kwargs, **QUIET)
+    single = function(idata, model, backend="jax", dtype="float32", **kwargs, **QUIET)
+    group = next(name for name in double.children if name not in idata.children)
+    assert single[group].attrs["dtype"] == "float32"
+    assert double[group].attrs["dtype"] == "float64"
+    worst = 0.0
+    for name, var in double[group].to_dataset().data_vars.items():
+        if name == "completeness_gap":  # rounding in both
+            continue
+        got = single[group][name]
+        assert got.dtype == np.float64, name
+        scale = np.nanmax(np.abs(var.values))
+        np.testing.assert_allclose(got.values, var.values, rtol=1e-5, atol=1e-5 * scale)
+        worst = max(worst, np.nanmax(np.abs(got.values - var.values)) / scale)
+    assert worst > 1e-12  # computed in float32, not float64
+
+
+def test_the_finite_difference_kl_in_float32_says_what_its_rounding_costs(heteroscedastic):
+    model, idata = heteroscedastic
+    kwargs = dict(mode="draw", method="kl", **QUIET)
+    double = pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]["kl"].values
+    with pytest.warns(UserWarning, match=r"delta=0.0001.*float32.*about 1e-03.*dtype='float64'"):
+        single = pm_sens.sensitivity(idata, model, backend="jax", dtype="float32", **kwargs)
+    error = np.max(np.abs(single["sensitivity"]["kl"].values - double)) / np.max(double)
+    assert 1e-5 < error < 1e-2  # the warning's order of magnitude
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"dtype": "float16"}, r"dtype='float16' is not valid.*\('float64', 'float32'\)"),
+        ({"dtype": True}, r"dtype=True is not valid"),
+        ({"dtype": "float32"}, r"dtype='float32' runs on the JAX backend only.*backend='jax'"),
+        (
+            {"dtype": "float32", "backend": "cpu"},
+            r"dtype='float32' runs on the JAX backend only",
+        ),
+    ],
+)
+def test_a_dtype_that_is_not_one_of_ours_or_not_on_jax_is_refused(heteroscedastic, options, match):
+    model, idata = heteroscedastic
+    with pytest.raises(ValueError, match=match):
+        pm_sens.sensitivity(idata, model, **options, **QUIET)
+
+
+def test_set_options_sets_the_dtype_and_numpy_dtypes_name_it(heteroscedastic):
+    model, idata = heteroscedastic
+    with pm_sens.set_options(backend="jax", dtype=np.float32):
+        assert pm_sens.get_options("dtype") == "float32"
+        result = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)
+        assert result["sensitivity"].attrs["dtype"] == "float32"
+        # a call's own dtype= wins
+        result = pm_sens.sensitivity(idata, model, mode="draw", dtype="float64", **QUIET)
+        assert result["sensitivity"].attrs["dtype"] == "float64"
+    assert pm_sens.get_options() == {
+        "cores": pm_sens.get_options("cores"),
+        "backend": "cpu",
+        "dtype": "float64",
+    }
+    with pytest.raises(ValueError, match=r"dtype='float32' runs on the JAX backend only"):
+        with pm_sens.set_options(dtype="float32"):
+            pm_sens.sensitivity(idata, model, **QUIET)
+
+
+def _device_holding(monkeypatch, most_draws):
+    """JAX's device made to hold chunks of at most ``most_draws`` draws: a larger one
+    raises JAX's out-of-memory error, as a full GPU does."""
+    import jax
+
+    real = DeviceArrays.put
+    n_points = 300  # the data's rows are not draws
+
+    def put(self, args):
+        if any(np.ndim(a) and most_draws < len(a) != n_points for a in args):
+            raise jax.errors.JaxRuntimeError(
+                "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB."
+            )
+        return real(self, args)
+
+    monkeypatch.setattr(DeviceArrays, "put", put)
+
+
+def test_a_chunk_the_device_cannot_hold_is_made_smaller_with_a_message(
+    heteroscedastic, monkeypatch
+):
+    model, idata = heteroscedastic
+    kwargs = dict(mode="draw", interactions=True, **QUIET)
+    cpu = pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]
+    _device_holding(monkeypatch, 30)
+    with pytest.warns(UserWarning, match=r"80 draws at a time did not fit the device's memory"):
+        got = pm_sens.sensitivity(idata, model, backend="jax", **kwargs)["sensitivity"]
+    for name, var in cpu.data_vars.items():
+        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)
+
+
+def test_one_draw_the_device_cannot_hold_is_said_in_our_words(heteroscedastic, monkeypatch):
+    model, idata = heteroscedastic
+    _device_holding(monkeypatch, 0)
+    with pytest.raises(MemoryError, match=r"device's memory cannot hold.*memory_limit=.*'cpu'"):
+        pm_sens.sensitivity(idata, model, mode="draw", backend="jax", **QUIET)

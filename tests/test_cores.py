@@ -142,12 +142,13 @@ def test_set_options_sets_for_later_calls_or_inside_a_block():
         with pm_sens.set_options(cores=5):
             assert pm_sens.get_options("cores") == 5
         assert pm_sens.get_options("cores") == 2
-    assert pm_sens.get_options() == {"cores": 1, "backend": "cpu"}
+    assert pm_sens.get_options() == {"cores": 1, "backend": "cpu", "dtype": "float64"}
     with pm_sens.set_options(cores=None):
-        assert pm_sens.get_options() == {"cores": available_cores(), "backend": "cpu"}
+        expected = {"cores": available_cores(), "backend": "cpu", "dtype": "float64"}
+        assert pm_sens.get_options() == expected
         assert pm_sens.get_options("cores") == available_cores()
     with pytest.raises(
-        ValueError, match=r"name='device' is not valid; the options are \['backend', 'cores'\]"
+        ValueError, match=r"name='device' is not valid; the options are \['backend', 'cores', 'dtype'\]"
     ):
         pm_sens.get_options("device")
 

@@ -48,6 +48,8 @@ class Context:
     cores: int = 1
     #: where the compiled graphs run (its ``backend=``, else `pm_sens.set_options`'s)
     backend: str = "cpu"
+    #: what the compiled graphs compute in (its ``dtype=``, else `pm_sens.set_options`'s)
+    dtype: str = "float64"
     #: which rows' inputs the parameters at a row depend on, once found (`dependence_of`)
     dependence: Dependence | None = None
     #: categorical inputs, compared level by level (`pm_sens._core.categorical_inputs.Levels`)
@@ -131,5 +133,6 @@ def make_context(
         request.progressbar,
         cores=request.cores or get_options()["cores"],
         backend=request.backend or get_options()["backend"],
+        dtype=request.dtype or get_options()["dtype"],
         levels=level_info,
     )

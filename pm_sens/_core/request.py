@@ -8,7 +8,7 @@ from pm_sens._core.arguments import (
     check_positive,
     check_seed,
 )
-from pm_sens.options import check_backend, check_cores
+from pm_sens.options import check_backend, check_cores, check_dtype, check_precision, get_options
 
 #: Working memory of the chunks of draws in memory at once, in bytes, unless
 #: ``memory_limit`` says otherwise.
@@ -43,6 +43,9 @@ class Request:
     backend : str or None
         Where the compiled graphs run (`pm_sens.options.BACKENDS`); None for
         `pm_sens.set_options`'s.
+    dtype : str or None
+        What the compiled graphs compute in (`pm_sens.options.DTYPES`); None
+        for `pm_sens.set_options`'s.
     progressbar, extend_inferencedata : bool
     """
 
@@ -57,6 +60,7 @@ class Request:
     memory_limit: float = DEFAULT_MEMORY_LIMIT
     cores: int | None = None
     backend: str | None = None
+    dtype: str | None = None
     progressbar: bool = True
     extend_inferencedata: bool = True
 
@@ -78,6 +82,8 @@ class Request:
             "memory_limit": check_positive("memory_limit", self.memory_limit),
             "cores": check_cores("cores", self.cores),
             "backend": check_backend("backend", self.backend),
+            "dtype": check_dtype("dtype", self.dtype),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)  # frozen: set once, here
+        check_precision(self.backend or get_options("backend"), self.dtype or get_options("dtype"))

@@ -300,6 +300,8 @@ def result_attrs(ctx):
         "raw_inputs": [str(v.name) for v in ctx.inputs if v in ctx.predictive.raw_inputs],
         "design_columns": ctx.predictive.design_replaced or "",
         "num_draws": ctx.draws.count,
+        # what the compiled graphs computed in (float32 on the JAX backends only)
+        "dtype": ctx.dtype,
         # found by the first evaluation (`pm_sens._run.compiling.dependence_of`)
         "dependence": (ctx.dependence or Dependence()).describe(),
         "pm_sens_version": __version__,

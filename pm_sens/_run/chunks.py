@@ -9,6 +9,7 @@ dask.distributed cluster, and screened for nan and inf (`check_outputs`).
 import contextlib
 import functools
 import time
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +22,7 @@ from pm_sens._run.compiling import dependence_of
 from pm_sens._run.output_checks import check_outputs
 from pm_sens._run.progress import progress_bar
 from pm_sens.graph.compile.compiled import data_for_chunk, evaluate_by_rows
+from pm_sens.graph.compile.jax_functions import DeviceMemoryError
 from pm_sens.measures.mixture import MixtureMoments
 
 #: values (draws × rows × features^order, or × the graph's largest array for one
@@ -127,7 +129,7 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
     return chunk, ((block_rows, flags) if fits else None), chunk_bytes
 
 
-def _ahead(evaluate, starts, cores=2, fits=None):
+def _ahead(evaluate, starts, cores=2, fits=None, done=None):
     """Yield ``(start, evaluate(start))`` in order, later chunks computed meanwhile.
 
     The first `_TIMED` chunks are evaluated here, timed with their consumer
@@ -139,14 +141,16 @@ def _ahead(evaluate, starts, cores=2, fits=None):
     consumer takes less than that share, ``cores − 1`` beside it where it takes
     more (its many short NumPy calls need a core of their own), at most ``fits``
     (the chunks the memory holds beside the one consumed). The chunks and the
-    order they are consumed in are the same for any ``cores``.
+    order they are consumed in are the same for any ``cores``. ``done``:
+    ``{start: (result, seconds)}`` of chunks already evaluated.
     """
     starts = list(starts)
+    done = done or {}
     evaluated, consumed = [], []
     for start in starts[:_TIMED]:
         began = time.perf_counter()
-        result = evaluate(start)
-        evaluated.append(time.perf_counter() - began)
+        result, seconds = done.pop(start) if start in done else (evaluate(start), None)
+        evaluated.append(seconds or time.perf_counter() - began)
         began = time.perf_counter()
         yield start, result
         consumed.append(time.perf_counter() - began)
@@ -234,13 +238,12 @@ def _chunks(
         check_outputs(ctx, compiled, draws, outputs)
         return outputs if prepare is None else prepare(draws, outputs)
 
-    starts = range(0, ctx.draws.count, chunk)
     with progress_bar(description, ctx.draws.count, ctx.progressbar) as advance:
         if client is None:
 
-            def evaluate(start):
+            def evaluate(start, draws_per_chunk=None):
                 # only this chunk of a lazily loaded posterior is read into memory
-                draws = ctx.draws.chunk(start, start + chunk)
+                draws = ctx.draws.chunk(start, start + (draws_per_chunk or chunk))
                 size = len(draws[0])
                 given = {} if out is None else {"out": out[start : start + size]}
                 data = data_for_chunk(compiled, values)
@@ -251,9 +254,13 @@ def _chunks(
                 return size, checked(start, size, outputs)
 
             with _blas_threads(1 if compiled.mode == "draw" else ctx.cores):
+                done = {}  # the first chunk, evaluated where the device may not hold it
+                if compiled.settings["backend"] == "jax":
+                    chunk, done[0] = _fitting_the_device(evaluate, chunk)
+                starts = range(0, ctx.draws.count, chunk)
                 # chunks evaluated at once: as many as the memory limit holds, beside one consumed
                 fits = int(ctx.memory_limit // chunk_bytes) - 1
-                for start, (size, outputs) in _ahead(evaluate, starts, ctx.cores, fits):
+                for start, (size, outputs) in _ahead(evaluate, starts, ctx.cores, fits, done):
                     yield start, size, outputs
                     advance(size)
             return
@@ -261,6 +268,7 @@ def _chunks(
             [ctx.points.values[v] for v in compiled.data_variables],
             ctx.draws.chunk(0, 1),
         )
+        starts = range(0, ctx.draws.count, chunk)
         remote = RemoteChunks(client, ctx, compiled, sample)
         window = 2 * max(1, len(client.scheduler_info().get("workers", {})))
         pending = deque()
@@ -275,6 +283,36 @@ def _chunks(
                 done_start, done_size, future = pending.popleft()
                 yield done_start, done_size, checked(done_start, done_size, future.result())
                 advance(done_size)
+
+
+def _fitting_the_device(evaluate, chunk):
+    """Draws per chunk and the first chunk's (result, seconds), fewer where the device is full.
+
+    On the JAX backend, where the device's memory cannot hold ``chunk`` draws.
+    Chunks are sized to ``memory_limit``, which a device may not have free (a
+    GPU's memory shared, or held by another array library): the first chunk is
+    evaluated with half as many draws until it fits, said in a warning; the
+    later chunks take as many. One draw that does not fit is our error.
+    """
+    tried = chunk
+    while True:
+        began = time.perf_counter()
+        try:
+            result = evaluate(0, chunk)
+        except DeviceMemoryError:
+            if chunk == 1:
+                raise
+            chunk = -(-chunk // 2)
+            continue
+        if chunk < tried:
+            warnings.warn(
+                f"{tried} draws at a time did not fit the device's memory: pm_sens "
+                f"evaluates {chunk} at a time. A smaller memory_limit= chooses such "
+                "chunks from the start",
+                UserWarning,
+                stacklevel=5,
+            )
+        return chunk, (result, time.perf_counter() - began)
 
 
 def moment_pass(ctx, compiled, values, second_moment, description):

@@ -231,12 +231,14 @@ def check_outputs(ctx, compiled, draws, out):
             "the model's expression is undefined there (a log or sqrt of a negative "
             "value, 0·inf, inf − inf, an overflowing exp), often at inputs far from the data"
             if values
-            else "the parameter changes faster than float64 can hold at these inputs (an "
+            else f"the parameter changes faster than {ctx.dtype} can hold at these inputs (an "
             "overflowing exp of the linear predictor?) or is not differentiable there"
         )
         if len(rows) == 1:
             cause += (
-                "; moment mode needs the mixture's mean and variance as float64 numbers, "
+                f"; moment mode needs the mixture's mean and variance as {ctx.dtype} numbers, "
                 "mode='draw' works with the per-draw parameters, which stay finite further"
             )
+        if ctx.dtype == "float32":
+            cause += "; dtype='float64' holds values up to 1e308, float32 up to 3e38"
         raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")

@@ -112,6 +112,7 @@ def compile_predictive(
     statistics=(),
     parameters=True,
     backend="numba",
+    dtype="float64",
     whitened=False,
     forward=None,
     dependence=None,
@@ -127,7 +128,8 @@ def compile_predictive(
     mode, order 0, closed-form likelihoods): per-draw statistics returned
     alongside ``phi``, from the same evaluation; ``parameters=False`` leaves
     ``phi`` out (no stacked copy of the parameters when the caller needs only
-    the statistics). ``backend``: one of `pm_sens.graph.compile.rewrites.BACKENDS`.
+    the statistics). ``backend``: one of `pm_sens.graph.compile.rewrites.BACKENDS`,
+    or ``"jax"``; ``dtype``: what a JAX graph computes in (`JaxGraphFunction`).
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None);
     ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (a
@@ -149,6 +151,7 @@ def compile_predictive(
         draw_values,
         mode="draw",
         second_moment=None,
+        dtype=dtype,
     )
     if by_rule(predictive.likelihood, mode, statistic):
         draws = per_draw_graph(order=order, backend=backend, dependence=dependence, colors=colors)
@@ -179,7 +182,7 @@ def compile_predictive(
         outputs += [statistic_expression(likelihood, names, graph.params, n) for n in statistics]
         outputs += list(fixed.values())
     function, backend = compiled_function(
-        graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend
+        graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend, dtype
     )
     compiled = dict(
         function=function,
@@ -198,6 +201,7 @@ def compile_predictive(
             statistics=tuple(statistics),
             parameters=parameters,
             backend=backend,
+            dtype=dtype,
             dependence=dependence,
             colors=colors,
         ),

@@ -83,6 +83,7 @@ def integrated_gradients(
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
     backend=None,
+    dtype=None,
 ):
     """Integrated Gradients of a predictive statistic, per posterior draw.
 
@@ -136,6 +137,10 @@ def integrated_gradients(
     backend : {"cpu", "jax", "gpu"}, optional
         Where the compiled graphs run; None (default): :func:`set_options`'s,
         ``"cpu"`` unless set there. The results are the same to rounding.
+    dtype : {"float64", "float32"}, optional
+        What the compiled graphs compute in; None (default):
+        :func:`set_options`'s, ``"float64"`` unless set there. ``"float32"``
+        on the JAX backends only (see :func:`set_options`).
 
     Returns
     -------

@@ -105,6 +105,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
     backend=None,
+    dtype=None,
 ):
     """Partial dependence (PDP) and individual conditional expectation (ICE) curves.
 
@@ -120,7 +121,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
         As in :func:`permutation_importance`.
     num_draws, random_seed, progressbar, extend_inferencedata, memory_limit, cores
         As in :func:`permutation_importance`.
-    backend
+    backend, dtype
         As in :func:`permutation_importance`.
     features : str or list of str, optional
         Features to vary, one at a time; default all.

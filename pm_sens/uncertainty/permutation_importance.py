@@ -47,6 +47,7 @@ def permutation_importance(
     memory_limit=DEFAULT_MEMORY_LIMIT,
     cores=None,
     backend=None,
+    dtype=None,
 ):
     """Entropy and likelihood permutation feature importance of the posterior predictive.
 
@@ -113,6 +114,10 @@ def permutation_importance(
     backend : {"cpu", "jax", "gpu"}, optional
         Where the compiled graphs run; None (default): :func:`set_options`'s,
         ``"cpu"`` unless set there. The results are the same to rounding.
+    dtype : {"float64", "float32"}, optional
+        What the compiled graphs compute in; None (default):
+        :func:`set_options`'s, ``"float64"`` unless set there. ``"float32"``
+        on the JAX backends only (see :func:`set_options`).
 
     Returns
     -------

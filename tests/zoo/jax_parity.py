@@ -6,11 +6,15 @@ backend runs with NumPy and Numba: every result equal to 1e-10 in float64
 naming the operation JAX cannot run.
 
 ``python -m tests.zoo.jax_parity [model ...]`` prints each model's outcome and
-time on both backends (every model when none is named).
+time on both backends (every model when none is named); with ``--float32``,
+each function's largest relative difference between ``dtype="float32"`` on
+the JAX backend and the CPU backend's float64, per variable (the accuracy the
+JAX how-to reports).
 """
 
 import sys
 import time
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -46,7 +50,7 @@ def _calls(case):
     pairs = "rsens" in methods and not solves_a_linear_system(case)
 
     def sensitivity(mode):
-        def call(backend):
+        def call(backend, dtype=None):
             return pm_sens.sensitivity(
                 case.idata,
                 case.model,
@@ -56,6 +60,7 @@ def _calls(case):
                 delta=case.kl_delta,
                 interactions=pairs and mode == _interactions_mode(case),
                 backend=backend,
+                dtype=dtype,
                 **kw,
             )["sensitivity"]
 
@@ -64,19 +69,20 @@ def _calls(case):
     return {
         "sensitivity_moment": sensitivity("moment"),
         "sensitivity_draw": sensitivity("draw"),
-        "permutation_importance": lambda backend: pm_sens.permutation_importance(
-            case.idata, case.model, n_repeats=2, random_seed=1, backend=backend, **kw
+        "permutation_importance": lambda backend, dtype=None: pm_sens.permutation_importance(
+            case.idata, case.model, n_repeats=2, random_seed=1, backend=backend, dtype=dtype, **kw
         )["permutation_importance"],
-        "partial_dependence": lambda backend: pm_sens.partial_dependence(
+        "partial_dependence": lambda backend, dtype=None: pm_sens.partial_dependence(
             case.idata,
             case.model,
             kind=("mean", "entropy", "log_likelihood"),
             grid_resolution=3,
             backend=backend,
+            dtype=dtype,
             **kw,
         )["partial_dependence"],
-        "integrated_gradients": lambda backend: pm_sens.integrated_gradients(
-            case.idata, case.model, n_steps=4, backend=backend, **kw
+        "integrated_gradients": lambda backend, dtype=None: pm_sens.integrated_gradients(
+            case.idata, case.model, n_steps=4, backend=backend, dtype=dtype, **kw
         )["attribution"],
     }
 
@@ -139,6 +145,34 @@ def compare_backends(case, functions=None):
     return outcome
 
 
+def single_precision_errors(case, functions):
+    """``{function: {variable: relative difference} or error}``: float32 on JAX
+    against float64 on the CPU backend, each variable's largest difference
+    over its largest value (IG's completeness gap: over the prediction's)."""
+    errors = {}
+    for name, call in _calls(case).items():
+        if name not in functions:
+            continue
+        try:
+            expected = call("cpu").to_dataset()
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="method='kl' with dtype='float32'")
+                got = call("jax", "float32").to_dataset()
+        except Exception as error:  # noqa: BLE001 (each outcome is reported)
+            errors[name] = f"{type(error).__name__}: {str(error)[:200]}"
+            continue
+        # IG's completeness gap is rounding in both: against the prediction it is a gap of
+        scales = {"completeness_gap": expected.get("value")}
+        errors[name] = {
+            variable: float(
+                np.nanmax(np.abs(got[variable].values - var.values), initial=0.0)
+                / max(np.nanmax(np.abs(scales.get(variable, var).values)), ROUNDING)
+            )
+            for variable, var in expected.data_vars.items()
+        }
+    return errors
+
+
 def compared(case):
     """The functions whose results are compared on ``case``: those the zoo expects
     to work on it."""
@@ -146,10 +180,13 @@ def compared(case):
 
 
 def main(names):
-    """Print each model's outcome per function, with the time on each backend."""
+    """Print each model's outcome per function, with the time on each backend
+    (``--float32``: its float32 differences)."""
     from tests.zoo import ZOO_MODULES  # noqa: F401 (registers the models)
     from tests.zoo._registry import ZOO
 
+    single = "--float32" in names
+    names = [name for name in names if name != "--float32"]
     totals = np.zeros(2)
     for name in names or sorted(ZOO):
         try:
@@ -158,6 +195,11 @@ def main(names):
             print(f"## {name}: not built ({why})")
             continue
         print(f"## {name}")
+        if single:
+            for function, errors in single_precision_errors(case, compared(case)).items():
+                print(f"   {function}: {errors}")
+            sys.stdout.flush()
+            continue
         for function, (result, cpu, jax) in compare_backends(case, compared(case)).items():
             totals += (cpu, jax)
             print(f"   {function}: {result} (cpu {cpu:.1f} s, jax {jax:.1f} s)")

@@ -5,15 +5,15 @@ from pm_sens.graph.compile.jax_functions import JaxGraphFunction
 from pm_sens.graph.compile.rewrites import runs_element_by_element
 
 
-def compiled_function(arguments, outputs, backend):
+def compiled_function(arguments, outputs, backend, dtype="float64"):
     """The compiled function of a chunk graph, and the backend it runs on.
 
     ``backend``: ``"python"`` or ``"numba"`` (a `GraphFunction`), ``"jax"`` (a
-    `JaxGraphFunction`). A graph with an op NumPy would run element by element
-    in Python is compiled with Numba instead.
+    `JaxGraphFunction`, computing in ``dtype``). A graph with an op NumPy would
+    run element by element in Python is compiled with Numba instead.
     """
     if backend == "jax":
-        return JaxGraphFunction(arguments, outputs), backend
+        return JaxGraphFunction(arguments, outputs, dtype), backend
     function = GraphFunction(arguments, outputs, backend)
     if backend == "python" and runs_element_by_element(function):
         backend = "numba"

@@ -7,9 +7,12 @@ over the rows) into a constant, as JAX's compiler requires. A call has
 two or three such tuples (full chunks of draws, the last one, a last block of
 rows). The large arguments, the points' data, are copied to JAX's device at
 their first call and kept there (`DeviceArrays`); the outputs come back as
-NumPy arrays.
+NumPy arrays of the graph's dtypes. In float32 (`single_precision`) the same
+graph is traced with JAX's 64-bit types off: the copies on the device and
+every operation are single precision.
 """
 
+import contextlib
 import re
 import threading
 import traceback
@@ -37,12 +40,15 @@ class JaxGraphFunction:
     ----------
     arguments, outputs : list of TensorVariable
         The graph; arguments it does not use are ignored.
+    dtype : {"float64", "float32"}
+        What the graph computes in on the device.
     """
 
     backend = "jax"
 
-    def __init__(self, arguments, outputs):
+    def __init__(self, arguments, outputs, dtype="float64"):
         self._graph = (list(arguments), list(outputs))
+        self.dtype = dtype
         #: the compiled function per tuple of argument shapes
         self._compiled = {}
         self._largest = {}
@@ -65,18 +71,24 @@ class JaxGraphFunction:
         return self._compiled[shapes]
 
     def __call__(self, *args):
-        """The outputs at ``args``, as writable NumPy arrays.
+        """The outputs at ``args``, as writable NumPy arrays of the graph's dtypes.
 
         Raises
         ------
         ValueError
             Where JAX cannot compile or trace the graph, naming the operation
             and the backend that runs it.
+        DeviceMemoryError
+            Where the device's memory cannot hold the call's arrays.
         """
         shapes = tuple(np.shape(value) for value in args)
-        with self._lock, _jax_errors():  # JAX traces the graph at its first call
+        precision = single_precision() if self.dtype == "float32" else contextlib.nullcontext()
+        dtypes = [v.type.dtype for v in self._graph[1]]
+        # JAX traces the graph at its first call; the copies to the device are in its
+        # precision; a device's error may surface when an output is read
+        with self._lock, _jax_errors(), precision:
             outputs = self._function(shapes)(*self._on_device.put(args))
-        return [np.array(x) for x in outputs]
+            return [np.array(x, dtype=dtype) for x, dtype in zip(outputs, dtypes, strict=True)]
 
     def largest_array(self, *args):
         """Elements of the largest array of three or more dims the graph computes at ``args``.
@@ -88,6 +100,27 @@ class JaxGraphFunction:
         if shapes not in self._largest:
             self._largest[shapes] = largest_array_of(*self._graph, shapes)
         return self._largest[shapes]
+
+
+@contextlib.contextmanager
+def single_precision():
+    """JAX's arrays and operations in 32 bits, matrix products in full float32.
+
+    JAX's 64-bit types off: the float64 graph's arrays, constants and
+    operations become float32 (its integers int32) when traced and copied.
+    Matrix products at float32's full precision: a GPU would otherwise use
+    TensorFloat-32 (10-bit mantissas) for them.
+    """
+    import jax
+
+    with (
+        jax.enable_x64(False),
+        jax.default_matmul_precision("float32"),
+        warnings.catch_warnings(),
+    ):
+        # the float64 the graph asks for is float32 here, as meant
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype float64")
+        yield
 
 
 class DeviceArrays:
@@ -163,6 +196,13 @@ def _rows_of(value):
     return memory, slice(start, start + len(value))
 
 
+class DeviceMemoryError(MemoryError):
+    """The device's memory cannot hold a call's arrays (JAX's ``RESOURCE_EXHAUSTED``).
+
+    `pm_sens._run.chunks` then evaluates fewer draws at a time.
+    """
+
+
 class _jax_errors:  # noqa: N801 (a context manager used as a statement)
     """Our error for a graph JAX cannot compile or trace; PyTensor's notices kept quiet.
 
@@ -172,6 +212,7 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
     `ValueError` that names the backend that runs the model. The linker
     leaves out the model's parameter checks (PyMC's ``check_parameters``), as
     JAX's tracing would, and warns once per check, which the user cannot act on.
+    A device whose memory is exhausted raises a `DeviceMemoryError`.
     """
 
     def __enter__(self):
@@ -184,6 +225,12 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
 
     def __exit__(self, kind, error, tb):
         self._warnings.__exit__(kind, error, tb)
+        if _out_of_memory(error):
+            raise DeviceMemoryError(
+                "the device's memory cannot hold this chunk's arrays (JAX: "
+                f"{str(error).strip().splitlines()[0]}). Use a smaller memory_limit= (fewer "
+                "draws, and rows, at a time), or backend='cpu'"
+            ) from None
         if not _raised_by_jax(error):
             return False
         found = re.search(r"for the given `Op`: (.*)", str(error))
@@ -200,6 +247,13 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
             "(the call's backend=, or pm_sens.set_options(backend='cpu')), which runs "
             "every model pm_sens supports"
         ) from None
+
+
+def _out_of_memory(error):
+    """Whether ``error`` is JAX's: the device's memory is exhausted."""
+    import jax
+
+    return isinstance(error, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(error)
 
 
 def _raised_by_jax(error):
