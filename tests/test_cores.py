@@ -148,7 +148,8 @@ def test_set_options_sets_for_later_calls_or_inside_a_block():
         assert pm_sens.get_options() == expected
         assert pm_sens.get_options("cores") == available_cores()
     with pytest.raises(
-        ValueError, match=r"name='device' is not valid; the options are \['backend', 'cores', 'dtype'\]"
+        ValueError,
+        match=r"name='device' is not valid; the options are \['backend', 'cores', 'dtype'\]",
     ):
         pm_sens.get_options("device")
 

@@ -213,25 +213,26 @@ def test_generic_route_fisher_matches_closed_forms(build, params, expected):
 
 
 def test_generic_fallback_for_an_unknown_likelihood(rng):
-    """Logistic(μ, s) has I_μμ = 1/(3s²): per draw R-sens = |b|/(√3 s) for μ = b x."""
+    """Moyal(μ, σ) has I_μμ = 1/(2σ²) (its score (1 − e^{−z})/(2σ), e^{−z} ~ χ²₁ of
+    variance 2): per draw R-sens = |b|/(√2 σ) for μ = b x."""
     x = rng.normal(size=6)
     with pm.Model() as model:
         xd = pm.Data("x", x)
         b = pm.Normal("b")
-        pm.Logistic("y", mu=b * xd, s=2.0, observed=x)
+        pm.Moyal("y", mu=b * xd, sigma=2.0, observed=x)
     idata = posterior({"b": np.array([[0.5, -1.5]])})
     out = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     assert out.attrs["fisher"].startswith("Gauss-Legendre quadrature")
-    assert out.attrs["likelihood"] == "logistic"
-    expected = np.abs([0.5, -1.5])[:, None] / (np.sqrt(3) * 2.0)
+    assert out.attrs["likelihood"] == "moyal"
+    expected = np.abs([0.5, -1.5])[:, None] / (np.sqrt(2) * 2.0)
     np.testing.assert_allclose(
         out["rsens"].values[0, :, :, 0], np.repeat(expected, 6, 1), rtol=1e-6
     )
-    # moment mode: Normal matched to the Logistic's mean mu and variance (π s)²/3,
-    # which does not depend on x
+    # moment mode: Normal matched to the Moyal's mean μ + σ(γ + log 2) and variance
+    # (π σ)²/2, which does not depend on x
     moment = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
-    sd = np.pi * 2.0 / np.sqrt(3)
-    # mixture of the two draws: mean b·x, variance sd² + Var_s(b)·x²
+    sd = np.pi * 2.0 / np.sqrt(2)
+    # mixture of the two draws: mean b·x + const, variance sd² + Var_s(b)·x²
     mean_b, var_b = np.mean([0.5, -1.5]), np.var([0.5, -1.5])
     v = sd**2 + var_b * x**2
     dm, dv = mean_b, 2 * var_b * x

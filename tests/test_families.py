@@ -65,6 +65,7 @@ CONTINUOUS = [
     (families.WEIBULL, lambda phi: stats.weibull_min(phi[0], scale=phi[1]), [1.7, 2.5]),
     (families.WEIBULL, lambda phi: stats.weibull_min(phi[0], scale=phi[1]), [0.6, 0.3]),
     (families.GUMBEL, lambda phi: stats.gumbel_r(phi[0], phi[1]), [-0.8, 1.9]),
+    (families.LOGISTIC, lambda phi: stats.logistic(phi[0], phi[1]), [0.4, 1.3]),
     (
         families.GAMMA_MEAN_SHAPE,
         lambda phi: stats.gamma(phi[1], scale=phi[0] / phi[1]),

@@ -17,7 +17,7 @@ import xarray as xr
 from conftest import posterior
 from pymc.distributions.continuous import WeibullBetaRV
 from pytensor.graph.replace import graph_replace
-from pytensor.tensor.random.basic import BetaBinomialRV, GumbelRV
+from pytensor.tensor.random.basic import BetaBinomialRV, GumbelRV, LogisticRV
 from scipy import integrate, special, stats
 
 import pm_sens
@@ -678,16 +678,24 @@ def test_dask_backed_points_give_the_in_memory_values():
         "beta_binomial",
         "weibull",
         "gumbel",
+        "logistic",
     ],
 )
 def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch):
     """R-sens (both modes) is the same by either route; R-sens2 too where the two
     parametrizations are linear in each other (Poisson base: ψ, μ vs 1 − ψ, ψ, μ;
-    censored Normal: μ, σ in both; beta-binomial, Weibull, Gumbel: PyMC's in both)."""
+    censored Normal: μ, σ in both; beta-binomial, Weibull, Gumbel, Logistic: PyMC's
+    in both)."""
     build, _ = CASES[name]
     x = np.linspace(-1, 1, 5)
 
-    linear = "poisson" in name or name in ("censored_normal", "beta_binomial", "weibull", "gumbel")
+    linear = "poisson" in name or name in (
+        "censored_normal",
+        "beta_binomial",
+        "weibull",
+        "gumbel",
+        "logistic",
+    )
 
     def run(mode):
         model, idata = _fit(build)
@@ -699,28 +707,37 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     closed = {mode: run(mode) for mode in ("draw", "moment")}
     for recognizer in ("zero_modified_likelihood", "censored_normal_likelihood"):
         monkeypatch.setattr(pm_sens.graph.predictive, recognizer, lambda rv: None)
-    for op in (BetaBinomialRV, WeibullBetaRV, GumbelRV):
+    for op in (BetaBinomialRV, WeibullBetaRV, GumbelRV, LogisticRV):
         monkeypatch.delitem(pm_sens.graph.likelihoods.closed_forms.LIKELIHOODS, op)
     summed = {mode: run(mode) for mode in ("draw", "moment")}
     assert closed["draw"].attrs["fisher"] == "closed form"
     assert any(rule in summed["draw"].attrs["fisher"] for rule in ("summation", "quadrature"))
     # the quadrature rule's own error on a Weibull's and a Gumbel's tails: 4e-8 in
     # draw mode, 1.5e-7 in moment mode (the closed form gives the Weibull's |b| k exactly)
-    rtol = 1e-6 if name in ("weibull", "gumbel") else 1e-7
+    rtol = 1e-6 if name in ("weibull", "gumbel", "logistic") else 1e-7
     for mode in ("draw", "moment"):
         np.testing.assert_allclose(
             closed[mode]["rsens"].values, summed[mode]["rsens"].values, rtol=rtol
         )
     if name == "weibull":
         np.testing.assert_allclose(closed["draw"]["rsens"].values, abs(B) * 2.0, rtol=1e-12)
+    if name == "logistic":  # I_μμ = 1/(3s²), μ = b x
+        expected = abs(B) / (np.sqrt(3) * 0.7)
+        np.testing.assert_allclose(closed["draw"]["rsens"].values, expected, rtol=1e-12)
     # moment mode: both match the same family in (mean, variance), so R-sens2
     # agrees too (second derivatives of the mean and variance by the score identity)
     np.testing.assert_allclose(
-        closed["moment"]["rsens2"].values, summed["moment"]["rsens2"].values, rtol=1e-5
+        closed["moment"]["rsens2"].values,
+        summed["moment"]["rsens2"].values,
+        rtol=1e-5,
+        atol=1e-11,  # zero where μ is linear and the scale fixed: the rule's rounding
     )
     if linear:
         np.testing.assert_allclose(
-            closed["draw"]["rsens2"].values, summed["draw"]["rsens2"].values, rtol=1e-6
+            closed["draw"]["rsens2"].values,
+            summed["draw"]["rsens2"].values,
+            rtol=1e-6,
+            atol=1e-11,
         )
 
 

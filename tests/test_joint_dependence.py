@@ -328,15 +328,15 @@ def test_permutation_importance_of_a_series_permutes_blocks(distributed_lag):
 
 
 def test_a_likelihood_without_closed_forms_on_a_series():
-    """Logistic (the quadrature route): the location's information is 1/(3s²), so
-    R-sens = |b| sqrt(Σ w_l²)/(√3 s) away from the end; R-sens = KL in both modes."""
+    """Moyal (the quadrature route): the location's information is 1/(2s²), so
+    R-sens = |b| sqrt(Σ w_l²)/(√2 s) away from the end; R-sens = KL in both modes."""
     rng = np.random.default_rng(8)
     n = 25
     with pm.Model() as model:
         xd = pm.Data("x", rng.normal(size=n))
         b = pm.Normal("b")
         scale = pm.HalfNormal("scale")
-        pm.Logistic("y", mu=b * _lagged(xd, WEIGHTS), s=scale, observed=rng.normal(size=n))
+        pm.Moyal("y", mu=b * _lagged(xd, WEIGHTS), sigma=scale, observed=rng.normal(size=n))
     b, scale = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.5, 2.0])
     idata = posterior({"b": b[None], "scale": scale[None]})
     kw = dict(method=["rsens", "kl"], kl_scheme="central", **QUIET)
@@ -345,7 +345,7 @@ def test_a_likelihood_without_closed_forms_on_a_series():
         np.testing.assert_allclose(out["kl"].values, out["rsens"].values, rtol=1e-6)
         if mode == "draw":
             assert "quadrature" in out.attrs["fisher"]
-            expected = np.abs(b) * np.sqrt((WEIGHTS**2).sum()) / (np.sqrt(3) * scale)
+            expected = np.abs(b) * np.sqrt((WEIGHTS**2).sum()) / (np.sqrt(2) * scale)
             np.testing.assert_allclose(
                 out["rsens"].values[0, :, :-2, 0].T,
                 expected[None] * np.ones((n - 2, 1)),

@@ -21,6 +21,7 @@ from pm_sens.families import (
     gamma,
     gumbel,
     laplace,
+    logistic,
     lognormal,
     multinomial,
     mvnormal,
@@ -81,6 +82,7 @@ BERNOULLI_LOGIT = bernoulli.FAMILY_LOGIT
 BINOMIAL_LOGIT = binomial.FAMILY_LOGIT
 WEIBULL = weibull.FAMILY
 GUMBEL = gumbel.FAMILY
+LOGISTIC = logistic.FAMILY
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
 )
@@ -111,6 +113,7 @@ __all__ = [
     "DEFAULT_MOMENT_FAMILY",
     "GAMMA_MEAN_SHAPE",
     "GUMBEL",
+    "LOGISTIC",
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",
     "NORMAL_MEAN_SD",

@@ -356,3 +356,33 @@ def expanded(x, trailing):
 def outer(d):
     """``∂_d ∂_e`` from first derivatives (..., D): (..., D, D)."""
     return d[..., :, None] * d[..., None, :]
+
+
+def kl_terms(log_p, log_q):
+    """``Σ_y p log(p/q)`` over the last axis, by terms that stay finite.
+
+    The last axis: p's support window (log masses), or a rule's nodes (the
+    rule's log weights added to both log densities). Each term is
+    ``p g(q/p − 1) = q − p − p log(q/p)``, which sums to the KL because
+    ``Σ (q − p) = 0``: near (|log q/p| < 1) it is written through ``g``,
+    accurate at O(δ²) (finite differences); far apart (a level change), where
+    q/p overflows, as ``q − p − p log(q/p)``, and then ``Σ (q − p)`` over the
+    window, no longer 0 when q puts mass beyond p's support, is taken off.
+    """
+    support = np.isfinite(log_p)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) outside p's support: not summed
+        ratio = log_q - log_p
+    near = np.abs(ratio) < 1
+    p = np.exp(log_p)
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = np.where(
+            near,
+            p * log1p_gap(np.expm1(np.where(near, ratio, 0.0))),
+            np.exp(log_q) - p - p * ratio,
+        )
+    total = np.where(support, terms, 0.0).sum(-1)
+    far = (~near & support).any(-1)
+    if np.any(far):
+        gap = np.where(support, np.exp(log_q) - p, 0.0).sum(-1)
+        total = np.where(far, total - gap, total)
+    return total

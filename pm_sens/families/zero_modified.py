@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pm_sens.families import negative_binomial, poisson
-from pm_sens.families._base import Family, log1p_gap, outer
+from pm_sens.families._base import Family, kl_terms, outer
 from pm_sens.families._renyi import renyi_by_summation, sum_over_counts
 
 
@@ -144,38 +144,10 @@ def _kl_divergence(log_density, support_upper):
             phi_p,
             phi_q,
             lambda flat_p, _: support_upper(flat_p, 1e-15).max(),
-            _kl_terms,
+            kl_terms,
         )
 
     return kl_divergence
-
-
-def _kl_terms(log_p, log_q):
-    """``Σ_y p log(p/q)`` over p's support window, by terms that stay finite.
-
-    Each term is ``p g(q/p − 1) = q − p − p log(q/p)``, which sums to the KL
-    because ``Σ (q − p) = 0``: near (|log q/p| < 1) it is written through ``g``,
-    accurate at O(δ²) (finite differences); far apart (a level change), where
-    q/p overflows, as ``q − p − p log(q/p)``, and then ``Σ (q − p)`` over the
-    window, no longer 0 when q puts mass beyond p's support, is taken off.
-    """
-    support = np.isfinite(log_p)
-    with np.errstate(invalid="ignore"):  # −inf − (−inf) outside p's support: not summed
-        ratio = log_q - log_p
-    near = np.abs(ratio) < 1
-    p = np.exp(log_p)
-    with np.errstate(invalid="ignore", over="ignore"):
-        terms = np.where(
-            near,
-            p * log1p_gap(np.expm1(np.where(near, ratio, 0.0))),
-            np.exp(log_q) - p - p * ratio,
-        )
-    total = np.where(support, terms, 0.0).sum(-1)
-    far = (~near & support).any(-1)
-    if np.any(far):
-        gap = np.where(support, np.exp(log_q) - p, 0.0).sum(-1)
-        total = np.where(far, total - gap, total)
-    return total
 
 
 def _pmf_recursion(base, hurdle):

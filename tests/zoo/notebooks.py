@@ -979,3 +979,55 @@ def gumbel_aft_notebook(rng):
         pm.Gumbel("events", eta[~censored], s, observed=y_obs)
         pm.Potential("censored_like", _gumbel_sf(y_cens, eta[censored], s))
     return weibull_model, known_posterior(weibull_model)
+
+
+def _logistic_sf(y, mu, s):
+    """The notebook's survival function of the logistic distribution."""
+    return 1.0 - pm.math.sigmoid((y - mu) / s)
+
+
+def _log_logistic_aft_checks(case, state):
+    """Per draw, the logistic location eta moves by beta[1] per unit of metastized:
+    R-sens = |beta[1]| / (√3 s) (the location's Fisher information is 1/(3s²); the
+    closed form, so to rounding)."""
+    local = state["draw"]["sensitivity"]
+    assert local.attrs["fisher"] == "closed form"
+    post = case.idata["posterior"]
+    expected = np.abs(post["beta"].values[..., 1]) / (np.sqrt(3) * post["s"].values)
+    got = local["rsens"].sel(feature="1").transpose("chain", "draw", "point").values
+    np.testing.assert_allclose(got, np.repeat(expected[..., None], got.shape[-1], -1), rtol=1e-12)
+
+
+@zoo_model(
+    f"{PARAM_SURVIVAL_NOTEBOOK}, log_logistic_model as written: the weibull_model's "
+    "containers (predictors with a column of ones, the bool censored flag, y_obs and "
+    "y_cens), eta = beta.dot(predictors.T), Logistic('events', eta[~censored], s, "
+    "observed=y_obs), the censored rows through pm.Potential of the notebook's "
+    "logistic_sf",
+    check=_log_logistic_aft_checks,
+)
+def log_logistic_aft_notebook(rng):
+    n_patient = 30
+    df = pd.DataFrame(
+        {
+            "time": rng.integers(1, 230, n_patient),
+            "event": rng.integers(0, 2, n_patient),
+            "metastized": rng.integers(0, 2, n_patient),
+        }
+    )
+    X = np.empty((n_patient, 2))
+    X[:, 0] = 1.0
+    X[:, 1] = df.metastized
+    y = np.log(df.time.values)
+    y_std = (y - y.mean()) / y.std()
+    with pm.Model() as log_logistic_model:
+        predictors = pm.Data("predictors", X)
+        censored = pm.Data("censored", df.event.values == 0.0)
+        y_obs = pm.Data("y_obs", y_std[df.event.values == 1.0])
+        y_cens = pm.Data("y_cens", y_std[df.event.values == 0.0])
+        beta = pm.Normal("beta", 0.0, 5.0, shape=2)
+        eta = beta.dot(predictors.T)
+        s = pm.HalfNormal("s", 5.0)
+        pm.Logistic("events", eta[~censored], s, observed=y_obs)
+        pm.Potential("censored_like", _logistic_sf(y_cens, eta[censored], s))
+    return log_logistic_model, known_posterior(log_logistic_model)

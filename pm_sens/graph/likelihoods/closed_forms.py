@@ -165,6 +165,10 @@ def _gumbel(mu, beta):
     return [mu + np.euler_gamma * beta, (np.pi * beta) ** 2 / 6]
 
 
+def _logistic(mu, s):
+    return [mu, (np.pi * s) ** 2 / 3]
+
+
 def _beta(a, b):
     total = a + b
     return [a / total, a * b / (total**2 * (total + 1))]
@@ -278,6 +282,15 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda mu, beta: [mu, beta],
         _mean_and_variance(_gumbel),
         entropy=lambda mu, beta: pt.log(beta) + np.euler_gamma + 1,
+    ),
+    rv.LogisticRV: Likelihood(
+        "logistic",
+        "real",
+        ("mu", "s"),
+        families.LOGISTIC,
+        lambda mu, s: [mu, s],
+        _mean_and_variance(_logistic),
+        entropy=lambda mu, s: pt.log(s) + 2,
     ),
     rv.BetaRV: Likelihood(
         "beta",
