@@ -2,6 +2,8 @@
 E[s sᵀ] by quadrature (or summation) of scores obtained by finite differences
 of scipy's log densities in the mean–variance parametrization."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
@@ -428,6 +430,89 @@ def test_zero_modified_families_against_scipy(family, pmf, phi):
     mass = p > 0
     direct = np.sum(p[mass] * (np.log(p[mass]) - np.log(pmf(other, k[mass]))))
     np.testing.assert_allclose(family.kl_divergence(phi[None], other[None])[0], direct, rtol=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("family", "make", "phi"),
+    [
+        (families.HURDLE_LOGNORMAL, _lognormal, [0.7, 2.0, 1.5]),
+        (
+            families.HURDLE_GAMMA,
+            lambda phi: stats.gamma(phi[1], scale=phi[0] / phi[1]),
+            [0.4, 1.5, 2.5],
+        ),
+    ],
+    ids=lambda x: getattr(x, "name", ""),
+)
+def test_continuous_hurdles_against_scipy(family, make, phi):
+    """y = 0 with mass 1 − ψ, else SciPy's density times ψ: the Fisher information by
+    quadrature of finite-difference scores (the zero's own term added), entropy,
+    KL and Rényi divergences by ``quad`` over y > 0 plus the zero's term."""
+    phi = np.asarray(phi, dtype=float)
+    other = phi * np.r_[0.9, np.full(len(phi) - 1, 1.1)]
+
+    frozen = {}  # SciPy's frozen laws, made once per parameter vector
+
+    def log_p(theta, y):  # y > 0
+        key = tuple(theta)
+        if key not in frozen:
+            frozen[key] = make(theta[1:])
+        return np.log(theta[0]) + frozen[key].logpdf(y)
+
+    def positive_integral(f):
+        edges = [0.0, *_breaks(make(phi[1:])), np.inf]
+        return sum(integrate.quad(f, a, b, limit=200)[0] for a, b in pairwise(edges))
+
+    steps = [1e-6 * max(1.0, abs(value)) for value in phi]
+
+    def shifted(j, sign):
+        step = np.zeros_like(phi)
+        step[j] = sign * steps[j]
+        return phi + step
+
+    def score(y):
+        return np.array(
+            [
+                (log_p(shifted(j, 1), y) - log_p(shifted(j, -1), y)) / (2 * steps[j])
+                for j in range(len(phi))
+            ]
+        )
+
+    zero_score = np.r_[-1 / (1 - phi[0]), np.zeros(len(phi) - 1)]
+    expected = (1 - phi[0]) * np.outer(zero_score, zero_score)
+    edges = [0.0, *_breaks(make(phi[1:])), np.inf]
+    expected += sum(
+        integrate.quad_vec(
+            lambda y: np.exp(log_p(phi, y)) * np.outer(score(y), score(y)), a, b, epsrel=1e-10
+        )[0]
+        for a, b in pairwise(edges)
+    )
+    np.testing.assert_allclose(
+        family.fisher_information(phi[None])[0], expected, rtol=1e-6, atol=1e-9
+    )
+    y = np.array([0.0, 0.3, 2.0, -1.0])
+    np.testing.assert_allclose(
+        family.log_density(phi, y), [np.log1p(-phi[0]), *log_p(phi, y[1:3]), -np.inf]
+    )
+    entropy = -special.xlogy(1 - phi[0], 1 - phi[0]) - positive_integral(
+        lambda y: np.exp(log_p(phi, y)) * log_p(phi, y)
+    )
+    np.testing.assert_allclose(family.entropy(phi[None])[0], entropy, rtol=1e-9)
+    zero = (1 - phi[0]) * np.log((1 - phi[0]) / (1 - other[0]))
+    kl = zero + positive_integral(
+        lambda y: np.exp(log_p(phi, y)) * (log_p(phi, y) - log_p(other, y))
+    )
+    np.testing.assert_allclose(family.kl_divergence(phi[None], other[None])[0], kl, rtol=1e-8)
+    assert family.kl_divergence(phi[None], phi[None])[0] == pytest.approx(0, abs=1e-15)
+    for alpha in (0.4, 2.5):
+        terms = (1 - phi[0]) ** alpha * (1 - other[0]) ** (1 - alpha) + positive_integral(
+            lambda y, a=alpha: np.exp(a * log_p(phi, y) + (1 - a) * log_p(other, y))
+        )
+        np.testing.assert_allclose(
+            family.renyi_divergence(phi[None], other[None], alpha)[0],
+            np.log(terms) / (alpha - 1),
+            rtol=1e-8,
+        )
 
 
 def test_censored_normal_against_scipy():

@@ -359,9 +359,11 @@ def test_pymc_mean_equals_the_rules_mean(name):
 
 
 @pytest.mark.parametrize("name", ["hurdle_gamma", "zero_inflated_binomial"])
-def test_kl_and_mean_baselines_through_the_generic_route(name):
+def test_kl_and_mean_baselines_through_the_generic_route(name, monkeypatch):
     """Central-difference KL → R-sens; EAD/AED from the mean's derivative:
-    E[y] = ψ μ for both (hurdle Gamma: ψ·μ; zero-inflated binomial: ψ·n·p)."""
+    E[y] = ψ μ for both (hurdle Gamma: ψ·μ; zero-inflated binomial: ψ·n·p). The
+    hurdle Gamma's closed form is set aside: the quadrature route is tested."""
+    monkeypatch.setattr("pm_sens.graph.predictive.zero_modified_likelihood", lambda rv: None)
     build, _ = CASES[name]
     model, idata = _fit(build)
     # VAR's outer Gauss–Hermite nodes reach exp(B x) where the hurdle Gamma's
@@ -652,7 +654,7 @@ def test_moment_mode_matches_the_moment_matched_family():
 def test_dask_backed_points_give_the_in_memory_values():
     """Blocks of points run in dask's threads through the same compiled functions."""
     dask_array = pytest.importorskip("dask.array")
-    build, _ = CASES["hurdle_gamma"]
+    build, _ = CASES["skew_normal"]
     model, idata = _fit(build)
     x = np.linspace(-1, 1, 8)
     kw = dict(mode="draw", method=["rsens", "kl"], progressbar=False)
@@ -679,6 +681,8 @@ def test_dask_backed_points_give_the_in_memory_values():
         "weibull",
         "gumbel",
         "logistic",
+        "hurdle_lognormal",
+        "hurdle_gamma",
     ],
 )
 def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch):
@@ -714,13 +718,22 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     assert any(rule in summed["draw"].attrs["fisher"] for rule in ("summation", "quadrature"))
     # the quadrature rule's own error on a Weibull's and a Gumbel's tails: 4e-8 in
     # draw mode, 1.5e-7 in moment mode (the closed form gives the Weibull's |b| k exactly)
-    rtol = 1e-6 if name in ("weibull", "gumbel", "logistic") else 1e-7
+    rtol = 1e-6 if name in ("weibull", "gumbel", "logistic", "hurdle_lognormal") else 1e-7
+    # the hurdle Gamma's shape falls to 0.47 at x = −1, where its density spikes at 0:
+    # the rule is 2e-6 off there (the closed form is exact, below)
+    rtol = 1e-5 if name == "hurdle_gamma" else rtol
     for mode in ("draw", "moment"):
         np.testing.assert_allclose(
             closed[mode]["rsens"].values, summed[mode]["rsens"].values, rtol=rtol
         )
     if name == "weibull":
         np.testing.assert_allclose(closed["draw"]["rsens"].values, abs(B) * 2.0, rtol=1e-12)
+    if name == "hurdle_gamma":  # the matched Normal of mean ψμ, variance ψ(σ² + μ²) − ψ²μ²
+        psi, sigma, mu = 0.7, 0.8, np.exp(B * x)
+        mean, variance = psi * mu, psi * (sigma**2 + mu**2) - (psi * mu) ** 2
+        d_mean, d_variance = B * mean, 2 * B * psi * (1 - psi) * mu**2
+        expected = np.sqrt(d_mean**2 / variance + d_variance**2 / (2 * variance**2))
+        np.testing.assert_allclose(closed["moment"]["rsens"].values[:, 0], expected, rtol=1e-12)
     if name == "logistic":  # I_μμ = 1/(3s²), μ = b x
         expected = abs(B) / (np.sqrt(3) * 0.7)
         np.testing.assert_allclose(closed["draw"]["rsens"].values, expected, rtol=1e-12)
@@ -729,7 +742,7 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     np.testing.assert_allclose(
         closed["moment"]["rsens2"].values,
         summed["moment"]["rsens2"].values,
-        rtol=1e-5,
+        rtol=max(1e-5, 10 * rtol),  # by the rule: the hurdle Gamma's 2e-5 at x = −1
         atol=1e-11,  # zero where μ is linear and the scale fixed: the rule's rounding
     )
     if linear:

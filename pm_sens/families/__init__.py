@@ -93,6 +93,8 @@ HURDLE_POISSON = zero_modified.zero_modified(zero_modified.POISSON, "hurdle_pois
 HURDLE_NEGATIVE_BINOMIAL = zero_modified.zero_modified(
     zero_modified.NEGATIVE_BINOMIAL, "hurdle_negative_binomial", hurdle=True
 )
+HURDLE_LOGNORMAL = zero_modified.continuous_hurdle(lognormal.FAMILY, "hurdle_lognormal")
+HURDLE_GAMMA = zero_modified.continuous_hurdle(gamma.FAMILY_MEAN_SHAPE, "hurdle_gamma")
 
 
 def get_moment_family(name: str) -> Family:
@@ -117,6 +119,8 @@ __all__ = [
     "MOMENT_FAMILIES",
     "NEGATIVE_BINOMIAL_MEAN_ALPHA",
     "NORMAL_MEAN_SD",
+    "HURDLE_GAMMA",
+    "HURDLE_LOGNORMAL",
     "HURDLE_NEGATIVE_BINOMIAL",
     "HURDLE_POISSON",
     "STUDENTT",

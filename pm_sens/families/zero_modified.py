@@ -1,4 +1,6 @@
-"""Zero-inflated and hurdle count families on a base count family f(·|θ).
+"""Zero-inflated and hurdle families on a base family f(·|θ).
+
+Counts:
 
 - zero-inflated: ``p(0) = 1 − ψ + ψ f₀``, ``p(k) = ψ f(k)`` for k ≥ 1;
 - hurdle: ``p(0) = 1 − ψ``, ``p(k) = ψ f(k)/(1 − f₀)`` for k ≥ 1;
@@ -15,14 +17,24 @@ the zero-inflated family,
 for the hurdle family (ψ and θ separate),
 
 ``I_ψψ = 1/(ψ(1−ψ))``, ``I_ψθ = 0``, ``I_θθ = ψ/(1−f₀) (I_f − f₀ s₀ s₀ᵀ/(1−f₀))``.
+
+A hurdle on a continuous base law (PyMC's ``HurdleLogNormal``, ``HurdleGamma``;
+`continuous_hurdle`): ``y = 0`` with mass ``1 − ψ``, else ``y ~ f`` with weight
+ψ (f puts no mass at 0). Densities are with respect to a unit mass at 0 plus
+Lebesgue measure on y > 0, so every quantity splits into the Bernoulli
+"y > 0" and ψ times the base law's: ``I = diag(1/(ψ(1−ψ)), ψ I_f)``,
+``KL = KL_B(ψ₁ ‖ ψ₂) + ψ₁ KL_f``, ``H = H_B(ψ) + ψ H_f``, and the Rényi
+divergence from ``∫ p^α q^(1−α) = (1−ψ₁)^α (1−ψ₂)^(1−α) + ψ₁^α ψ₂^(1−α)
+e^{(α−1) D_α(f₁ ‖ f₂)}``.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
-from pm_sens.families import negative_binomial, poisson
+from pm_sens.families import bernoulli, negative_binomial, poisson
 from pm_sens.families._base import Family, kl_terms, outer
 from pm_sens.families._renyi import renyi_by_summation, sum_over_counts
 
@@ -178,4 +190,54 @@ def zero_modified(base, name, *, hurdle):
         pmf_recursion=_pmf_recursion(base, hurdle),
         renyi_divergence=renyi_by_summation(log_density, support_upper),
         renyi_above_one=False,
+    )
+
+
+def continuous_hurdle(base, name):
+    """The hurdle family on a continuous ``base`` family: parameters ``(ψ, *base's)``."""
+
+    def split(phi):
+        return phi[..., 0], phi[..., 1:]
+
+    def fisher_information(phi):
+        psi, theta = split(phi)
+        with np.errstate(divide="ignore"):  # ψ = 1, a constant: of no derivative
+            i_psi = 1 / (psi * (1 - psi))
+        i_theta = psi[..., None, None] * base.fisher_information(theta)
+        return _assemble(i_psi, np.zeros(i_theta.shape[:-1]), i_theta)
+
+    def kl_divergence(phi_p, phi_q):
+        (psi_p, theta_p), (psi_q, theta_q) = split(phi_p), split(phi_q)
+        positive = bernoulli.kl_divergence(psi_p[..., None], psi_q[..., None])
+        return positive + psi_p * base.kl_divergence(theta_p, theta_q)
+
+    def renyi_divergence(phi_p, phi_q, alpha):
+        (psi_p, theta_p), (psi_q, theta_q) = split(phi_p), split(phi_q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zero = alpha * np.log1p(-psi_p) + (1 - alpha) * np.log1p(-psi_q)
+            positive = alpha * np.log(psi_p) + (1 - alpha) * np.log(psi_q)
+            positive = positive + (alpha - 1) * base.renyi_divergence(theta_p, theta_q, alpha)
+        return np.logaddexp(zero, positive) / (alpha - 1)
+
+    def log_density(phi, y):
+        psi, theta = split(phi)
+        y = np.asarray(y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            positive = np.log(psi) + base.log_density(theta, np.where(y > 0, y, 1.0))
+            return np.where(y == 0, np.log1p(-psi), np.where(y > 0, positive, -np.inf))
+
+    def entropy(phi):
+        psi, theta = split(phi)
+        return special.entr(psi) + special.entr(1 - psi) + psi * base.entropy(theta)
+
+    return Family(
+        name,
+        "real",
+        ("psi", *base.parameters),
+        fisher_information,
+        kl_divergence,
+        log_density,
+        entropy,
+        renyi_divergence=renyi_divergence,
+        renyi_above_one=base.renyi_above_one,
     )

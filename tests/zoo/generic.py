@@ -1,6 +1,6 @@
 """Likelihoods without a closed form (exact summation over the support or
-quadrature): truncated, censored, mixtures, hurdle, and distributions PyMC has
-no Fisher information for here."""
+quadrature): truncated, censored, mixtures, and distributions PyMC has no
+Fisher information for here."""
 
 import numpy as np
 import pymc as pm
@@ -97,31 +97,6 @@ def censored_weibull(rng):
             lower=None,
             upper=cens,
             observed=np.minimum(t, cens),
-        )
-    return model, known_posterior(model)
-
-
-@zoo_model(
-    "a hurdle log-normal spend model with a scalar sigma",
-    kl_rtol=1e-3,  # the quadrature route's accuracy (docs: explanation/likelihoods.md)
-)
-def hurdle_lognormal(rng):
-    n = 20
-    visits, income = rng.normal(size=(2, n))
-    with pm.Model() as model:
-        visits_ = pm.Data("visits", visits)
-        income_ = pm.Data("income", income)
-        g0 = pm.Normal("g0", 0, 1)
-        g1 = pm.Normal("g1", 0, 1)
-        b0 = pm.Normal("b0", 0, 1)
-        b1 = pm.Normal("b1", 0, 0.5)
-        sigma = pm.HalfNormal("sigma", 1)
-        pm.HurdleLogNormal(
-            "spend",
-            psi=pm.math.invlogit(g0 + g1 * visits_),
-            mu=b0 + b1 * income_,
-            sigma=sigma,
-            observed=np.where(rng.random(n) < 0.3, 0, rng.lognormal(size=n)),
         )
     return model, known_posterior(model)
 

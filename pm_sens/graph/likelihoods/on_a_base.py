@@ -1,4 +1,4 @@
-"""Closed-form likelihoods built on a base law: zero-modified counts, censored Normal.
+"""Closed-form likelihoods built on a base law: zero-modified laws, censored Normal.
 
 Each recognizer takes an observed variable and returns its `Likelihood` and
 parameters, or None when the variable is not of its form (then PyMC's logp
@@ -14,6 +14,7 @@ from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
+from pytensor.tensor.xlogx import xlogx
 
 from pm_sens import families
 from pm_sens.graph.likelihoods.closed_forms import LIKELIHOODS, Likelihood
@@ -25,6 +26,12 @@ _ZERO_MODIFIED = {
     (False, rv.NegBinomialRV): families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
     (True, rv.PoissonRV): families.HURDLE_POISSON,
     (True, rv.NegBinomialRV): families.HURDLE_NEGATIVE_BINOMIAL,
+}
+
+#: hurdles on a continuous base law with closed forms: base op -> family
+_CONTINUOUS_HURDLES = {
+    rv.LogNormalRV: families.HURDLE_LOGNORMAL,
+    rv.GammaRV: families.HURDLE_GAMMA,
 }
 
 
@@ -51,13 +58,15 @@ def _zero_modified_moments(base, hurdle):
 
 
 def zero_modified_likelihood(observed):
-    """The closed-form zero-inflated or hurdle Poisson / negative binomial, if it is one.
+    """The closed-form zero-inflated or hurdle law, if it is one.
 
     Recognizes PyMC's ``ZeroInflatedPoisson``, ``ZeroInflatedNegativeBinomial``,
     ``HurdlePoisson`` and ``HurdleNegativeBinomial`` (a mixture of a point mass
-    at 0 and the count law, truncated below at 1 for a hurdle), and the
-    zero-truncated count law (`zero_truncated_likelihood`). Returns the
-    `Likelihood` and its parameters ``[ψ, *PyMC's base parameters]``, or None.
+    at 0 and the count law, truncated below at 1 for a hurdle),
+    ``HurdleLogNormal`` and ``HurdleGamma`` (a point mass at 0 and the
+    continuous law), and the zero-truncated count law
+    (`zero_truncated_likelihood`). Returns the `Likelihood` and its parameters
+    ``[ψ, *PyMC's base parameters]``, or None.
     """
     op = observed.owner.op
     if isinstance(op, TruncatedRV):
@@ -69,6 +78,9 @@ def zero_modified_likelihood(observed):
         return None
     hurdle = isinstance(op, _HurdleRV)
     node = components[1].owner
+    if hurdle and type(node.op) in _CONTINUOUS_HURDLES:
+        base = type(node.op)
+        return _continuous_hurdle(base), [weights[..., 1], *node.op.dist_params(node)]
     if hurdle:
         if not isinstance(node.op, TruncatedRV):
             return None
@@ -111,6 +123,34 @@ def _zero_modified(name, base, hurdle):
         _ZERO_MODIFIED[(hurdle, base)],
         lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
         _zero_modified_moments(base, hurdle),
+    )
+
+
+def _continuous_hurdle(base):
+    """The `Likelihood` of a hurdle on the continuous law ``base``, parameters (ψ, θ).
+
+    Its entropy in the graph where the base law has one: ``H_B(ψ) + ψ H_f``
+    (`pm_sens.families.zero_modified`).
+    """
+    base_likelihood = LIKELIHOODS[base]
+
+    def moments(psi, *params):
+        mean, variance = base_likelihood.moments(*params)
+        new_mean = psi * mean
+        return new_mean, psi * (variance + mean**2) - new_mean**2
+
+    def entropy(psi, *params):
+        positive = -xlogx(psi) - xlogx(1 - psi)
+        return positive + psi * base_likelihood.entropy(*params)
+
+    return Likelihood(
+        f"hurdle_{base_likelihood.name}",
+        "real",
+        ("psi", *base_likelihood.parameter_names),
+        _CONTINUOUS_HURDLES[base],
+        lambda psi, *p: [psi, *base_likelihood.draw_parameters(*p)],
+        moments,
+        entropy=None if base_likelihood.entropy is None else entropy,
     )
 
 
