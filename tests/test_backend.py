@@ -371,3 +371,42 @@ def test_one_draw_the_device_cannot_hold_is_said_in_our_words(heteroscedastic, m
     _device_holding(monkeypatch, 0)
     with pytest.raises(MemoryError, match=r"device's memory cannot hold.*memory_limit=.*'cpu'"):
         pm_sens.sensitivity(idata, model, mode="draw", backend="jax", **QUIET)
+
+
+def test_a_value_float32_cannot_hold_is_said_with_the_dtype_that_holds_it():
+    """exp(100) is 2.7e43 in float64 and inf in float32: the derivative's error names
+    float32 and the dtype that holds it."""
+    x = np.linspace(0, 10, 5)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Normal("y", mu=pt.exp(b * xd), sigma=1.0, observed=x)
+    idata = azb.from_dict({"posterior": {"b": np.full((1, 2), 10.0)}, "observed_data": {"y": x}})
+    kwargs = dict(mode="draw", **QUIET)
+    assert np.isfinite(pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]["rsens"]).all()
+    with pytest.raises(ValueError, match=r"not finite.*float32.*dtype='float64'"):
+        pm_sens.sensitivity(idata, model, backend="jax", dtype="float32", **kwargs)
+
+
+def test_observations_at_their_censoring_bound_stay_there_in_float32(rng):
+    """Per-row bounds in a container are rounded to float32 on the device; the observed
+    values are rounded alike, so a censored row's value is still its bound (else its
+    log likelihood is a density's, or −inf above the bound)."""
+    n = 12
+    x = rng.normal(size=n)
+    bound = np.full(n, 0.1)  # not a float32 number
+    y = np.minimum(rng.normal(size=n), bound)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        upper = pm.Data("upper", bound)
+        b = pm.Normal("b")
+        pm.Censored("y", pm.Normal.dist(b * xd, 1.0), lower=None, upper=upper, observed=y)
+    idata = azb.from_dict({"posterior": {"b": rng.normal(size=(1, 4))}, "observed_data": {"y": y}})
+    kwargs = dict(inputs=["x"], kind="log_likelihood", grid_resolution=3, **QUIET)
+    double = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    single = pm_sens.partial_dependence(idata, model, backend="jax", dtype="float32", **kwargs)[
+        "partial_dependence"
+    ]
+    assert (y == bound).sum() >= 3
+    for name in ("log_likelihood_pdp", "log_likelihood_ice"):
+        np.testing.assert_allclose(single[name].values, double[name].values, rtol=1e-5)

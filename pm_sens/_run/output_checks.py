@@ -240,5 +240,9 @@ def check_outputs(ctx, compiled, draws, out):
                 "mode='draw' works with the per-draw parameters, which stay finite further"
             )
         if ctx.dtype == "float32":
-            cause += "; dtype='float64' holds values up to 1e308, float32 up to 3e38"
+            cause += (
+                "; in float32 (dtype='float32') an exp overflows past 88 and a covariance "
+                "matrix's Cholesky factor fails sooner (a GP's): dtype='float64' computes "
+                "what the CPU backend does"
+            )
         raise ValueError(f"{quantity} {what}{shown} at {where} ({note}): {cause}")

@@ -52,6 +52,10 @@ def observed_values(idata, ctx, observed):
             f"observed has shape {observed.shape}; expected {expected}, one value per point "
             "(pass observed= for new points)"
         )
+    if ctx.dtype == "float32" and np.issubdtype(observed.dtype, np.floating):
+        # as the graphs' data are: an observation equal to its censoring bound (a
+        # data input, rounded on the device) stays equal to it
+        observed = observed.astype(np.float32).astype(np.float64)
     return observed
 
 
