@@ -389,18 +389,17 @@ def test_a_value_float32_cannot_hold_is_said_with_the_dtype_that_holds_it():
 
 
 def test_observations_at_their_censoring_bound_stay_there_in_float32(rng):
-    """Per-row bounds in a container are rounded to float32 on the device; the observed
-    values are rounded alike, so a censored row's value is still its bound (else its
-    log likelihood is a density's, or −inf above the bound)."""
+    """The censored Normal's bound (closed form: a constant) is rounded to float32 on
+    the device; the observed values are rounded alike, so a censored row's value is
+    still its bound (else its log likelihood is a density's, or −inf above it)."""
     n = 12
     x = rng.normal(size=n)
-    bound = np.full(n, 0.1)  # not a float32 number
+    bound = 0.1  # not a float32 number
     y = np.minimum(rng.normal(size=n), bound)
     with pm.Model() as model:
         xd = pm.Data("x", x)
-        upper = pm.Data("upper", bound)
         b = pm.Normal("b")
-        pm.Censored("y", pm.Normal.dist(b * xd, 1.0), lower=None, upper=upper, observed=y)
+        pm.Censored("y", pm.Normal.dist(b * xd, 1.0), lower=None, upper=bound, observed=y)
     idata = azb.from_dict({"posterior": {"b": rng.normal(size=(1, 4))}, "observed_data": {"y": y}})
     kwargs = dict(inputs=["x"], kind="log_likelihood", grid_resolution=3, **QUIET)
     double = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
@@ -410,3 +409,37 @@ def test_observations_at_their_censoring_bound_stay_there_in_float32(rng):
     assert (y == bound).sum() >= 3
     for name in ("log_likelihood_pdp", "log_likelihood_ice"):
         np.testing.assert_allclose(single[name].values, double[name].values, rtol=1e-5)
+
+
+def test_a_likelihood_without_closed_forms_computes_in_float64_and_says_so(rng, caplog):
+    """A Poisson mixture's weights rounded to float32 no longer sum to 1: its support
+    search would find no tail. Its graphs run in float64, said once."""
+    n = 6
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        w = pm.Dirichlet("w", np.ones(2))
+        pm.Mixture(
+            "y",
+            w=w,
+            comp_dists=[pm.Poisson.dist(pt.exp(b * xd)), pm.Poisson.dist(3 * pt.exp(b * xd))],
+            observed=rng.poisson(2, n),
+        )
+    idata = azb.from_dict(
+        {
+            "posterior": {
+                "b": 0.3 * rng.normal(size=(1, 3)),
+                "w": np.full((1, 3, 2), [0.3, 0.7]),
+            }
+        }
+    )
+    kwargs = dict(mode="draw", **QUIET)
+    with caplog.at_level("INFO", logger="pm_sens"):
+        single = pm_sens.sensitivity(idata, model, backend="jax", dtype="float32", **kwargs)
+    assert single["sensitivity"].attrs["dtype"] == "float64"
+    assert (
+        "mixture likelihood has no closed forms, so its graphs compute in float64" in caplog.text
+    )
+    double = pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]["rsens"].values
+    np.testing.assert_allclose(single["sensitivity"]["rsens"].values, double, rtol=1e-10)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
+from pm_sens._core.arguments import inform_once
 from pm_sens._core.categorical_inputs import check_levels, one_hot_levels, resolve_levels
 from pm_sens._core.draws import Draws, posterior_draws
 from pm_sens._core.inputs import resolve_inputs
@@ -133,6 +134,27 @@ def make_context(
         request.progressbar,
         cores=request.cores or get_options()["cores"],
         backend=request.backend or get_options()["backend"],
-        dtype=request.dtype or get_options()["dtype"],
+        dtype=_dtype_for(predictive, request.dtype or get_options()["dtype"]),
         levels=level_info,
     )
+
+
+def _dtype_for(predictive, dtype):
+    """What ``predictive``'s graphs compute in: ``dtype``, or float64 without closed forms.
+
+    A likelihood without closed forms has its cost in the sums over the support
+    or the quadrature nodes, which run on the CPU in float64 whatever the
+    graph's dtype; and its leaf parameters in float32 would break what those
+    sums rely on (a mixture's weights that sum to 1: the support search found
+    no tail and summed 16 million counts per row).
+    """
+    if dtype == "float32" and predictive.likelihood.generic is not None:
+        inform_once(
+            predictive,
+            f"dtype='float32': the {predictive.likelihood.name} likelihood has no closed "
+            "forms, so its graphs compute in float64 (its sums over the support or "
+            "quadrature nodes run on the CPU in float64, and need parameters that do "
+            "not lose float32's rounding, such as mixture weights that sum to 1)",
+        )
+        return "float64"
+    return dtype
