@@ -933,28 +933,31 @@ def _gumbel_sf(y, mu, sigma):
     return 1.0 - pt.exp(-pt.exp(-(y - mu) / sigma))
 
 
-def _gumbel_aft_checks(case, state):
+def _aft_checks(location_information):
     """The points are the uncensored patients (the mask picks them); per draw, the
-    Gumbel location eta moves by beta[1] per unit of metastized: R-sens = |beta[1]| / s
-    (the location's Fisher information is 1 / s²; quadrature route, 1e-6)."""
-    local = state["draw"]["sensitivity"]
-    X = case.model["predictors"].get_value()
-    uncensored = ~case.model["censored"].get_value()
-    np.testing.assert_array_equal(local["input_value"].values, X[uncensored])
-    post = case.idata["posterior"]
-    expected = np.abs(post["beta"].values[..., 1]) / post["s"].values
-    got = local["rsens"].sel(feature="1").transpose("chain", "draw", "point").values
-    np.testing.assert_allclose(got, np.repeat(expected[..., None], got.shape[-1], -1), rtol=1e-6)
+    location eta moves by beta[1] per unit of metastized: R-sens =
+    |beta[1]| sqrt(I)/s, I the standard law's location information (Gumbel: 1;
+    logistic: 1/3), both in closed form."""
+
+    def check(case, state):
+        local = state["draw"]["sensitivity"]
+        X = case.model["predictors"].get_value()
+        uncensored = ~case.model["censored"].get_value()
+        np.testing.assert_array_equal(local["input_value"].values, X[uncensored])
+        post = case.idata["posterior"]
+        expected = np.abs(post["beta"].values[..., 1]) * np.sqrt(location_information)
+        expected /= post["s"].values
+        got = local["rsens"].sel(feature="1").transpose("chain", "draw", "point").values
+        np.testing.assert_allclose(
+            got, np.repeat(expected[..., None], got.shape[-1], -1), rtol=1e-12
+        )
+
+    return check
 
 
-@zoo_model(
-    f"{PARAM_SURVIVAL_NOTEBOOK}, weibull_model as written: predictors = pm.Data(X) with a "
-    "column of ones and the int metastized flag as floats, eta = beta.dot(predictors.T), a "
-    "bool container censored (df.event.values == 0.0), Gumbel('events', eta[~censored], s, "
-    "observed=y_obs container), the censored rows through pm.Potential",
-    check=_gumbel_aft_checks,
-)
-def gumbel_aft_notebook(rng):
+def _param_survival_data(rng):
+    """The notebook's data prep (mastectomy-like: time, event, metastized), its
+    design X (a column of ones and metastized) and the standardized log times."""
     n_patient = 30
     df = pd.DataFrame(
         {
@@ -968,6 +971,18 @@ def gumbel_aft_notebook(rng):
     X[:, 1] = df.metastized
     y = np.log(df.time.values)
     y_std = (y - y.mean()) / y.std()
+    return df, X, y_std
+
+
+@zoo_model(
+    f"{PARAM_SURVIVAL_NOTEBOOK}, weibull_model as written: predictors = pm.Data(X) with a "
+    "column of ones and the int metastized flag as floats, eta = beta.dot(predictors.T), a "
+    "bool container censored (df.event.values == 0.0), Gumbel('events', eta[~censored], s, "
+    "observed=y_obs container), the censored rows through pm.Potential",
+    check=_aft_checks(1.0),
+)
+def gumbel_aft_notebook(rng):
+    df, X, y_std = _param_survival_data(rng)
     with pm.Model() as weibull_model:
         predictors = pm.Data("predictors", X)
         censored = pm.Data("censored", df.event.values == 0.0)
@@ -986,40 +1001,16 @@ def _logistic_sf(y, mu, s):
     return 1.0 - pm.math.sigmoid((y - mu) / s)
 
 
-def _log_logistic_aft_checks(case, state):
-    """Per draw, the logistic location eta moves by beta[1] per unit of metastized:
-    R-sens = |beta[1]| / (√3 s) (the location's Fisher information is 1/(3s²); the
-    closed form, so to rounding)."""
-    local = state["draw"]["sensitivity"]
-    assert local.attrs["fisher"] == "closed form"
-    post = case.idata["posterior"]
-    expected = np.abs(post["beta"].values[..., 1]) / (np.sqrt(3) * post["s"].values)
-    got = local["rsens"].sel(feature="1").transpose("chain", "draw", "point").values
-    np.testing.assert_allclose(got, np.repeat(expected[..., None], got.shape[-1], -1), rtol=1e-12)
-
-
 @zoo_model(
     f"{PARAM_SURVIVAL_NOTEBOOK}, log_logistic_model as written: the weibull_model's "
     "containers (predictors with a column of ones, the bool censored flag, y_obs and "
     "y_cens), eta = beta.dot(predictors.T), Logistic('events', eta[~censored], s, "
     "observed=y_obs), the censored rows through pm.Potential of the notebook's "
     "logistic_sf",
-    check=_log_logistic_aft_checks,
+    check=_aft_checks(1 / 3),
 )
 def log_logistic_aft_notebook(rng):
-    n_patient = 30
-    df = pd.DataFrame(
-        {
-            "time": rng.integers(1, 230, n_patient),
-            "event": rng.integers(0, 2, n_patient),
-            "metastized": rng.integers(0, 2, n_patient),
-        }
-    )
-    X = np.empty((n_patient, 2))
-    X[:, 0] = 1.0
-    X[:, 1] = df.metastized
-    y = np.log(df.time.values)
-    y_std = (y - y.mean()) / y.std()
+    df, X, y_std = _param_survival_data(rng)
     with pm.Model() as log_logistic_model:
         predictors = pm.Data("predictors", X)
         censored = pm.Data("censored", df.event.values == 0.0)
