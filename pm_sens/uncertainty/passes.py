@@ -52,9 +52,11 @@ def observed_values(idata, ctx, observed):
             f"observed has shape {observed.shape}; expected {expected}, one value per point "
             "(pass observed= for new points)"
         )
-    if ctx.dtype == "float32" and np.issubdtype(observed.dtype, np.floating):
-        # as the graphs' data are: an observation equal to its censoring bound (a
-        # data input, rounded on the device) stays equal to it
+    floating = np.issubdtype(observed.dtype, np.floating)
+    if ctx.dtype == "float32" and floating and not ctx.predictive.outcome_shape:
+        # univariate observations as the graphs' data are: one equal to its censoring
+        # bound (rounded on the device) stays equal to it; a vector outcome keeps
+        # its constraint (a simplex's sum of 1)
         observed = observed.astype(np.float32).astype(np.float64)
     return observed
 

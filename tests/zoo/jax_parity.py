@@ -164,13 +164,18 @@ def single_precision_errors(case, functions):
         # IG's completeness gap is rounding in both: against the prediction it is a gap of
         scales = {"completeness_gap": expected.get("value")}
         errors[name] = {
-            variable: float(
-                np.nanmax(np.abs(got[variable].values - var.values), initial=0.0)
-                / max(np.nanmax(np.abs(scales.get(variable, var).values)), ROUNDING)
-            )
+            variable: _relative_difference(got[variable], var, scales.get(variable, var))
             for variable, var in expected.data_vars.items()
         }
     return errors
+
+
+def _relative_difference(got, expected, scale):
+    """The largest difference over ``scale``'s largest value; 0 or inf for flags."""
+    if not np.issubdtype(expected.dtype, np.number) or expected.dtype == bool:
+        return 0.0 if np.array_equal(got.values, expected.values) else np.inf
+    difference = np.nanmax(np.abs(got.values - expected.values), initial=0.0)
+    return float(difference / max(np.nanmax(np.abs(scale.values)), ROUNDING))
 
 
 def compared(case):
