@@ -259,16 +259,14 @@ def test_jax_chunks_take_as_many_draws_as_the_memory_limit_holds(monkeypatch):
     [
         ("sensitivity", {"mode": "moment", "interactions": True, "method": ["rsens", "var"]}),
         ("sensitivity", {"mode": "draw", "interactions": True}),
-        ("permutation_importance", {"random_seed": 3}),
-        ("partial_dependence", {"kind": ("mean", "entropy", "log_likelihood")}),
-        ("integrated_gradients", {}),
     ],
 )
 def test_float32_on_jax_gives_the_float64_results_to_single_precision(
     heteroscedastic, call, kwargs
 ):
     """Single precision on the device, float64 results: equal to float64's to 1e-5
-    (measured: 2e-7 here), and not equal to them to float64's rounding."""
+    (measured: 2e-7 here), and not equal to them to float64's rounding. Every other
+    function in float32: `tests/zoo/test_zoo_jax.py`."""
     model, idata = heteroscedastic
     function = getattr(pm_sens, call)
     double = function(idata, model, **kwargs, **QUIET)

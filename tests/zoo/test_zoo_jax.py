@@ -50,9 +50,8 @@ def test_a_gps_interactions_are_refused_on_jax_with_the_backend_that_computes_th
         )
 
 
-#: float32 on models of closed-form likelihoods, one per kind of graph: group
-#: indices, a bambi formula, a hurdle count law
-SINGLE = ["varying_intercepts", "bambi_poisson", "hurdle_poisson"]
+#: float32 on models of closed-form likelihoods: group indices, a hurdle count law
+SINGLE = ["varying_intercepts", "hurdle_poisson"]
 
 
 @pytest.mark.parametrize("name", SINGLE)
