@@ -145,8 +145,8 @@ def _dtype_for(predictive, dtype):
     A likelihood without closed forms has its cost in the sums over the support
     or the quadrature nodes, which run on the CPU in float64 whatever the
     graph's dtype; and its leaf parameters in float32 would break what those
-    sums rely on (a mixture's weights that sum to 1: the support search found
-    no tail and summed 16 million counts per row).
+    sums rely on (a mixture's weights that sum to 1: the search for a count
+    above which the mass left is below the tail would find none).
     """
     if dtype == "float32" and predictive.likelihood.generic is not None:
         inform_once(

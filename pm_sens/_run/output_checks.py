@@ -83,9 +83,9 @@ def _rows_moved(compiled, values, n, draws, base, rows):
         for var, value in zip(moving, before, strict=True):
             values[var][rows] = value
     # nan or inf where the model is undefined is no sign of coupling (named later);
-    # the rows not moved give the same values to the bit: the tolerance is applied
-    # to the values that differ alone (a comparison over all of a long series'
-    # values per probe took most of the probes' time)
+    # the rows not moved give the same values to the bit, so the tolerance is applied
+    # to the values that differ alone: one exact comparison over a long series,
+    # the tolerance's several array operations on a few values
     differs = moved != base
     differs[differs] = ~np.isclose(
         moved[differs], base[differs], rtol=1e-9, atol=1e-12, equal_nan=True
