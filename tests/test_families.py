@@ -561,6 +561,104 @@ def test_censored_normal_against_scipy():
     )
 
 
+@pytest.mark.parametrize("z", [1e-6, 0.4, 2.99, 3.01, 9.0, 60.0])
+def test_censored_weibull_log_moments_against_quadrature(z):
+    """``∫_0^z u^n (log u)^j e^{−u} du`` by its series (z <= 3) and by the whole
+    integral less a Gauss–Laguerre tail (z > 3), against ``quad``."""
+    from scipy import integrate
+
+    from pm_sens.families import censored_weibull
+
+    expected = [
+        [
+            integrate.quad(
+                lambda u, n=n, j=j: u**n * np.log(u) ** j * np.exp(-u), 0, z, epsabs=1e-15
+            )[0]
+            for n in range(3)
+        ]
+        for j in range(3)
+    ]
+    np.testing.assert_allclose(
+        censored_weibull.log_moments(np.array(z)), expected, rtol=1e-10, atol=1e-16
+    )
+
+
+@pytest.mark.parametrize(
+    ("phi", "lower", "upper"),
+    [((1.5, 2.0), -np.inf, 1.0), ((0.6, 1.0), 0.2, 3.0), ((4.0, 1.0), 0.3, np.inf)],
+)
+def test_censored_weibull_against_scipy(phi, lower, upper):
+    """Fisher information from finite-difference scores of the censored log density
+    written out (log CDF at l, log survival at u, log density between); KL,
+    entropy and the Rényi divergence as expectations by ``quad`` with the
+    masses added."""
+    from scipy import integrate
+
+    from pm_sens.families import censored_weibull
+
+    phi, other = np.array(phi), np.array(phi) * np.array([1.1, 0.9])
+
+    def logp(theta, y):
+        k, scale = theta
+        if y <= max(lower, 0) and lower > 0:
+            return np.log(-np.expm1(-((lower / scale) ** k)))
+        if y >= upper:
+            return -((upper / scale) ** k)
+        return np.log(k / scale) + (k - 1) * np.log(y / scale) - (y / scale) ** k
+
+    def score(y, h=1e-6):
+        return [(logp(phi + h * e, y) - logp(phi - h * e, y)) / (2 * h) for e in np.eye(2)]
+
+    def expect(f):
+        masses = sum(np.exp(logp(phi, b)) * f(b) for b in (lower, upper) if 0 < b < np.inf)
+        cuts = [max(lower, 0), *(c * phi[1] for c in (1, 3) if c * phi[1] < upper), upper]
+        inner = sum(
+            integrate.quad_vec(lambda y: np.exp(logp(phi, y)) * f(y), a, b, epsabs=1e-14)[0]
+            for a, b in zip(cuts, cuts[1:], strict=False)
+        )
+        return masses + inner
+
+    fisher = expect(lambda y: np.outer(score(y), score(y)))
+    np.testing.assert_allclose(
+        censored_weibull.fisher_information(phi[None], lower, upper)[0], fisher, rtol=1e-8
+    )
+    kl = expect(lambda y: np.array(logp(phi, y) - logp(other, y)))
+    np.testing.assert_allclose(
+        censored_weibull.kl_divergence(phi, other, lower, upper), kl, rtol=1e-11
+    )
+    assert censored_weibull.kl_divergence(phi, phi, lower, upper) == pytest.approx(0, abs=1e-15)
+    entropy = expect(lambda y: np.array(-logp(phi, y)))
+    np.testing.assert_allclose(censored_weibull.entropy(phi, lower, upper), entropy, rtol=1e-11)
+    # Rényi (0 < α < 1): ∫ p^α q^(1−α) over the interior and the masses' terms
+    alpha = 0.4
+    tilted = expect(lambda y: np.array(np.exp((1 - alpha) * (logp(other, y) - logp(phi, y)))))
+    np.testing.assert_allclose(
+        censored_weibull.renyi_divergence(phi, other, alpha, lower, upper),
+        np.log(tilted) / (alpha - 1),
+        rtol=1e-8,
+    )
+
+
+def test_censored_weibull_without_bounds_is_the_weibull():
+    """No bound: the Weibull's closed forms (Fisher information, entropy, KL)."""
+    from pm_sens.families import censored_weibull, weibull
+
+    phi = np.array([[1.5, 2.0], [0.7, 0.3]])
+    other = phi * 1.2
+    bounds = (-np.inf, np.inf)
+    for name in ("fisher_information", "entropy"):
+        np.testing.assert_allclose(
+            getattr(censored_weibull, name)(phi, *bounds),
+            getattr(weibull, name)(phi),
+            rtol=1e-12,
+        )
+    np.testing.assert_allclose(
+        censored_weibull.kl_divergence(phi, other, *bounds),
+        weibull.kl_divergence(phi, other),
+        rtol=1e-10,
+    )
+
+
 @pytest.mark.parametrize(
     ("family", "make", "phi", "fixed"),
     [f for f in ALL_FAMILIES if f[0].fisher_factors is not None],

@@ -119,6 +119,23 @@ CASES = {
             ],
         ),
     ),
+    "censored_weibull": (
+        lambda x, b: pm.Censored(
+            "y",
+            pm.Weibull.dist(alpha=1.4, beta=pt.exp(b * x)),
+            lower=None,
+            upper=1.2,
+            observed=[1.2, 0.5],
+        ),
+        lambda x1, x2: _kl_continuous(
+            *[stats.weibull_min(1.4, scale=np.exp(B * x)).logpdf for x in (x1, x2)],
+            0,
+            1.2,
+            masses=[
+                tuple(stats.weibull_min(1.4, scale=np.exp(B * x)).logsf(1.2) for x in (x1, x2))
+            ],
+        ),
+    ),
     "truncated_normal": (
         lambda x, b: pm.Truncated(
             "y", pm.Normal.dist(b * x, pt.exp(0.3 * x)), lower=0, observed=[1.0, 0.5]
@@ -677,6 +694,7 @@ def test_dask_backed_points_give_the_in_memory_values():
         "hurdle_poisson",
         "hurdle_negative_binomial",
         "censored_normal",
+        "censored_weibull",
         "beta_binomial",
         "weibull",
         "gumbel",
@@ -695,6 +713,7 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
 
     linear = "poisson" in name or name in (
         "censored_normal",
+        "censored_weibull",
         "beta_binomial",
         "weibull",
         "gumbel",
@@ -709,7 +728,7 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
         return pm_sens.sensitivity(idata, model, **kw)["sensitivity"]
 
     closed = {mode: run(mode) for mode in ("draw", "moment")}
-    for recognizer in ("zero_modified_likelihood", "censored_normal_likelihood"):
+    for recognizer in ("zero_modified_likelihood", "censored_likelihood"):
         monkeypatch.setattr(pm_sens.graph.predictive, recognizer, lambda rv: None)
     for op in (BetaBinomialRV, WeibullBetaRV, GumbelRV, LogisticRV):
         monkeypatch.delitem(pm_sens.graph.likelihoods.closed_forms.LIKELIHOODS, op)
@@ -721,7 +740,10 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     # the hurdle Gamma's shape falls to 0.47 at x = −1, where its density spikes at 0:
     # the rule is 2e-6 off there (the closed form is exact, below)
     rtol = {"hurdle_gamma": 1e-5}.get(
-        name, 1e-6 if name in ("weibull", "gumbel", "logistic", "hurdle_lognormal") else 1e-7
+        name,
+        1e-6
+        if name in ("weibull", "censored_weibull", "gumbel", "logistic", "hurdle_lognormal")
+        else 1e-7,
     )
     for mode in ("draw", "moment"):
         np.testing.assert_allclose(
@@ -755,11 +777,12 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
         )
 
 
-def test_mean_attributions_equal_by_the_closed_form_and_the_rule(monkeypatch):
-    """Integrated gradients of a censored Normal's mean: E[y] and its derivatives
+@pytest.mark.parametrize("name", ["censored_normal", "censored_weibull"])
+def test_mean_attributions_equal_by_the_closed_form_and_the_rule(name, monkeypatch):
+    """Integrated gradients of a censored law's mean: E[y] and its derivatives
     from the quadrature rule (E[y] alone, `raw_moments(powers=1)`) equal the
-    closed-form censored Normal's."""
-    build, _ = CASES["censored_normal"]
+    closed form's (the censored Weibull's: incomplete gamma functions)."""
+    build, _ = CASES[name]
 
     def run():
         model, idata = _fit(build)
@@ -767,7 +790,7 @@ def test_mean_attributions_equal_by_the_closed_form_and_the_rule(monkeypatch):
         return pm_sens.integrated_gradients(idata, model, **kw)["attribution"]
 
     closed = run()
-    monkeypatch.setattr(pm_sens.graph.predictive, "censored_normal_likelihood", lambda rv: None)
+    monkeypatch.setattr(pm_sens.graph.predictive, "censored_likelihood", lambda rv: None)
     by_rule = run()
     for name in ("ig", "value", "baseline_value"):
         np.testing.assert_allclose(by_rule[name].values, closed[name].values, rtol=1e-7)

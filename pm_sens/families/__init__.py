@@ -15,6 +15,7 @@ from pm_sens.families import (
     binomial,
     categorical,
     censored_normal,
+    censored_weibull,
     dirichlet,
     dirichlet_multinomial,
     exponential,
@@ -75,6 +76,7 @@ DEFAULT_MOMENT_FAMILY = {
 STUDENTT = studentt.FAMILY
 BETA_BINOMIAL = beta_binomial.FAMILY
 CENSORED_NORMAL = censored_normal.FAMILY
+CENSORED_WEIBULL = censored_weibull.FAMILY
 NEGATIVE_BINOMIAL_MEAN_ALPHA = negative_binomial.FAMILY_MEAN_ALPHA
 NORMAL_MEAN_SD = normal.FAMILY_MEAN_SD
 GAMMA_MEAN_SHAPE = gamma.FAMILY_MEAN_SHAPE
@@ -112,6 +114,7 @@ __all__ = [
     "BETA_BINOMIAL",
     "BINOMIAL_LOGIT",
     "CENSORED_NORMAL",
+    "CENSORED_WEIBULL",
     "DEFAULT_MOMENT_FAMILY",
     "GAMMA_MEAN_SHAPE",
     "GUMBEL",

@@ -17,7 +17,7 @@ from pm_sens.graph.likelihoods.closed_forms import (
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from pm_sens.graph.likelihoods.multivariate import outcome_labels, vector_outcome
 from pm_sens.graph.likelihoods.on_a_base import (
-    censored_normal_likelihood,
+    censored_likelihood,
     zero_modified_likelihood,
 )
 from pm_sens.graph.model.cumulative import cumulative_products_as_chains
@@ -64,8 +64,8 @@ def likelihood_of(rv, model, vector):
 
     In order: a vector outcome per point (``vector``: `vector_outcome`'s
     ``(likelihood, components)``, else None); the closed forms of the
-    distribution's op (`LIKELIHOODS`); a zero-modified law or a censored
-    Normal on a base with closed forms; else PyMC's log density, by summation
+    distribution's op (`LIKELIHOODS`); a zero-modified or censored law
+    on a base with closed forms; else PyMC's log density, by summation
     or quadrature (`GenericLikelihood`).
     """
     op = rv.owner.op
@@ -77,7 +77,7 @@ def likelihood_of(rv, model, vector):
     else:
         likelihood, params = (
             zero_modified_likelihood(rv)
-            or censored_normal_likelihood(rv)
+            or censored_likelihood(rv)
             or _generic_likelihood(rv, model)
         )
     return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
@@ -298,7 +298,7 @@ class Predictive:
         The family comes from the observed RV's distribution and the parameters
         from its node (``op.dist_params``): a closed-form family where pm_sens
         has one (incl. zero-inflated and hurdle Poisson / negative binomial and
-        the censored Normal), else the leaf parameters of the distribution's
+        the censored Normal and Weibull), else the leaf parameters of the distribution's
         graph, evaluated through PyMC's ``logp`` (mixtures, censored, truncated,
         custom and other univariate likelihoods; see :doc:`/explanation/likelihoods`). The inputs
         are the float ``pm.Data`` containers those parameters depend on; integer

@@ -79,8 +79,9 @@ def censored_normal_per_row_bounds(rng):
 
 
 @zoo_model(
-    "a right-censored Weibull written with pm.Censored, a scalar shape (the parametric "
-    "survival notebook's Gumbel and Potential as written: notebooks.gumbel_aft_notebook)"
+    "a right-censored Weibull written with pm.Censored, a scalar shape, np.inf where a row "
+    "is not censored (closed form: families.censored_weibull; the parametric survival "
+    "notebook's Gumbel and Potential as written: notebooks.gumbel_aft_notebook)"
 )
 def censored_weibull(rng):
     n = 20

@@ -1,4 +1,4 @@
-"""Closed-form likelihoods built on a base law: zero-modified laws, censored Normal.
+"""Closed-form likelihoods built on a base law: zero-modified and censored laws.
 
 Each recognizer takes an observed variable and returns its `Likelihood` and
 parameters, or None when the variable is not of its form (then PyMC's logp
@@ -8,6 +8,7 @@ serves it, `pm_sens.graph.likelihoods.generic.likelihood`).
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.censored import CensoredRV
+from pymc.distributions.continuous import WeibullBetaRV
 from pymc.distributions.distribution import DiracDeltaRV
 from pymc.distributions.mixture import MixtureRV, _HurdleRV
 from pymc.distributions.truncated import TruncatedRV
@@ -154,14 +155,20 @@ def _continuous_hurdle(base):
     )
 
 
+def _bound_parts(bound):
+    """An infinite bound as a finite stand-in (0), and whether it is infinite.
+
+    Computing with the stand-in keeps the derivatives finite (0 · inf would give nan).
+    """
+    infinite = pt.isinf(bound)
+    return pt.switch(infinite, 0.0, bound), infinite
+
+
 def _censored_normal_moments(mu, sigma, lower, upper):
     """Mean and variance of Normal(μ, σ) censored at constant bounds (l, u)."""
     parts = []
     for bound in (lower, upper):
-        # an infinite bound holds no mass; computing with a finite stand-in keeps
-        # the derivatives finite (0 · inf would give nan)
-        infinite = pt.isinf(bound)
-        safe = pt.switch(infinite, 0.0, bound)
+        safe, infinite = _bound_parts(bound)
         z = (safe - mu) / sigma
         density = pt.exp(-(z**2) / 2) / np.sqrt(2 * np.pi)
         cdf = pt.switch(infinite, pt.gt(bound, 0) * 1.0, 0.5 * pt.erfc(-z / np.sqrt(2)))
@@ -177,31 +184,60 @@ def _censored_normal_moments(mu, sigma, lower, upper):
     return mean, square - mean**2
 
 
-def censored_normal_likelihood(observed):
-    """The closed-form censored Normal (Tobit), if ``observed`` is one.
+def _censored_weibull_moments(alpha, beta, lower, upper):
+    """Mean and variance of Weibull(k = α, λ = β) censored at constant bounds (l, u).
 
-    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)`` with bounds that are
-    constants (a bound held in a ``pm.Data`` container goes through PyMC's logp
-    instead, where it may be an input). Returns the `Likelihood` and its
-    parameters ``[mu, sigma, lower, upper]``, or None.
+    With ``a = (l/λ)^k``, ``b = (u/λ)^k``: ``E[y^m] = l^m (1 − e^{−a}) + u^m e^{−b}
+    + λ^m Γ(1 + m/k) (P(1 + m/k, b) − P(1 + m/k, a))``, P the regularized lower
+    incomplete gamma function.
+    """
+    low, _ = _bound_parts(pt.maximum(lower, 0.0))
+    high, no_upper = _bound_parts(upper)
+    a, b = (low / beta) ** alpha, (high / beta) ** alpha
+    below, above = -pt.expm1(-a), pt.switch(no_upper, 0.0, pt.exp(-b))
+    raw = []
+    for m in (1, 2):
+        s = 1 + m / alpha
+        inside = pt.switch(no_upper, 1.0, pt.gammainc(s, b)) - pt.gammainc(s, a)
+        raw.append(low**m * below + high**m * above + beta**m * pt.exp(pt.gammaln(s)) * inside)
+    mean, square = raw
+    return mean, square - mean**2
+
+
+#: censored laws with closed forms: base op -> (family, moments in the graph)
+_CENSORED = {
+    rv.NormalRV: (families.CENSORED_NORMAL, _censored_normal_moments),
+    WeibullBetaRV: (families.CENSORED_WEIBULL, _censored_weibull_moments),
+}
+
+
+def censored_likelihood(observed):
+    """The closed-form censored Normal (Tobit) or Weibull, if ``observed`` is one.
+
+    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)`` or
+    ``pm.Censored(pm.Weibull.dist(alpha, beta), lower, upper)`` with bounds
+    that are constants (a bound held in a ``pm.Data`` container goes through
+    PyMC's logp instead, where it may be an input). Returns the `Likelihood`
+    and its parameters ``[*PyMC's base parameters, lower, upper]``, or None.
     """
     op = observed.owner.op
     if not isinstance(op, CensoredRV):
         return None
     base, lower, upper = censored_parts(observed)
-    if not isinstance(base.owner.op, rv.NormalRV):
+    if type(base.owner.op) not in _CENSORED:
         return None
     if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
         return None
-    mu, sigma = base.owner.op.dist_params(base.owner)
+    family, moments = _CENSORED[type(base.owner.op)]
+    params = base.owner.op.dist_params(base.owner)
     likelihood = Likelihood(
-        "censored_normal",
+        family.name,
         "real",
-        ("mu", "sigma", "lower", "upper"),
-        families.CENSORED_NORMAL,
-        lambda mu, sigma, lower, upper: [mu, sigma],
-        _censored_normal_moments,
-        fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
+        (*family.parameters, "lower", "upper"),
+        family,
+        lambda *p: list(p[:2]),
+        moments,
+        fixed=lambda *p: {"lower": p[2], "upper": p[3]},
         matched_fixed=False,
     )
-    return likelihood, [mu, sigma, lower, upper]
+    return likelihood, [*params, lower, upper]

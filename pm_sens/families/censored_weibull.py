@@ -1,0 +1,251 @@
+"""Weibull(shape k, scale λ) censored at fixed bounds 0 <= l < u, in PyMC's (alpha, beta).
+
+With ``u = (y/λ)^k``, an Exponential(1) variable, the bounds become
+``a = (l/λ)^k`` and ``b = (u/λ)^k``: masses ``1 − e^{−a}`` at l and ``e^{−b}``
+at u, the Weibull density between. The scores are ``∂_k log p = (1 + (1 − u) log u)/k``
+and ``∂_λ log p = (k/λ)(u − 1)`` between the bounds, and the masses' scores are
+those of a and b (``∂_k a = a log a/k``, ``∂_λ a = −k a/λ``). Every expectation
+between the bounds is then a sum of the partial log-moments
+``F_jn(a, b) = ∫_a^b u^n (log u)^j e^{−u} du`` (j, n ≤ 2), and of
+``∫_a^b u^r e^{−u} du`` (an incomplete gamma function) for the KL's cross term.
+"""
+
+import numpy as np
+from scipy import special
+
+from pm_sens.families._base import Family, stack_matrix
+from pm_sens.families._renyi import log_rule_term
+
+#: below it the partial log-moments are power series in z, above it the whole
+#: integral less its tail (a Gauss–Laguerre rule in ``u − z``)
+_SERIES_UP_TO = 3.0
+#: terms of the series: z^m/m! < 1e-20 at m = 40 for z <= 3
+_SERIES_TERMS = 40
+_TAIL_NODES, _TAIL_WEIGHTS = np.polynomial.laguerre.laggauss(40)
+#: the Rényi divergence's rule between the bounds: tanh-sinh in each law's
+#: probability v between them, ``v = expit(π sinh t)`` on a grid of t (its nodes
+#: crowd both ends, where densities of different shapes meet as powers of u,
+#: and reach far into an unbounded tail)
+_T = np.linspace(-3.5, 3.5, 113)
+_S = np.pi * np.sinh(_T)
+#: 1 − v, and the log weights ``log(Δt dv/dt)``
+_V_COMPLEMENT = special.expit(-_S)
+_V_LOG_WEIGHTS = (
+    np.log((_T[1] - _T[0]) * np.pi * np.cosh(_T)) + special.log_expit(_S) + special.log_expit(-_S)
+)
+
+
+def _whole_log_moments():
+    """``∫_0^∞ u^n (log u)^j e^{−u} du = Γ^{(j)}(n + 1)``, (3, 3) indexed [j, n]."""
+    n = np.arange(3.0)
+    gamma, psi, trigamma = (
+        special.gamma(n + 1),
+        special.digamma(n + 1),
+        special.polygamma(1, n + 1),
+    )
+    return np.stack([gamma, gamma * psi, gamma * (psi**2 + trigamma)])
+
+
+_WHOLE = _whole_log_moments()
+
+
+def _series(z):
+    """``F_jn(0, z)`` by the power series of e^{−u}, (..., 3, 3); accurate for small z.
+
+    ``∫_0^z u^p (log u)^j du = z^{p+1} Σ_i (−1)^i j!/(j − i)! (log z)^{j−i}/(p + 1)^{i+1}``.
+    """
+    log_z = np.log(z)[..., None, None]
+    j = np.arange(3.0)[:, None]
+    total = np.zeros(z.shape + (3, 3))
+    factor = 1.0  # (−1)^m/m!
+    for m in range(_SERIES_TERMS):
+        p1 = np.arange(3.0) + m + 1  # p + 1 for n = 0, 1, 2
+        logs = [np.ones_like(log_z), log_z / p1 - 1 / p1**2]
+        logs.append(log_z**2 / p1 - 2 * log_z / p1**2 + 2 / p1**3)
+        power = factor * z[..., None, None] ** p1 / np.where(j == 0, p1, 1.0)
+        total = total + power * np.concatenate(np.broadcast_arrays(*logs), -2)
+        factor = -factor / (m + 1)
+    return total
+
+
+def _tail(z):
+    """``F_jn(z, ∞) = e^{−z} ∫_0^∞ (z + t)^n (log(z + t))^j e^{−t} dt`` (Gauss–Laguerre)."""
+    u = z[..., None] + _TAIL_NODES
+    log_u = np.log(u)
+    powers = np.stack([np.ones_like(u), u, u**2], -2)  # (..., n, node)
+    logs = np.stack([np.ones_like(u), log_u, log_u**2], -2)  # (..., j, node)
+    summed = np.einsum("...jq,...nq,q->...jn", logs, powers, _TAIL_WEIGHTS)
+    return np.exp(-z)[..., None, None] * summed
+
+
+def log_moments(z):
+    """``F_jn(0, z) = ∫_0^z u^n (log u)^j e^{−u} du`` for j, n ≤ 2, (..., 3, 3) [j, n].
+
+    0 at z = 0, ``Γ^{(j)}(n + 1)`` at z = ∞.
+    """
+    z = np.asarray(z, dtype=float)
+    small = z <= _SERIES_UP_TO
+    finite = np.isfinite(z)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        series = _series(np.where(small & (z > 0), z, 1.0))
+        tail = _tail(np.where(small | ~finite, _SERIES_UP_TO + 1, z))
+    out = np.where(
+        small[..., None, None], series, _WHOLE - np.where(finite[..., None, None], tail, 0.0)
+    )
+    return np.where((z > 0)[..., None, None], out, 0.0)
+
+
+def _bounds(phi, lower, upper):
+    """k, λ and the bounds in u: ``a = (l/λ)^k`` (0 without a lower bound), ``b = (u/λ)^k``."""
+    k, scale = phi[..., 0], phi[..., 1]
+    lower = np.maximum(np.asarray(lower, dtype=float), 0.0)
+    upper = np.asarray(upper, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        return k, scale, (lower / scale) ** k, (upper / scale) ** k
+
+
+def _between(a, b):
+    """``F_jn(a, b)``, (..., 3, 3)."""
+    return log_moments(b) - log_moments(a)
+
+
+def _log_masses(a, b):
+    """Log of the masses ``1 − e^{−a}`` at l and ``e^{−b}`` at u (−inf where none)."""
+    with np.errstate(divide="ignore"):
+        return np.log(-np.expm1(-a)), -b
+
+
+def _mass_scores(k, scale, z):
+    """``(∂_k z, ∂_λ z)`` for ``z = (bound/λ)^k``, (..., 2); 0 where z is 0 or ∞."""
+    usable = np.isfinite(z) & (z > 0)
+    safe = np.where(usable, z, 1.0)
+    d_k = np.where(usable, safe * np.log(safe) / k, 0.0)
+    d_scale = np.where(usable, -k * safe / scale, 0.0)
+    return np.stack([d_k, d_scale], -1)
+
+
+def fisher_information(phi, lower, upper):
+    """Fisher information of (k, λ), (..., 2, 2): the interior's and the masses'."""
+    k, scale, a, b = _bounds(phi, lower, upper)
+    f = _between(a, b)
+    g, j, kk = f[..., 0, :], f[..., 1, :], f[..., 2, :]
+    shape = g[..., 0] + 2 * (j[..., 0] - j[..., 1]) + kk[..., 0] - 2 * kk[..., 1] + kk[..., 2]
+    cross = g[..., 1] - g[..., 0] - j[..., 0] + 2 * j[..., 1] - j[..., 2]
+    spread = g[..., 2] - 2 * g[..., 1] + g[..., 0]
+    info = stack_matrix(
+        [[shape / k**2, cross / scale], [cross / scale, (k / scale) ** 2 * spread]]
+    )
+    # a mass P with score c ∂z adds P c² ∂z ∂zᵀ: c = e^{−a}/(1 − e^{−a}) at l, −1 at u
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        low = np.where(a > 0, np.exp(-2 * a) / -np.expm1(-a), 0.0)
+    high = np.where(np.isfinite(b), np.exp(-b), 0.0)
+    for weight, z in ((low, a), (high, b)):
+        d = _mass_scores(k, scale, z)
+        info = info + weight[..., None, None] * d[..., :, None] * d[..., None, :]
+    return info
+
+
+def _weibull_log_density(phi, y):
+    k, scale = phi[..., 0], phi[..., 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return special.xlogy(k - 1, y / scale) + np.log(k / scale) - (y / scale) ** k
+
+
+def log_density(phi, y, lower, upper):
+    """Log mass at a bound, log density between."""
+    _, _, a, b = _bounds(phi, lower, upper)
+    low_mass, high_mass = _log_masses(a, b)
+    y = np.asarray(y, dtype=float)
+    interior = _weibull_log_density(phi, y)
+    return np.where(y <= lower, low_mass, np.where(y >= upper, high_mass, interior))
+
+
+def entropy(phi, lower, upper):
+    """``−E[log p]``: the masses' ``−P log P`` and the interior's terms.
+
+    Between the bounds ``−log p = −log(k/λ) − (1 − 1/k) log u + u``.
+    """
+    k, scale, a, b = _bounds(phi, lower, upper)
+    f = _between(a, b)
+    total = -np.log(k / scale) * f[..., 0, 0] - (1 - 1 / k) * f[..., 1, 0] + f[..., 0, 1]
+    for log_mass in _log_masses(a, b):
+        with np.errstate(invalid="ignore"):
+            total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
+    return total
+
+
+def _gamma_between(r, a, b):
+    """``∫_a^b u^r e^{−u} du`` for r > −1."""
+    whole = special.gamma(1 + r)
+    return whole * (special.gammainc(1 + r, b) - special.gammainc(1 + r, a))
+
+
+def kl_divergence(phi_p, phi_q, lower, upper):
+    """KL(p ‖ q) for the same bounds: the masses' terms and the interior's.
+
+    Between the bounds, in p's ``u``: ``log p/q = log(k_p λ_q/(k_q λ_p)) +
+    (1 − k_q/k_p) log u − (k_q − 1) log(λ_p/λ_q) − u + (λ_p/λ_q)^{k_q} u^{k_q/k_p}``.
+    """
+    k_p, scale_p, a_p, b_p = _bounds(phi_p, lower, upper)
+    k_q, scale_q, a_q, b_q = _bounds(phi_q, lower, upper)
+    f = _between(a_p, b_p)
+    mass, log_u, first = f[..., 0, 0], f[..., 1, 0], f[..., 0, 1]
+    log_ratio = np.log(scale_p / scale_q)
+    interior = (
+        (np.log(k_p / k_q) - log_ratio - (k_q - 1) * log_ratio) * mass
+        + (1 - k_q / k_p) * log_u
+        - first
+        + np.exp(k_q * log_ratio) * _gamma_between(k_q / k_p, a_p, b_p)
+    )
+    total = interior
+    for log_p, log_q in zip(_log_masses(a_p, b_p), _log_masses(a_q, b_q), strict=True):
+        with np.errstate(invalid="ignore"):
+            term = np.exp(log_p) * (log_p - log_q)
+        total = total + np.where(np.isfinite(log_p), term, 0.0)
+    return total
+
+
+def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
+    """Rényi divergence (0 < α < 1) for the same bounds.
+
+    The masses' terms and the interior's ``∫ p^α q^(1−α)``, by each law's rule
+    between the bounds (as `pm_sens.families._renyi.renyi_by_rules`) weighted
+    by its mass there.
+    """
+    phi_p, phi_q = np.broadcast_arrays(phi_p, phi_q)
+    terms, log_masses = [], []
+    for own in (phi_p, phi_q):
+        k, scale, a, b = _bounds(own, lower, upper)
+        low, high = _log_masses(a, b)
+        log_masses.append((low, high))
+        # the interior's mass e^{−a}(1 − e^{−(b − a)}); its nodes at
+        # u = a − log(e^{−(b − a)} + (1 − e^{−(b − a)})(1 − v))
+        spread = -np.expm1(-(b - a))
+        nodes = (-1, *(1,) * a.ndim)
+        u = a - np.log(np.exp(-(b - a)) + spread * _V_COMPLEMENT.reshape(nodes))
+        y = scale * u ** (1 / k)
+        # the densities, also at nodes that round onto a bound
+        log_p, log_q = _weibull_log_density(phi_p, y), _weibull_log_density(phi_q, y)
+        log_weight = _V_LOG_WEIGHTS.reshape(nodes) + np.zeros_like(y)
+        inside = -a + np.log(spread)
+        terms.append(inside + log_rule_term(log_weight, log_p, log_q, alpha))
+    for (low_p, high_p), (low_q, high_q) in [log_masses]:
+        for log_p, log_q in ((low_p, low_q), (high_p, high_q)):
+            with np.errstate(invalid="ignore"):
+                terms.append(
+                    np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
+                )
+    return special.logsumexp(np.stack(np.broadcast_arrays(*terms)), axis=0) / (alpha - 1)
+
+
+FAMILY = Family(
+    "censored_weibull",
+    "real",
+    ("alpha", "beta"),
+    fisher_information,
+    kl_divergence,
+    log_density,
+    entropy=entropy,
+    renyi_divergence=renyi_divergence,
+    renyi_above_one=False,
+)
