@@ -112,11 +112,11 @@ def test_hsgp_needs_no_special_path(rng):
         xd = pm.Data("X", x, dims=("obs", "input"))
         ls = pm.InverseGamma("ls", 3, 3, shape=2)
         eta = pm.HalfNormal("eta", 1)
-        gp = pm.gp.HSGP(m=[8, 8], c=1.5, cov_func=eta**2 * pm.gp.cov.Matern52(2, ls=ls))
+        gp = pm.gp.HSGP(m=[6, 6], c=1.5, cov_func=eta**2 * pm.gp.cov.Matern52(2, ls=ls))
         f = gp.prior("f", X=xd)
         sigma = pm.HalfNormal("sigma", 1)
         pm.Normal("y", mu=f, sigma=sigma, observed=y, dims="obs")
-        idata = pm.sample(random_seed=4, **{**SAMPLE, "tune": 200, "draws": 150})
+        idata = pm.sample(random_seed=4, **{**SAMPLE, "tune": 150, "draws": 100})
     out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
     assert out["rsens"].dims == ("obs", "feature")
     importance = out["rsens"].mean("obs")

@@ -81,18 +81,52 @@ def _tail(z):
 def log_moments(z):
     """``F_jn(0, z) = ∫_0^z u^n (log u)^j e^{−u} du`` for j, n ≤ 2, (..., 3, 3) [j, n].
 
-    0 at z = 0, ``Γ^{(j)}(n + 1)`` at z = ∞.
+    0 at z = 0, ``Γ^{(j)}(n + 1)`` at z = ∞; each value by the power series
+    or by the tail, whichever suits its z.
     """
     z = np.asarray(z, dtype=float)
-    small = z <= _SERIES_UP_TO
-    finite = np.isfinite(z)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        series = _series(np.where(small & (z > 0), z, 1.0))
-        tail = _tail(np.where(small | ~finite, _SERIES_UP_TO + 1, z))
-    out = np.where(
-        small[..., None, None], series, _WHOLE - np.where(finite[..., None, None], tail, 0.0)
-    )
-    return np.where((z > 0)[..., None, None], out, 0.0)
+    out = np.zeros(z.shape + (3, 3))
+    small = (z > 0) & (z <= _SERIES_UP_TO)
+    large = z > _SERIES_UP_TO
+    out[small] = _series(z[small])
+    out[large] = _WHOLE
+    finite = large & np.isfinite(z)
+    out[finite] -= _tail(z[finite])
+    return out
+
+
+#: Ein's series ``Σ_{m>=1} (−1)^{m+1} z^m/(m m!)`` to m = 24 (2^24/(24 · 24!) < 1e-18)
+_EIN_ORDERS = np.arange(1, 25)
+_EIN_COEFFICIENTS = -((-1.0) ** _EIN_ORDERS) / (_EIN_ORDERS * special.factorial(_EIN_ORDERS))
+
+
+def _exponential_integral_part(z):
+    """``Ein(z) = ∫_0^z (1 − e^{−t})/t dt``: its series up to 2, ``E1(z) + γ + log z`` beyond."""
+    out = np.empty_like(z)
+    small = z <= 2
+    inner = z[small]
+    total = np.zeros_like(inner)
+    for coefficient in _EIN_COEFFICIENTS[::-1]:  # Horner's rule
+        total = (total + coefficient) * inner
+    out[small] = total
+    out[~small] = special.exp1(z[~small]) + np.euler_gamma + np.log(z[~small])
+    return out
+
+
+def _first_moments(z):
+    """``F_00, F_10, F_01`` at ``(0, z)`` from elementary functions (entropy and KL).
+
+    ``F_00 = 1 − e^{−z}``, ``F_01 = P(2, z)``, and ``F_10 = ∫_0^z log u e^{−u} du
+    = (1 − e^{−z}) log z − Ein(z)``, which stays accurate as z → 0.
+    """
+    z = np.asarray(z, dtype=float)
+    mass = -np.expm1(-z)
+    usable = (z > 0) & np.isfinite(z)
+    log_part = np.zeros_like(z)
+    inner = z[usable]
+    log_part[usable] = mass[usable] * np.log(inner) - _exponential_integral_part(inner)
+    log_part[np.isposinf(z)] = -np.euler_gamma
+    return mass, log_part, special.gammainc(2, z)
 
 
 def _bounds(phi, lower, upper):
@@ -106,7 +140,14 @@ def _bounds(phi, lower, upper):
 
 def _between(a, b):
     """``F_jn(a, b)``, (..., 3, 3)."""
+    a, b = np.broadcast_arrays(a, b)
     return log_moments(b) - log_moments(a)
+
+
+def _first_between(a, b):
+    """``F_00(a, b), F_10(a, b), F_01(a, b)``."""
+    a, b = np.broadcast_arrays(a, b)
+    return [high - low for high, low in zip(_first_moments(b), _first_moments(a), strict=True)]
 
 
 def _log_masses(a, b):
@@ -166,8 +207,8 @@ def entropy(phi, lower, upper):
     Between the bounds ``−log p = −log(k/λ) − (1 − 1/k) log u + u``.
     """
     k, scale, a, b = _bounds(phi, lower, upper)
-    f = _between(a, b)
-    total = -np.log(k / scale) * f[..., 0, 0] - (1 - 1 / k) * f[..., 1, 0] + f[..., 0, 1]
+    mass, log_u, first = _first_between(a, b)
+    total = -np.log(k / scale) * mass - (1 - 1 / k) * log_u + first
     for log_mass in _log_masses(a, b):
         with np.errstate(invalid="ignore"):
             total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
@@ -188,8 +229,7 @@ def kl_divergence(phi_p, phi_q, lower, upper):
     """
     k_p, scale_p, a_p, b_p = _bounds(phi_p, lower, upper)
     k_q, scale_q, a_q, b_q = _bounds(phi_q, lower, upper)
-    f = _between(a_p, b_p)
-    mass, log_u, first = f[..., 0, 0], f[..., 1, 0], f[..., 0, 1]
+    mass, log_u, first = _first_between(a_p, b_p)
     log_ratio = np.log(scale_p / scale_q)
     interior = (
         (np.log(k_p / k_q) - log_ratio - (k_q - 1) * log_ratio) * mass
