@@ -122,17 +122,17 @@ CASES = {
     "censored_weibull": (
         lambda x, b: pm.Censored(
             "y",
-            pm.Weibull.dist(alpha=1.4, beta=pt.exp(b * x)),
+            pm.Weibull.dist(alpha=0.8, beta=pt.exp(b * x)),
             lower=None,
             upper=1.2,
             observed=[1.2, 0.5],
         ),
         lambda x1, x2: _kl_continuous(
-            *[stats.weibull_min(1.4, scale=np.exp(B * x)).logpdf for x in (x1, x2)],
+            *[stats.weibull_min(0.8, scale=np.exp(B * x)).logpdf for x in (x1, x2)],
             0,
             1.2,
             masses=[
-                tuple(stats.weibull_min(1.4, scale=np.exp(B * x)).logsf(1.2) for x in (x1, x2))
+                tuple(stats.weibull_min(0.8, scale=np.exp(B * x)).logsf(1.2) for x in (x1, x2))
             ],
         ),
     ),

@@ -184,22 +184,39 @@ def _censored_normal_moments(mu, sigma, lower, upper):
     return mean, square - mean**2
 
 
+def _constant_value(var):
+    """The value of ``var`` if it is computed from constants alone, else None."""
+    if all(isinstance(v, Constant) for v in graph_inputs([var])):
+        return np.asarray(var.eval())
+    return None
+
+
 def _censored_weibull_moments(alpha, beta, lower, upper):
     """Mean and variance of Weibull(k = α, λ = β) censored at constant bounds (l, u).
 
     With ``a = (l/λ)^k``, ``b = (u/λ)^k``: ``E[y^m] = l^m (1 − e^{−a}) + u^m e^{−b}
     + λ^m Γ(1 + m/k) (P(1 + m/k, b) − P(1 + m/k, a))``, P the regularized lower
-    incomplete gamma function.
+    incomplete gamma function. A missing bound (l <= 0, u = ∞) is computed at
+    u = λ and then left out: ``(0/λ)^k`` has an infinite derivative for k < 1.
     """
-    low, _ = _bound_parts(pt.maximum(lower, 0.0))
-    high, no_upper = _bound_parts(upper)
-    a, b = (low / beta) ** alpha, (high / beta) ** alpha
-    below, above = -pt.expm1(-a), pt.switch(no_upper, 0.0, pt.exp(-b))
-    raw = []
-    for m in (1, 2):
-        s = 1 + m / alpha
-        inside = pt.switch(no_upper, 1.0, pt.gammainc(s, b)) - pt.gammainc(s, a)
-        raw.append(low**m * below + high**m * above + beta**m * pt.exp(pt.gammaln(s)) * inside)
+    lower_value = _constant_value(lower)
+    no_lower_at_all = lower_value is not None and bool(np.all(lower_value <= 0))
+    raw = [0.0, 0.0]
+    for bound, is_upper in ((lower, False), (upper, True)):
+        if not is_upper and no_lower_at_all:
+            continue
+        missing = pt.isinf(bound) if is_upper else pt.le(bound, 0)
+        safe = pt.switch(missing, beta, bound)
+        z = (safe / beta) ** alpha
+        mass = pt.exp(-z) if is_upper else -pt.expm1(-z)
+        for m in (1, 2):
+            s = 1 + m / alpha
+            # the mass at the bound, and the part of the interior's moment up to it
+            part = safe**m * mass + (1 if is_upper else -1) * pt.gammainc(s, z) * (
+                beta**m * pt.exp(pt.gammaln(s))
+            )
+            whole = beta**m * pt.exp(pt.gammaln(s)) if is_upper else 0.0
+            raw[m - 1] = raw[m - 1] + pt.switch(missing, whole, part)
     mean, square = raw
     return mean, square - mean**2
 
