@@ -386,3 +386,25 @@ def kl_terms(log_p, log_q):
         gap = np.where(support, np.exp(log_q) - p, 0.0).sum(-1)
         total = np.where(far, total - gap, total)
     return total
+
+
+def point_mass_kl(log_masses_p, log_masses_q):
+    """``Σ p log(p/q)`` over point masses (a censored law's bounds), 0 where p has none.
+
+    Takes sequences of log masses, one array per point, under p and under q.
+    """
+    total = 0.0
+    for log_p, log_q in zip(log_masses_p, log_masses_q, strict=True):
+        with np.errstate(invalid="ignore"):
+            term = np.exp(log_p) * (log_p - log_q)
+        total = total + np.where(np.isfinite(log_p), term, 0.0)
+    return total
+
+
+def point_mass_entropy(log_masses):
+    """``−Σ P log P`` over point masses, 0 where there is none."""
+    total = 0.0
+    for log_mass in log_masses:
+        with np.errstate(invalid="ignore"):
+            total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
+    return total

@@ -16,7 +16,13 @@ standard normal's partial moments ``M_k = ∫_a^b z^k φ(z) dz``
 import numpy as np
 from scipy import special
 
-from pm_sens.families._base import Family, log1p_gap, stack_matrix
+from pm_sens.families._base import (
+    Family,
+    log1p_gap,
+    point_mass_entropy,
+    point_mass_kl,
+    stack_matrix,
+)
 
 _LOG_ROOT_2PI = 0.5 * np.log(2 * np.pi)
 
@@ -103,12 +109,7 @@ def kl_divergence(phi_p, phi_q, lower, upper):
         + r * d * m[..., 1]
         + d**2 * m[..., 0] / 2
     )
-    total = interior
-    for log_p, log_q in zip(_masses(a_p, b_p), _masses(a_q, b_q), strict=True):
-        with np.errstate(invalid="ignore"):
-            term = np.exp(log_p) * (log_p - log_q)
-        total = total + np.where(np.isfinite(log_p), term, 0.0)
-    return total
+    return interior + point_mass_kl(_masses(a_p, b_p), _masses(a_q, b_q))
 
 
 def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
@@ -180,10 +181,7 @@ def entropy(phi, lower, upper):
     _, sigma, a, b = _standardized(phi, lower, upper)
     m = partial_moments(a, b, order=2)
     total = m[..., 0] * (np.log(sigma) + _LOG_ROOT_2PI) + m[..., 2] / 2
-    for log_mass in _masses(a, b):
-        with np.errstate(invalid="ignore"):
-            total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
-    return total
+    return total + point_mass_entropy(_masses(a, b))
 
 
 FAMILY = Family(

@@ -13,7 +13,12 @@ between the bounds is then a sum of the partial log-moments
 import numpy as np
 from scipy import special
 
-from pm_sens.families._base import Family, stack_matrix
+from pm_sens.families._base import (
+    Family,
+    point_mass_entropy,
+    point_mass_kl,
+    stack_matrix,
+)
 from pm_sens.families._renyi import log_rule_term
 
 #: below it the partial log-moments are power series in z, above it the whole
@@ -209,10 +214,7 @@ def entropy(phi, lower, upper):
     k, scale, a, b = _bounds(phi, lower, upper)
     mass, log_u, first = _first_between(a, b)
     total = -np.log(k / scale) * mass - (1 - 1 / k) * log_u + first
-    for log_mass in _log_masses(a, b):
-        with np.errstate(invalid="ignore"):
-            total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
-    return total
+    return total + point_mass_entropy(_log_masses(a, b))
 
 
 def _gamma_between(r, a, b):
@@ -237,12 +239,7 @@ def kl_divergence(phi_p, phi_q, lower, upper):
         - first
         + np.exp(k_q * log_ratio) * _gamma_between(k_q / k_p, a_p, b_p)
     )
-    total = interior
-    for log_p, log_q in zip(_log_masses(a_p, b_p), _log_masses(a_q, b_q), strict=True):
-        with np.errstate(invalid="ignore"):
-            term = np.exp(log_p) * (log_p - log_q)
-        total = total + np.where(np.isfinite(log_p), term, 0.0)
-    return total
+    return interior + point_mass_kl(_log_masses(a_p, b_p), _log_masses(a_q, b_q))
 
 
 def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
