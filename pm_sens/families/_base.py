@@ -408,3 +408,17 @@ def point_mass_entropy(log_masses):
         with np.errstate(invalid="ignore"):
             total = total - np.where(np.isfinite(log_mass), np.exp(log_mass) * log_mass, 0.0)
     return total
+
+
+def point_mass_renyi_terms(log_masses_p, log_masses_q, alpha):
+    """``α log p + (1 − α) log q`` at each point mass, −inf where p has none.
+
+    Their ``logsumexp`` with the interior's term, over ``α − 1``, is the Rényi divergence.
+    """
+    terms = []
+    for log_p, log_q in zip(log_masses_p, log_masses_q, strict=True):
+        with np.errstate(invalid="ignore"):
+            terms.append(
+                np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
+            )
+    return terms

@@ -21,6 +21,7 @@ from pm_sens.families._base import (
     log1p_gap,
     point_mass_entropy,
     point_mass_kl,
+    point_mass_renyi_terms,
     stack_matrix,
 )
 
@@ -143,15 +144,11 @@ def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
             - np.log(root)
             + _log_dawson_gap(low / np.sqrt(2), high / np.sqrt(2)),
         )
-        terms = [interior]
-        for log_p, log_q in zip(
+        terms = [interior] + point_mass_renyi_terms(
             _masses(*_standardized(phi_p, lower, upper)[2:]),
             _masses(*_standardized(phi_q, lower, upper)[2:]),
-            strict=True,
-        ):
-            terms.append(
-                np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
-            )
+            alpha,
+        )
         return np.logaddexp.reduce(np.stack(np.broadcast_arrays(*terms)), axis=0) / (alpha - 1)
 
 

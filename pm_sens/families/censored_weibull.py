@@ -17,6 +17,7 @@ from pm_sens.families._base import (
     Family,
     point_mass_entropy,
     point_mass_kl,
+    point_mass_renyi_terms,
     stack_matrix,
 )
 from pm_sens.families._renyi import log_rule_term
@@ -253,8 +254,7 @@ def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
     terms, log_masses = [], []
     for own in (phi_p, phi_q):
         k, scale, a, b = _bounds(own, lower, upper)
-        low, high = _log_masses(a, b)
-        log_masses.append((low, high))
+        log_masses.append(_log_masses(a, b))
         # the interior's mass e^{−a}(1 − e^{−(b − a)}); its nodes at
         # u = a − log(e^{−(b − a)} + (1 − e^{−(b − a)})(1 − v))
         spread = -np.expm1(-(b - a))
@@ -266,12 +266,7 @@ def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
         log_weight = _V_LOG_WEIGHTS.reshape(nodes) + np.zeros_like(y)
         inside = -a + np.log(spread)
         terms.append(inside + log_rule_term(log_weight, log_p, log_q, alpha))
-    for (low_p, high_p), (low_q, high_q) in [log_masses]:
-        for log_p, log_q in ((low_p, low_q), (high_p, high_q)):
-            with np.errstate(invalid="ignore"):
-                terms.append(
-                    np.where(np.isneginf(log_p), -np.inf, alpha * log_p + (1 - alpha) * log_q)
-                )
+    terms.extend(point_mass_renyi_terms(*log_masses, alpha))
     return special.logsumexp(np.stack(np.broadcast_arrays(*terms)), axis=0) / (alpha - 1)
 
 

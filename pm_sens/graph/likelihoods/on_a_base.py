@@ -155,20 +155,14 @@ def _continuous_hurdle(base):
     )
 
 
-def _bound_parts(bound):
-    """An infinite bound as a finite stand-in (0), and whether it is infinite.
-
-    Computing with the stand-in keeps the derivatives finite (0 · inf would give nan).
-    """
-    infinite = pt.isinf(bound)
-    return pt.switch(infinite, 0.0, bound), infinite
-
-
 def _censored_normal_moments(mu, sigma, lower, upper):
     """Mean and variance of Normal(μ, σ) censored at constant bounds (l, u)."""
     parts = []
     for bound in (lower, upper):
-        safe, infinite = _bound_parts(bound)
+        # an infinite bound holds no mass; computing with a finite stand-in keeps
+        # the derivatives finite (0 · inf would give nan)
+        infinite = pt.isinf(bound)
+        safe = pt.switch(infinite, 0.0, bound)
         z = (safe - mu) / sigma
         density = pt.exp(-(z**2) / 2) / np.sqrt(2 * np.pi)
         cdf = pt.switch(infinite, pt.gt(bound, 0) * 1.0, 0.5 * pt.erfc(-z / np.sqrt(2)))
@@ -200,23 +194,24 @@ def _censored_weibull_moments(alpha, beta, lower, upper):
     u = λ and then left out: ``(0/λ)^k`` has an infinite derivative for k < 1.
     """
     lower_value = _constant_value(lower)
-    no_lower_at_all = lower_value is not None and bool(np.all(lower_value <= 0))
-    raw = [0.0, 0.0]
-    for bound, is_upper in ((lower, False), (upper, True)):
-        if not is_upper and no_lower_at_all:
-            continue
-        missing = pt.isinf(bound) if is_upper else pt.le(bound, 0)
-        safe = pt.switch(missing, beta, bound)
-        z = (safe / beta) ** alpha
-        mass = pt.exp(-z) if is_upper else -pt.expm1(-z)
-        for m in (1, 2):
-            s = 1 + m / alpha
-            # the mass at the bound, and the part of the interior's moment up to it
-            part = safe**m * mass + (1 if is_upper else -1) * pt.gammainc(s, z) * (
-                beta**m * pt.exp(pt.gammaln(s))
-            )
-            whole = beta**m * pt.exp(pt.gammaln(s)) if is_upper else 0.0
-            raw[m - 1] = raw[m - 1] + pt.switch(missing, whole, part)
+    bounds = [(upper, pt.isinf(upper), True)]
+    if lower_value is None or np.any(lower_value > 0):
+        bounds.append((lower, pt.le(lower, 0), False))
+    raw = []
+    for m in (1, 2):
+        s = 1 + m / alpha
+        whole = beta**m * pt.exp(pt.gammaln(s))  # E[y^m] of the law uncensored
+        moment = 0.0
+        for bound, missing, is_upper in bounds:
+            safe = pt.switch(missing, beta, bound)
+            z = (safe / beta) ** alpha
+            # the mass at the bound, and the interior's moment up to it (with a sign)
+            if is_upper:
+                part = safe**m * pt.exp(-z) + whole * pt.gammainc(s, z)
+            else:
+                part = -(safe**m) * pt.expm1(-z) - whole * pt.gammainc(s, z)
+            moment = moment + pt.switch(missing, whole if is_upper else 0.0, part)
+        raw.append(moment)
     mean, square = raw
     return mean, square - mean**2
 
