@@ -68,6 +68,9 @@ CONTINUOUS = [
     (families.WEIBULL, lambda phi: stats.weibull_min(phi[0], scale=phi[1]), [0.6, 0.3]),
     (families.GUMBEL, lambda phi: stats.gumbel_r(phi[0], phi[1]), [-0.8, 1.9]),
     (families.LOGISTIC, lambda phi: stats.logistic(phi[0], phi[1]), [0.4, 1.3]),
+    (families.WALD, lambda phi: stats.invgauss(phi[0] / phi[1], scale=phi[1]), [1.5, 2.0]),
+    # 2λ/μ = 160: E[log y]'s e^z E₁(z) by its asymptotic series
+    (families.WALD, lambda phi: stats.invgauss(phi[0] / phi[1], scale=phi[1]), [0.5, 40.0]),
     (
         families.GAMMA_MEAN_SHAPE,
         lambda phi: stats.gamma(phi[1], scale=phi[0] / phi[1]),
@@ -106,6 +109,28 @@ DISCRETE = [
 ]
 
 
+def _truncated_normal(lower, upper):
+    def make(phi):
+        mu, sigma = phi
+        return stats.truncnorm((lower - mu) / sigma, (upper - mu) / sigma, mu, sigma)
+
+    return make
+
+
+#: continuous families with fixed truncation bounds
+TRUNCATED = [
+    (families.TRUNCATED_NORMAL, _truncated_normal(low, high), phi, {"lower": low, "upper": high})
+    for phi, low, high in [
+        ([0.3, 1.2], -0.5, 0.9),
+        ([1.0, 0.8], 0.0, np.inf),
+        ([-2.0, 1.0], 0.5, 4.0),  # 2.5 sds into the upper tail
+        ([3.0, 0.5], -np.inf, 1.0),  # 4 sds into the lower tail
+    ]
+]
+CONTINUOUS_FIXED = [(f, make, phi, {}) for f, make, phi in CONTINUOUS] + TRUNCATED
+ALL_FAMILIES = CONTINUOUS_FIXED + DISCRETE
+
+
 def _breaks(*dists):
     """Quantiles that split a quadrature so it finds the bulk of heavy-tailed laws too."""
     levels = [1e-8, 1e-4, 0.01, 0.25, 0.5, 0.75, 0.99, 1 - 1e-4, 1 - 1e-8]
@@ -136,9 +161,9 @@ def _scores(logpdf, make, phi, y):
 
 
 @pytest.mark.parametrize(
-    ("family", "make", "phi"), CONTINUOUS, ids=lambda x: getattr(x, "name", "")
+    ("family", "make", "phi", "fixed"), CONTINUOUS_FIXED, ids=lambda x: getattr(x, "name", "")
 )
-def test_continuous_fisher_matches_quadrature(family, make, phi):
+def test_continuous_fisher_matches_quadrature(family, make, phi, fixed):
     dist = make(np.array(phi, float))
     lo, hi = dist.ppf(1e-13), dist.ppf(1 - 1e-13)
     m = len(phi)
@@ -160,7 +185,7 @@ def test_continuous_fisher_matches_quadrature(family, make, phi):
     expected = np.empty((m, m))
     for (a, b), value in zip(pairs, entries, strict=True):
         expected[a, b] = expected[b, a] = value
-    got = family.fisher_information(np.array([phi], float))[0]
+    got = family.fisher_information(np.array([phi], float), **fixed)[0]
     np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-8 * np.abs(expected).max())
 
 
@@ -208,9 +233,6 @@ def test_families_are_batched():
     np.testing.assert_allclose(
         info[1, 2], families.MOMENT_FAMILIES["gamma"].fisher_information(phi[1, 2][None])[0]
     )
-
-
-ALL_FAMILIES = [(f, make, phi, {}) for f, make, phi in CONTINUOUS] + DISCRETE
 
 
 @pytest.mark.parametrize(
@@ -277,6 +299,27 @@ def test_negative_binomial_kl_with_a_shared_alpha_is_quadratic_in_a_small_step()
 
 
 @pytest.mark.parametrize(
+    ("family", "phi"),
+    [
+        (families.MOMENT_FAMILIES["gamma"], [25.0, 14.0]),  # shape 45
+        (families.MOMENT_FAMILIES["gamma"], [0.3, 2.0]),  # shape 0.045
+        (families.GAMMA_MEAN_SHAPE, [3.0, 2000.0]),
+    ],
+    ids=["gamma", "gamma-small-shape", "gamma-mean-shape"],
+)
+@pytest.mark.parametrize("step", [1e-4, 1e-6, 1e-8])
+def test_gamma_kl_is_quadratic_in_a_small_step(family, phi, step):
+    """Steps too small for log Γ differences to resolve (a moment-matched Gamma's
+    finite-difference KL): ``KL(φ ‖ φ ± δ) ≈ ½ δᵀ I δ``, the odd orders cancelling
+    in the sum of both sides; the shapes' log Γ terms by their Taylor series."""
+    phi = np.array(phi)
+    u = np.array([1.0, -0.7]) * step * phi
+    both = sum(family.kl_divergence(phi[None], (phi + s * u)[None])[0] for s in (1, -1))
+    info = family.fisher_information(phi[None])[0]
+    np.testing.assert_allclose(both, u @ info @ u, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
     ("eta_p", "eta_q"),
     [(-20.0, 20.0), (0.0, 40.0), (20.0, -20.0), (-40.0, 40.0), (3.0, 2.5), (0.3, 0.2), (5.0, 5.0)],
 )
@@ -314,15 +357,17 @@ def test_categorical_kl():
 
 
 @pytest.mark.parametrize(
-    ("family", "make", "phi"), CONTINUOUS, ids=lambda x: getattr(x, "name", "")
+    ("family", "make", "phi", "fixed"), CONTINUOUS_FIXED, ids=lambda x: getattr(x, "name", "")
 )
-def test_entropy_and_density_of_continuous_families(family, make, phi):
+def test_entropy_and_density_of_continuous_families(family, make, phi, fixed):
     phi_a = np.array(phi, float)
     dist = make(phi_a)
     expected = _expectation_by_quantiles(dist, lambda y: -dist.logpdf(y))
-    np.testing.assert_allclose(family.entropy(phi_a[None])[0], expected, rtol=1e-7)
+    np.testing.assert_allclose(family.entropy(phi_a[None], **fixed)[0], expected, rtol=1e-7)
     y = dist.ppf([1e-9, 0.1, 0.5, 0.9, 1 - 1e-9])
-    np.testing.assert_allclose(family.log_density(phi_a[None], y[:, None])[:, 0], dist.logpdf(y))
+    np.testing.assert_allclose(
+        family.log_density(phi_a[None], y[:, None], **fixed)[:, 0], dist.logpdf(y)
+    )
 
 
 @pytest.mark.parametrize(

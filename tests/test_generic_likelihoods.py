@@ -15,7 +15,7 @@ import pytensor.tensor as pt
 import pytest
 import xarray as xr
 from conftest import posterior
-from pymc.distributions.continuous import WeibullBetaRV
+from pymc.distributions.continuous import TruncatedNormalRV, WaldRV, WeibullBetaRV
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.random.basic import BetaBinomialRV, GumbelRV, LogisticRV
 from scipy import integrate, special, stats
@@ -704,24 +704,28 @@ def test_dask_backed_points_give_the_in_memory_values():
         "logistic",
         "hurdle_lognormal",
         "hurdle_gamma",
+        "truncated_normal",
+        "wald",
     ],
 )
 def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch):
     """R-sens (both modes) is the same by either route; R-sens2 too where the two
     parametrizations are linear in each other (Poisson base: ψ, μ vs 1 − ψ, ψ, μ;
-    censored Normal: μ, σ in both; beta-binomial, Weibull, Gumbel, Logistic: PyMC's
-    in both; the censored Weibull's too, not compared per draw: its quadrature
-    route's second derivatives take longest to compile, and its Fisher information
-    is tested against SciPy in `test_families`)."""
+    censored and truncated Normal: μ, σ in both; beta-binomial, Weibull, Gumbel,
+    Logistic, Wald: PyMC's in both; the censored Weibull's too, not compared per
+    draw: its quadrature route's second derivatives take longest to compile, and
+    its Fisher information is tested against SciPy in `test_families`)."""
     build, _ = CASES[name]
     x = np.linspace(-1, 1, 5)
 
     linear = "poisson" in name or name in (
         "censored_normal",
+        "truncated_normal",
         "beta_binomial",
         "weibull",
         "gumbel",
         "logistic",
+        "wald",
     )
 
     def run(mode):
@@ -734,19 +738,21 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
     closed = {mode: run(mode) for mode in ("draw", "moment")}
     for recognizer in ("zero_modified_likelihood", "censored_likelihood"):
         monkeypatch.setattr(pm_sens.graph.predictive, recognizer, lambda rv: None)
-    for op in (BetaBinomialRV, WeibullBetaRV, GumbelRV, LogisticRV):
+    for op in (BetaBinomialRV, WeibullBetaRV, GumbelRV, LogisticRV, TruncatedNormalRV, WaldRV):
         monkeypatch.delitem(pm_sens.graph.likelihoods.closed_forms.LIKELIHOODS, op)
     summed = {mode: run(mode) for mode in ("draw", "moment")}
     assert closed["draw"].attrs["fisher"] == "closed form"
     assert any(rule in summed["draw"].attrs["fisher"] for rule in ("summation", "quadrature"))
     # the quadrature rule's own error on a Weibull's and a Gumbel's tails: 4e-8 in
-    # draw mode, 1.5e-7 in moment mode (the closed form gives the Weibull's |b| k exactly)
+    # draw mode, 1.5e-7 in moment mode (the closed form gives the Weibull's |b| k exactly);
+    # on the Wald's variance (its heavier right tail): 8e-7 in moment mode
     # the hurdle Gamma's shape falls to 0.47 at x = −1, where its density spikes at 0:
     # the rule is 2e-6 off there (the closed form is exact, below)
     rtol = {"hurdle_gamma": 1e-5}.get(
         name,
         1e-6
-        if name in ("weibull", "censored_weibull", "gumbel", "logistic", "hurdle_lognormal")
+        if name
+        in ("weibull", "censored_weibull", "gumbel", "logistic", "hurdle_lognormal", "wald")
         else 1e-7,
     )
     for mode in ("draw", "moment"):
@@ -761,6 +767,9 @@ def test_closed_forms_equal_the_summation_or_quadrature_route(name, monkeypatch)
         d_mean, d_variance = B * mean, 2 * B * psi * (1 - psi) * mu**2
         expected = np.sqrt(d_mean**2 / variance + d_variance**2 / (2 * variance**2))
         np.testing.assert_allclose(closed["moment"]["rsens"].values[:, 0], expected, rtol=1e-12)
+    if name == "wald":  # I_μμ = λ/μ³, μ = exp(b x): |b| μ √(λ/μ³)
+        expected = abs(B) * np.sqrt(2.0 / np.exp(B * x))
+        np.testing.assert_allclose(closed["draw"]["rsens"].values.ravel(), expected, rtol=1e-12)
     if name == "logistic":  # I_μμ = 1/(3s²), μ = b x
         expected = abs(B) / (np.sqrt(3) * 0.7)
         np.testing.assert_allclose(closed["draw"]["rsens"].values, expected, rtol=1e-12)
@@ -877,19 +886,23 @@ def test_locate_mixes_quartiles_and_newton_row_by_row():
     np.testing.assert_allclose(scale, [0.7 * 0.5, 3.0], rtol=1e-12)
 
 
-def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
-    """A truncated Normal (quadrature route), a Poisson truncated below 2
-    (summation route) and a zero-truncated one (the hurdle law's closed form
-    with ψ = 1) at alpha=0.5: levels are ``sqrt(2 D_α)`` with ``D_α``
-    integrated (summed) from SciPy's densities; at alpha=2 they are refused."""
+def test_levels_below_order_one_by_the_rules_of_both_laws(rng, monkeypatch):
+    """A truncated Normal (its closed form, and the quadrature route with the
+    closed form set aside), a Poisson truncated below 2 (summation route) and a
+    zero-truncated one (the hurdle law's closed form with ψ = 1) at alpha=0.5:
+    levels are ``sqrt(2 D_α)`` with ``D_α`` integrated (summed) from SciPy's
+    densities; at alpha=2 they are refused (but for the truncated Normal's
+    closed form, which has its Rényi divergence above 1)."""
     group = np.array([0, 1, 2, 0, 1, 2])
     a = np.array([[[-0.5, 1.0, 4.0]]])
     idata = posterior({"a": a})
     truncated = stats.norm(a[0, 0], 0.8)
-    with pm.Model() as continuous:
-        g = pm.Data("g", group)
-        mu = pm.Normal("a", shape=3)[g]
-        pm.Truncated("y", pm.Normal.dist(mu, 0.8), lower=0.0, observed=np.ones(6))
+    continuous = {}
+    for route in ("closed form", "quadrature"):  # one model each: its reading is cached
+        with pm.Model() as continuous[route]:
+            g = pm.Data("g", group)
+            mu = pm.Normal("a", shape=3)[g]
+            pm.Truncated("y", pm.Normal.dist(mu, 0.8), lower=0.0, observed=np.ones(6))
     discrete = {}
     for lower in (1, 2):
         with pm.Model() as discrete[lower]:
@@ -910,24 +923,29 @@ def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
             np.exp(0.5 * poisson_log_mass(k, y, lower) + 0.5 * poisson_log_mass(j, y, lower))
         )
 
+    def truncated_divergence(k, j):
+        return integrate.quad(
+            lambda v: np.exp(
+                0.5 * truncated_log_density(k, v) + 0.5 * truncated_log_density(j, v)
+            ),
+            0,
+            40,
+            epsrel=1e-13,
+        )[0]
+
     for model, divergence, route in (
-        (
-            continuous,
-            lambda k, j: integrate.quad(
-                lambda v: np.exp(
-                    0.5 * truncated_log_density(k, v) + 0.5 * truncated_log_density(j, v)
-                ),
-                0,
-                40,
-                epsrel=1e-13,
-            )[0],
-            "quadrature",
-        ),
+        (continuous["closed form"], truncated_divergence, "closed form"),
+        (continuous["quadrature"], truncated_divergence, "quadrature"),
         (discrete[2], poisson_divergence(2), "summation"),
         (discrete[1], poisson_divergence(1), "closed form"),
     ):
         kw = dict(mode="draw", progressbar=False, extend_inferencedata=False)
-        out = pm_sens.sensitivity(idata, model, alpha=0.5, **kw)["sensitivity"]
+        with monkeypatch.context() as patch:
+            if model is continuous["quadrature"]:
+                patch.delitem(
+                    pm_sens.graph.likelihoods.closed_forms.LIKELIHOODS, TruncatedNormalRV
+                )
+            out = pm_sens.sensitivity(idata, model, alpha=0.5, **kw)["sensitivity"]
         assert route in out.attrs["fisher"]
         got = out["levels_g"].values[0, 0]  # (point, level)
         expected = [
@@ -939,6 +957,8 @@ def test_levels_below_order_one_by_the_rules_of_both_laws(rng):
         ]
         # (the 64-node rules: 3e-7 for the Normals 5.6 sd apart)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        if model is continuous["closed form"]:
+            continue  # its Rényi divergence has a closed form above 1 too
         # g is the only input: nothing would be left
         with pytest.raises(ValueError, match=r"categorical inputs \['g'\].*pass alpha=1$"):
             pm_sens.sensitivity(idata, model, alpha=2.0, **kw)

@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from pm_sens import families
-from pm_sens.families import exponential, gamma, laplace, lognormal, studentt
+from pm_sens.families import exponential, gamma, laplace, lognormal, studentt, wald
 
 #: quantiles of each law that cut the real line into pieces for quad
 _CUTS = np.concatenate([[1e-13, 1e-10, 1e-7, 1e-5, 1e-3], np.linspace(0.01, 0.99, 25)])
@@ -56,6 +56,12 @@ CONTINUOUS = [
         [0.8, 0.01],
     ),
     (exponential.FAMILY, lambda phi: stats.expon(scale=phi[0]), [0.2], [9.0]),
+    (
+        wald.FAMILY,
+        lambda phi: stats.invgauss(phi[0] / phi[1], scale=phi[1]),
+        [1.0, 2.0],
+        [8.0, 0.5],
+    ),
     (
         lognormal.FAMILY,
         lambda phi: stats.lognorm(
@@ -107,7 +113,9 @@ def test_continuous_renyi_between_distant_laws(family, make, phi_p, phi_q, alpha
 def test_closed_forms_are_infinite_exactly_where_the_integral_diverges():
     """Laplace: ``a + c = α/b₁ + (1 − α)/b₂ <= 0``, with b₁ = 1, b₂ = ½ from α = 2;
     Beta(4.4, 39.6) against Beta(12, 3): ``p^α q^(1−α) ~ y^(3.4α − 11(α−1))`` at 0,
-    not integrable from α = 12/7.6; the exponential family's η_α leaves the domain."""
+    not integrable from α = 12/7.6; the exponential family's η_α leaves the domain;
+    Wald: ``p^α q^(1−α) ~ e^{−B/y}`` at 0 with ``2B = α λ₁ + (1 − α) λ₂``, λ₁ = 1, λ₂ = 2:
+    not integrable from α = 2."""
     p, q = np.array([[0.0, 2.0]]), np.array([[1.0, 0.5]])
     assert np.isfinite(laplace.FAMILY.renyi_divergence(p, q, 1.99)[0])
     assert laplace.FAMILY.renyi_divergence(p, q, 2.0)[0] == np.inf
@@ -115,6 +123,9 @@ def test_closed_forms_are_infinite_exactly_where_the_integral_diverges():
     p, q = np.array([[0.1, 0.002]]), np.array([[0.8, 0.01]])
     assert np.isfinite(beta.renyi_divergence(p, q, 12 / 7.6 - 1e-3)[0])
     assert beta.renyi_divergence(p, q, 12 / 7.6 + 1e-3)[0] == np.inf
+    p, q = np.array([[1.0, 1.0]]), np.array([[3.0, 2.0]])
+    assert np.isfinite(wald.FAMILY.renyi_divergence(p, q, 1.99)[0])
+    assert wald.FAMILY.renyi_divergence(p, q, 2.0)[0] == np.inf
     assert (
         gamma.FAMILY.renyi_divergence(np.array([[2.0, 1.5]]), np.array([[3.0, 0.7]]), 1.5)[0]
         == np.inf

@@ -30,6 +30,8 @@ from pm_sens.families import (
     normal,
     poisson,
     studentt,
+    truncated_normal,
+    wald,
     weibull,
     zero_modified,
 )
@@ -85,6 +87,8 @@ BINOMIAL_LOGIT = binomial.FAMILY_LOGIT
 WEIBULL = weibull.FAMILY
 GUMBEL = gumbel.FAMILY
 LOGISTIC = logistic.FAMILY
+TRUNCATED_NORMAL = truncated_normal.FAMILY
+WALD = wald.FAMILY
 ZERO_INFLATED_POISSON = zero_modified.zero_modified(
     zero_modified.POISSON, "zero_inflated_poisson", hurdle=False
 )
@@ -128,6 +132,8 @@ __all__ = [
     "HURDLE_POISSON",
     "STUDENTT",
     "SUPPORTS",
+    "TRUNCATED_NORMAL",
+    "WALD",
     "WEIBULL",
     "ZERO_INFLATED_NEGATIVE_BINOMIAL",
     "ZERO_INFLATED_POISSON",

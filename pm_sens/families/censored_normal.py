@@ -25,17 +25,19 @@ from pm_sens.families._base import (
     stack_matrix,
 )
 
-_LOG_ROOT_2PI = 0.5 * np.log(2 * np.pi)
+LOG_ROOT_2PI = 0.5 * np.log(2 * np.pi)
 
 
-def _standardized(phi, lower, upper):
+def standardized(phi, lower, upper):
+    """μ, σ and the standardized bounds ``a = (l − μ)/σ``, ``b = (u − μ)/σ``."""
     mu, sigma = phi[..., 0], phi[..., 1]
     with np.errstate(invalid="ignore"):
         return mu, sigma, (lower - mu) / sigma, (upper - mu) / sigma
 
 
-def _log_pdf(z):
-    return -0.5 * z**2 - _LOG_ROOT_2PI
+def log_pdf(z):
+    """The standard normal's log density."""
+    return -0.5 * z**2 - LOG_ROOT_2PI
 
 
 def _masses(a, b):
@@ -43,18 +45,33 @@ def _masses(a, b):
     return special.log_ndtr(a), special.log_ndtr(-b)
 
 
-def _tail_term(z, power):
-    """``z^power φ(z)``, 0 at an infinite bound."""
+def tail_term(z, power, log_scale=0.0):
+    """``z^power φ(z) / e^log_scale``, 0 at an infinite bound."""
     finite = np.isfinite(z)
     safe = np.where(finite, z, 0.0)
-    return np.where(finite, safe**power * np.exp(_log_pdf(safe)), 0.0)
+    return np.where(finite, safe**power * np.exp(log_pdf(safe) - log_scale), 0.0)
 
 
-def partial_moments(a, b, order=4):
-    """``M_0 … M_order`` of the standard normal over (a, b), stacked on a last axis."""
-    moments = [special.ndtr(b) - special.ndtr(a), _tail_term(a, 0) - _tail_term(b, 0)]
+def partial_moments(a, b, order=4, normalized=False):
+    """``M_0 … M_order`` of the standard normal over (a, b), stacked on a last axis.
+
+    ``normalized``: each divided by ``M_0`` (the moments of the standard normal
+    truncated to (a, b)), with ``M_0`` taken in log space from the tail nearer
+    to the interval, so an interval far in a tail keeps its precision.
+    """
+    if normalized:
+        log_scale = log_ndtr_gap(a, b)
+        moments = [np.ones_like(log_scale)]
+    else:
+        log_scale = 0.0
+        moments = [special.ndtr(b) - special.ndtr(a)]
+    moments.append(tail_term(a, 0, log_scale) - tail_term(b, 0, log_scale))
     for k in range(2, order + 1):
-        moments.append((k - 1) * moments[k - 2] + _tail_term(a, k - 1) - _tail_term(b, k - 1))
+        moments.append(
+            (k - 1) * moments[k - 2]
+            + tail_term(a, k - 1, log_scale)
+            - tail_term(b, k - 1, log_scale)
+        )
     return np.stack(moments, -1)
 
 
@@ -65,13 +82,13 @@ def _mass_information(z, log_mass):
     """
     finite = np.isfinite(z) & np.isfinite(log_mass)
     safe = np.where(finite, z, 0.0)
-    weight = np.where(finite, np.exp(2 * _log_pdf(safe) - np.where(finite, log_mass, 0.0)), 0.0)
+    weight = np.where(finite, np.exp(2 * log_pdf(safe) - np.where(finite, log_mass, 0.0)), 0.0)
     return weight, weight * safe, weight * safe**2
 
 
 def fisher_information(phi, lower, upper):
     """Fisher information of (μ, σ), (..., 2, 2)."""
-    _, sigma, a, b = _standardized(phi, lower, upper)
+    _, sigma, a, b = standardized(phi, lower, upper)
     m = partial_moments(a, b)
     low_mass, high_mass = _masses(a, b)
     wa, wa1, wa2 = _mass_information(a, low_mass)
@@ -85,10 +102,10 @@ def fisher_information(phi, lower, upper):
 
 def log_density(phi, y, lower, upper):
     """Log mass at a bound, log density between."""
-    mu, sigma, a, b = _standardized(phi, lower, upper)
+    mu, sigma, a, b = standardized(phi, lower, upper)
     low_mass, high_mass = _masses(a, b)
     y = np.asarray(y, dtype=float)
-    interior = _log_pdf((y - mu) / sigma) - np.log(sigma)
+    interior = log_pdf((y - mu) / sigma) - np.log(sigma)
     return np.where(y <= lower, low_mass, np.where(y >= upper, high_mass, interior))
 
 
@@ -98,8 +115,8 @@ def kl_divergence(phi_p, phi_q, lower, upper):
     Between the bounds ``log p/q = −log r + ((r z + d)² − z²)/2`` with
     ``r = σ_p/σ_q``, ``d = (μ_p − μ_q)/σ_q`` and z standardized under p.
     """
-    mu_p, sigma_p, a_p, b_p = _standardized(phi_p, lower, upper)
-    mu_q, sigma_q, a_q, b_q = _standardized(phi_q, lower, upper)
+    mu_p, sigma_p, a_p, b_p = standardized(phi_p, lower, upper)
+    mu_q, sigma_q, a_q, b_q = standardized(phi_q, lower, upper)
     m = partial_moments(a_p, b_p, order=2)
     r2_minus_1 = np.expm1(2 * (np.log(sigma_p) - np.log(sigma_q)))
     r, d = sigma_p / sigma_q, (mu_p - mu_q) / sigma_q
@@ -114,9 +131,21 @@ def kl_divergence(phi_p, phi_q, lower, upper):
 
 
 def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
-    """Rényi divergence for the same bounds: the masses' terms and the interior's.
+    """Rényi divergence for the same bounds: the masses' terms and the interior's."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        terms = [log_mixed_interior(phi_p, phi_q, alpha, lower, upper)]
+        terms += point_mass_renyi_terms(
+            _masses(*standardized(phi_p, lower, upper)[2:]),
+            _masses(*standardized(phi_q, lower, upper)[2:]),
+            alpha,
+        )
+        return np.logaddexp.reduce(np.stack(np.broadcast_arrays(*terms)), axis=0) / (alpha - 1)
 
-    Between the bounds ``p^α q^(1−α) = exp(−P y²/2 + B y − C/2 + K)`` with
+
+def log_mixed_interior(phi_p, phi_q, alpha, lower, upper):
+    """``log ∫_l^u p^α q^(1−α) dy`` for the Normal densities p and q (not truncated).
+
+    ``p^α q^(1−α) = exp(−P y²/2 + B y − C/2 + K)`` with
     ``P = α/σ_p² + (1−α)/σ_q²``, ``B = α μ_p/σ_p² + (1−α) μ_q/σ_q²``,
     ``C = α μ_p²/σ_p² + (1−α) μ_q²/σ_q²``, ``K = −α log σ_p − (1−α) log σ_q − log √(2π)``:
     a Normal's mass over (l, u) where ``P > 0``; where ``P <= 0`` (α > 1, q much
@@ -129,30 +158,24 @@ def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
     w_p, w_q = alpha / sigma_p**2, (1 - alpha) / sigma_q**2
     precision = w_p + w_q
     b_term, c_term = w_p * mu_p + w_q * mu_q, w_p * mu_p**2 + w_q * mu_q**2
-    log_k = -alpha * np.log(sigma_p) - (1 - alpha) * np.log(sigma_q) - _LOG_ROOT_2PI
+    log_k = -alpha * np.log(sigma_p) - (1 - alpha) * np.log(sigma_q) - LOG_ROOT_2PI
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         center = b_term / precision
         log_front = b_term * center / 2 - c_term / 2 + log_k
         root = np.sqrt(np.abs(precision))
         low, high = root * (lower - center), root * (upper - center)
-        interior = np.where(
+        return np.where(
             precision > 0,
-            log_front + 0.5 * np.log(2 * np.pi) - np.log(root) + _log_ndtr_gap(low, high),
+            log_front + 0.5 * np.log(2 * np.pi) - np.log(root) + log_ndtr_gap(low, high),
             # t = y·sqrt(|P|/2): the exponent is t² plus a constant
             log_front
             + 0.5 * np.log(2.0)
             - np.log(root)
             + _log_dawson_gap(low / np.sqrt(2), high / np.sqrt(2)),
         )
-        terms = [interior] + point_mass_renyi_terms(
-            _masses(*_standardized(phi_p, lower, upper)[2:]),
-            _masses(*_standardized(phi_q, lower, upper)[2:]),
-            alpha,
-        )
-        return np.logaddexp.reduce(np.stack(np.broadcast_arrays(*terms)), axis=0) / (alpha - 1)
 
 
-def _log_ndtr_gap(a, b):
+def log_ndtr_gap(a, b):
     """``log(Φ(b) − Φ(a))``, a < b, from the tail nearer to the interval."""
     upper_tail = a > 0
     a, b = np.where(upper_tail, -b, a), np.where(upper_tail, -a, b)
@@ -175,9 +198,9 @@ def _log_dawson_gap(a, b):
 
 def entropy(phi, lower, upper):
     """``−E[log p]``: the masses enter with their log mass."""
-    _, sigma, a, b = _standardized(phi, lower, upper)
+    _, sigma, a, b = standardized(phi, lower, upper)
     m = partial_moments(a, b, order=2)
-    total = m[..., 0] * (np.log(sigma) + _LOG_ROOT_2PI) + m[..., 2] / 2
+    total = m[..., 0] * (np.log(sigma) + LOG_ROOT_2PI) + m[..., 2] / 2
     return total + point_mass_entropy(_masses(a, b))
 
 

@@ -10,9 +10,9 @@ from pm_sens.graph.frontends.dims import tensor_model
 from pm_sens.graph.frontends.gp import gp_parameters, training_inputs
 from pm_sens.graph.frontends.trees import tree_draw_symbols, trees_at_points
 from pm_sens.graph.likelihoods.closed_forms import (
-    LIKELIHOODS,
     LIKELIHOODS_BY_NAME,
     Likelihood,
+    closed_form_likelihood,
 )
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from pm_sens.graph.likelihoods.multivariate import outcome_labels, vector_outcome
@@ -64,7 +64,8 @@ def likelihood_of(rv, model, vector):
 
     In order: a vector outcome per point (``vector``: `vector_outcome`'s
     ``(likelihood, components)``, else None); the closed forms of the
-    distribution's op (`LIKELIHOODS`); a zero-modified or censored law
+    distribution's op (`LIKELIHOODS`, where its fixed parameters are
+    constants); a zero-modified or censored law
     on a base with closed forms; else PyMC's log density, by summation
     or quadrature (`GenericLikelihood`).
     """
@@ -72,11 +73,10 @@ def likelihood_of(rv, model, vector):
     if vector is not None:
         likelihood, components = vector
         params = components(op.dist_params(rv.owner))
-    elif type(op) in LIKELIHOODS:
-        likelihood, params = LIKELIHOODS[type(op)], op.dist_params(rv.owner)
     else:
         likelihood, params = (
-            zero_modified_likelihood(rv)
+            closed_form_likelihood(rv)
+            or zero_modified_likelihood(rv)
             or censored_likelihood(rv)
             or _generic_likelihood(rv, model)
         )

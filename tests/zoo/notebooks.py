@@ -1022,3 +1022,96 @@ def log_logistic_aft_notebook(rng):
         pm.Logistic("events", eta[~censored], s, observed=y_obs)
         pm.Potential("censored_like", _logistic_sf(y_cens, eta[censored], s))
     return log_logistic_model, known_posterior(log_logistic_model)
+
+
+#: mfleader/llama-stack, benchmarking/api_latency_comparison/analysis/fit_resp_latency_model.py
+WALD_LATENCY_SCRIPT = "llama-stack's API latency model (fit_resp_latency_model.py, build_model)"
+
+
+def _latency_data(rng, n_runs=6, per_run=10):
+    """Requests of two versions in alternating runs: time_idx 1.. per run (int), the
+    run's position scaled to [0, 1], int run and group indexes, times in ms."""
+    groups = ["baseline", "candidate"]
+    run = np.repeat(np.arange(n_runs), per_run)
+    group_idx = run % 2
+    time_idx = np.tile(np.arange(1, per_run + 1), n_runs)
+    y = rng.wald(np.where(group_idx == 0, 25.0, 27.0), 1000.0)
+    runs_of = {g: [t for t in range(n_runs) if t % 2 == k] for k, g in enumerate(groups)}
+    return groups, run, group_idx, time_idx, y, runs_of
+
+
+def _wald_latency_checks(case, state):
+    """Per draw, only the Wald's mean μ moves with the inputs (λ is per run), and
+    ∂μ/∂x_drift = beta_drift: R-sens of x_drift is |beta_drift| √(λ/μ³) at every
+    request, μ and λ rebuilt from the draws as the script builds them."""
+    post = case.idata["posterior"]
+    model = case.model
+    run, group_idx = model["x_run"].get_value(), model["x_group"].get_value()
+    delta = np.zeros((*post["beta_drift"].shape, int(run.max()) + 1))
+    for k, group in enumerate(("baseline", "candidate")):
+        delta[..., [t for t in range(delta.shape[-1]) if t % 2 == k]] = post[f"delta_{group}"]
+    mu = (
+        post["mu_version"].values[..., group_idx]
+        + post["beta_drift"].values[..., None] * model["x_drift"].get_value()
+        + delta[..., run]
+        + post["f"].values
+    )
+    lam = np.exp(post["log_lambda_run"].values[..., run])
+    expected = np.abs(post["beta_drift"].values[..., None]) * np.sqrt(lam / mu**3)
+    got = state["draw"]["sensitivity"]["rsens"].sel(feature="x_drift")
+    np.testing.assert_allclose(got.transpose("chain", "draw", ...).values, expected, rtol=1e-10)
+
+
+@zoo_model(
+    f"{WALD_LATENCY_SCRIPT}: coords with dims='obs_id', pm.Data x_time (float64 time "
+    "index [:, None]), x_drift (run order scaled), int x_run and x_group; per-group "
+    "ZeroSumNormal run intercepts set into pt.zeros(n_runs) one by one; "
+    "lambda_obs = pt.exp(log_lambda_run[x_run]); an HSGP(m=[20], c=1.5, noncentered, "
+    "drop_first) of x_time; mu clamped by pt.maximum(mu, 1e-6); pm.Wald(mu, lam, dims)",
+    # R-sens of x_time near 5e-5 where f turns (its largest 0.44): the central KL's
+    # O(delta²) error is 5e-4 there at 1e-4, 5e-6 at 1e-5
+    kl_delta=1e-5,
+    check=_wald_latency_checks,
+)
+def wald_latency_hsgp(rng):
+    groups, run, group_idx, time_idx, y, runs_of = _latency_data(rng)
+    n_runs = int(run.max()) + 1
+    run_order_scaled = run.astype(np.float64) / max(n_runs - 1, 1)
+    coords = {"group": groups, "obs_id": np.arange(len(y)), "run": np.arange(n_runs)}
+    for g in groups:
+        coords[f"run_{g}"] = np.arange(len(runs_of[g]))
+    with pm.Model(coords=coords) as model:
+        x_time = pm.Data("x_time", time_idx.astype(np.float64)[:, None])
+        x_drift = pm.Data("x_drift", run_order_scaled, dims="obs_id")
+        x_run = pm.Data("x_run", run, dims="obs_id")
+        x_group = pm.Data("x_group", group_idx, dims="obs_id")
+        mu_version = pm.Normal("mu_version", mu=25, sigma=10, dims="group")
+        beta_drift = pm.Normal("beta_drift", mu=0, sigma=2)
+        sigma_run = pm.Exponential("sigma_run", lam=1)
+        delta_blocks = [
+            pm.ZeroSumNormal(f"delta_{g}", sigma=sigma_run, dims=f"run_{g}") for g in groups
+        ]
+        delta_run_full = pt.zeros(n_runs)
+        for gidx, g in enumerate(groups):
+            for pos, t in enumerate(runs_of[g]):
+                delta_run_full = pt.set_subtensor(delta_run_full[t], delta_blocks[gidx][pos])
+        log_lambda_bar = pm.Normal("log_lambda_bar", mu=7, sigma=2)
+        sigma_lambda = pm.Exponential("sigma_lambda", lam=1)
+        log_lambda_run = pm.Normal(
+            "log_lambda_run", mu=log_lambda_bar, sigma=sigma_lambda, dims="run"
+        )
+        lambda_obs = pt.exp(log_lambda_run[x_run])
+        eta_gp = pm.HalfNormal("eta_gp", sigma=0.25)
+        ell_gp = pm.InverseGamma("ell_gp", mu=6, sigma=3)
+        cov_func = eta_gp**2 * pm.gp.cov.Matern32(input_dim=1, ls=ell_gp)
+        gp = pm.gp.HSGP(
+            m=[20], c=1.5, cov_func=cov_func, parametrization="noncentered", drop_first=True
+        )
+        f = gp.prior("f", X=x_time)
+        mu = mu_version[x_group] + beta_drift * x_drift + delta_run_full[x_run] + f
+        mu = pt.maximum(mu, 1e-6)
+        pm.Wald("y", mu=mu, lam=lambda_obs, observed=y, dims="obs_id")
+    draws = np.random.default_rng(4)
+    # versions near the data's 25 and 27 ms: mu stays far above the clamp
+    fixed = {"mu_version": draws.normal([25.0, 27.0], 0.5, (2, 3, 2))}
+    return model, known_posterior(model, fixed=fixed)

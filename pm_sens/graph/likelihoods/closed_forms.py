@@ -17,7 +17,9 @@ import numpy as np
 import pytensor.scalar as ps
 import pytensor.scalar.math as ps_math
 import pytensor.tensor as pt
-from pymc.distributions.continuous import WeibullBetaRV
+from pymc.distributions.continuous import TruncatedNormalRV, WaldRV, WeibullBetaRV
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
@@ -61,6 +63,9 @@ class Likelihood:
     moment_family: str | None = None
     #: ``(σ², 1/ν)`` per draw, for a Student-t match (`families.studentt`)
     heavy_tails: Callable | None = None
+    #: PyMC parameters read as fixed that must be constants (no model variable,
+    #: no data container) for these closed forms; otherwise PyMC's logp serves
+    constant: tuple[str, ...] = ()
 
 
 def _sigmoid_argument(p):
@@ -167,6 +172,58 @@ def _gumbel(mu, beta):
 
 def _logistic(mu, s):
     return [mu, (np.pi * s) ** 2 / 3]
+
+
+#: a standardized bound this far out stands in for an infinite one: the normal's
+#: density (e^{−800}) and tail mass there are 0 in float64, and it has no derivative
+_FAR = 40.0
+
+
+def _log_normal_tail(z):
+    """``log(1 − Φ(z))`` for z >= 0, by the scaled complementary error function."""
+    return pt.log(pt.erfcx(z / np.sqrt(2)) / 2) - z**2 / 2
+
+
+def _log_normal_mass(a, b):
+    """``log(Φ(b) − Φ(a))``, a < b, from the tail nearer to the interval.
+
+    Each branch is computed from stand-ins where it is not taken, so that neither
+    its value nor its derivative is nan there.
+    """
+    low_tail, high_tail = pt.ge(a, 0), pt.le(b, 0)
+    tail = low_tail | high_tail
+    near = pt.switch(tail, pt.switch(high_tail, -b, a), 0.0)
+    far = pt.switch(tail, pt.switch(high_tail, -a, b), 1.0)
+    log_near = _log_normal_tail(near)
+    # log(1 − e^d), d <= 0, in the form whose derivatives stay finite down to d
+    # = −800 (PyTensor's log1mexp's second derivative is inf/inf there)
+    d = _log_normal_tail(far) - log_near
+    in_tail = log_near + pt.switch(d < -np.log(2), pt.log1p(-pt.exp(d)), pt.log(-pt.expm1(d)))
+    a_, b_ = pt.switch(tail, -1.0, a), pt.switch(tail, 1.0, b)
+    central = pt.log1p(-(pt.erfc(-a_ / np.sqrt(2)) + pt.erfc(b_ / np.sqrt(2))) / 2)
+    return pt.switch(tail, in_tail, central)
+
+
+def _truncated_normal(mu, sigma, lower, upper):
+    """Mean and variance of Normal(μ, σ) truncated to (l, u).
+
+    With ``t_a = φ(a)/Z``, ``t_b = φ(b)/Z``: ``E[y] = μ + σ(t_a − t_b)``,
+    ``Var[y] = σ²(1 + a t_a − b t_b − (t_a − t_b)²)``.
+    """
+    bounds = []
+    for bound, side in ((lower, -1.0), (upper, 1.0)):
+        infinite = pt.isinf(bound)
+        z = (pt.switch(infinite, 0.0, bound) - mu) / sigma
+        bounds.append(pt.switch(infinite, side * _FAR, z))
+    a, b = bounds
+    log_mass = _log_normal_mass(a, b)
+    t_a, t_b = (pt.exp(-(z**2) / 2 - 0.5 * np.log(2 * np.pi) - log_mass) for z in (a, b))
+    shift = t_a - t_b
+    return mu + sigma * shift, sigma**2 * (1 + a * t_a - b * t_b - shift**2)
+
+
+def _wald(mu, lam, alpha):
+    return [mu + alpha, mu**3 / lam]
 
 
 def _beta(a, b):
@@ -292,6 +349,29 @@ LIKELIHOODS: dict[type, Likelihood] = {
         _mean_and_variance(_logistic),
         entropy=lambda mu, s: pt.log(s) + 2,
     ),
+    TruncatedNormalRV: Likelihood(
+        "truncated_normal",
+        "real",
+        ("mu", "sigma", "lower", "upper"),
+        families.TRUNCATED_NORMAL,
+        lambda mu, sigma, lower, upper: [mu, sigma],
+        _mean_and_variance(_truncated_normal),
+        fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
+        matched_fixed=False,
+        constant=("lower", "upper"),
+    ),
+    WaldRV: Likelihood(
+        "wald",
+        "positive",
+        ("mu", "lam", "alpha"),
+        families.WALD,
+        lambda mu, lam, alpha: [mu, lam],
+        _mean_and_variance(_wald),
+        fixed=lambda mu, lam, alpha: {"shift": alpha},
+        matched_fixed=False,
+        aliases={"phi": ("lam", lambda p: p["mu"] * p["phi"])},
+        constant=("alpha",),
+    ),
     rv.BetaRV: Likelihood(
         "beta",
         "unit",
@@ -364,6 +444,28 @@ LIKELIHOODS: dict[type, Likelihood] = {
 }
 
 LIKELIHOODS_BY_NAME = {lik.name: lik for lik in LIKELIHOODS.values()}
+
+
+def is_constant(var):
+    """Whether ``var`` is computed from constants alone (no model variable or container)."""
+    return all(isinstance(v, Constant) for v in graph_inputs([var]))
+
+
+def closed_form_likelihood(observed):
+    """The closed-form `Likelihood` of the op of ``observed`` and its parameters, or None.
+
+    None where the op has none, or where a parameter its closed forms hold fixed
+    (`Likelihood.constant`: truncation bounds, the Wald's shift) is not a constant.
+    """
+    likelihood = LIKELIHOODS.get(type(observed.owner.op))
+    if likelihood is None:
+        return None
+    params = observed.owner.op.dist_params(observed.owner)
+    named = dict(zip(likelihood.parameter_names, params, strict=True))
+    if not all(is_constant(named[name]) for name in likelihood.constant):
+        return None
+    return likelihood, params
+
 
 #: supports whose outcome is a vector per point (`pm_sens.graph.likelihoods.multivariate`)
 VECTOR_SUPPORTS = ("multivariate", "multinomial", "simplex")

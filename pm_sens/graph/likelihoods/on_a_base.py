@@ -13,12 +13,11 @@ from pymc.distributions.distribution import DiracDeltaRV
 from pymc.distributions.mixture import MixtureRV, _HurdleRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 from pytensor.tensor.xlogx import xlogx
 
 from pm_sens import families
-from pm_sens.graph.likelihoods.closed_forms import LIKELIHOODS, Likelihood
+from pm_sens.graph.likelihoods.closed_forms import LIKELIHOODS, Likelihood, is_constant
 from pm_sens.graph.model.queries import censored_parts
 
 #: zero-modified families with closed forms: (hurdle?, base op) -> family
@@ -180,9 +179,7 @@ def _censored_normal_moments(mu, sigma, lower, upper):
 
 def _constant_value(var):
     """The value of ``var`` if it is computed from constants alone, else None."""
-    if all(isinstance(v, Constant) for v in graph_inputs([var])):
-        return np.asarray(var.eval())
-    return None
+    return np.asarray(var.eval()) if is_constant(var) else None
 
 
 def _censored_weibull_moments(alpha, beta, lower, upper):
@@ -238,7 +235,7 @@ def censored_likelihood(observed):
     base, lower, upper = censored_parts(observed)
     if type(base.owner.op) not in _CENSORED:
         return None
-    if not all(isinstance(v, Constant) for v in graph_inputs([lower, upper])):
+    if not (is_constant(lower) and is_constant(upper)):
         return None
     family, moments = _CENSORED[type(base.owner.op)]
     params = base.owner.op.dist_params(base.owner)

@@ -11,6 +11,7 @@ would be; the others are held at each point's value.
 import numpy as np
 import pytensor.scalar as ps
 from pymc.distributions.censored import CensoredRV
+from pymc.distributions.continuous import TruncatedNormalRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, apply_ancestors, toposort
@@ -142,6 +143,8 @@ def bound_variables(rv, model):
             bounds += [b for b in (lower, upper) if b is not base]
         elif isinstance(node.op, TruncatedRV):
             bounds += node.inputs[-2:]
+        elif isinstance(node.op, TruncatedNormalRV):  # pm.Truncated of a Normal is one
+            bounds += node.op.dist_params(node)[2:]
     return bounds
 
 
