@@ -179,6 +179,23 @@ def test_user_built_predictive(logistic):
     assert "bernoulli" in repr(pred)
 
 
+def test_a_predictive_may_leave_out_parameters_pymc_defaults():
+    """A Wald by ``mu`` and ``phi`` (λ = μφ), its shift left at PyMC's 0: per draw
+    R-sens of x is |b| μ √(λ/μ³) = |b| √φ for μ = exp(b x) and φ = 2/μ."""
+    x = np.linspace(0, 1, 5)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Wald("y", mu=pm.math.exp(b * xd), lam=2.0, observed=np.ones(5))
+    mu = pm.math.exp(model["b"] * xd)
+    pred = pm_sens.Predictive("wald", {"mu": mu, "phi": 2.0 / mu}, [xd])
+    idata = posterior({"b": np.array([[0.5, -1.2]])})
+    out = pm_sens.sensitivity(idata, model, predictive=pred, mode="draw", progressbar=False)
+    got = out["sensitivity"]["rsens"].values[0, :, :, 0]
+    expected = np.abs([[0.5], [1.2]]) * np.sqrt(2.0 / np.exp(np.outer([0.5, -1.2], x)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
 def test_predictive_rejects_unknown_family_and_parameters(logistic):
     model, _, _ = logistic
     with pytest.raises(ValueError, match=r"family='weibul' is not a known likelihood family"):

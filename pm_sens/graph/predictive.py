@@ -115,7 +115,7 @@ def _checked_inputs(inputs):
 
 
 def _parameters_in_op_order(likelihood, parameters):
-    given = dict(parameters)
+    given = likelihood.defaults | dict(parameters)
     out = {}
     for alias, (target, build) in likelihood.aliases.items():
         if alias in given and target not in given:
@@ -127,7 +127,7 @@ def _parameters_in_op_order(likelihood, parameters):
     missing = [n for n in likelihood.parameter_names if n not in out]
     if unknown or missing:
         raise ValueError(
-            f"parameters={sorted(given)} do not describe a {likelihood.name} likelihood: "
+            f"parameters={sorted(parameters)} do not describe a {likelihood.name} likelihood: "
             f"expected {list(likelihood.parameter_names)}"
             + (f" (or the aliases {sorted(likelihood.aliases)})" if likelihood.aliases else "")
         )
@@ -143,7 +143,11 @@ class Predictive:
         The likelihood family of one posterior draw, by name: one of
         ``"normal"``, ``"studentt"``, ``"laplace"``, ``"lognormal"``,
         ``"gamma"``, ``"exponential"``, ``"beta"``, ``"bernoulli"``,
-        ``"binomial"``, ``"categorical"``, ``"poisson"``, ``"negative_binomial"``.
+        ``"binomial"``, ``"categorical"``, ``"poisson"``, ``"negative_binomial"``,
+        ``"beta_binomial"``, ``"weibull"``, ``"gumbel"``, ``"logistic"``,
+        ``"truncated_normal"`` (``lower``/``upper``, constants, default
+        unbounded), ``"wald"`` (``mu``, ``lam`` or ``phi``; ``alpha``, a
+        constant shift, default 0).
     parameters : dict of str to TensorVariable
         The family's parameters as PyTensor expressions of the model's free
         random variables and of the inputs, with PyMC's parameter names

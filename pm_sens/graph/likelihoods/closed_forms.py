@@ -66,6 +66,8 @@ class Likelihood:
     #: PyMC parameters read as fixed that must be constants (no model variable,
     #: no data container) for these closed forms; otherwise PyMC's logp serves
     constant: tuple[str, ...] = ()
+    #: PyMC's defaults of parameters a `Predictive` may leave out (the Wald's shift)
+    defaults: dict = field(default_factory=dict)
 
 
 def _sigmoid_argument(p):
@@ -359,6 +361,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
         matched_fixed=False,
         constant=("lower", "upper"),
+        defaults={"lower": -np.inf, "upper": np.inf},
     ),
     WaldRV: Likelihood(
         "wald",
@@ -371,6 +374,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         matched_fixed=False,
         aliases={"phi": ("lam", lambda p: p["mu"] * p["phi"])},
         constant=("alpha",),
+        defaults={"alpha": 0.0},
     ),
     rv.BetaRV: Likelihood(
         "beta",
