@@ -40,6 +40,15 @@ def truncated_normal(rng):
     return model, known_posterior(model)
 
 
+def _per_row_limits(rng, n=20):
+    """x and each row's own lower and upper limits (labs with different ranges)."""
+    return (
+        rng.normal(size=n),
+        rng.uniform(-2.5, -1.5, size=n),
+        rng.uniform(1.5, 2.5, size=n),
+    )
+
+
 def _truncated_per_row_checks(case, state):
     """The bounds are held per row, not inputs; per draw R-sens of x is |b| I_μμ^½
     with ``I_μμ = Var[y]/σ⁴`` (the scores' covariance), Var[y] SciPy's truncnorm's."""
@@ -64,10 +73,7 @@ def _truncated_per_row_checks(case, state):
     check=_truncated_per_row_checks,
 )
 def truncated_normal_per_row_bounds(rng):
-    n = 20
-    x = rng.normal(size=n)
-    lower = rng.uniform(-2.5, -1.5, size=n)
-    upper = rng.uniform(1.5, 2.5, size=n)
+    x, lower, upper = _per_row_limits(rng)
     upper[3] = np.inf
     with pm.Model() as model:
         x_ = pm.Data("x", x)
@@ -106,10 +112,7 @@ def censored_regression_notebook(rng):
     "a censored Normal with per-row detection limits (labs with different limits)",
 )
 def censored_normal_per_row_bounds(rng):
-    n = 20
-    x = rng.normal(size=n)
-    lower = rng.uniform(-2.5, -1.5, size=n)
-    upper = rng.uniform(1.5, 2.5, size=n)
+    x, lower, upper = _per_row_limits(rng)
     with pm.Model() as model:
         x_ = pm.Data("x", x)
         a = pm.Normal("a", 0, 1)
