@@ -202,6 +202,11 @@ def test_predictive_rejects_unknown_family_and_parameters(logistic):
         pm_sens.Predictive("weibul", {}, [])
     with pytest.raises(ValueError, match=r"do not describe a normal likelihood: expected"):
         pm_sens.Predictive("normal", {"mu": model["b"][0]}, [model["X"]])
+    mu = model["b"][0] * model["X"][:, 0]
+    with pytest.raises(ValueError, match=r"parameters\['lower'\]=.* is not a constant"):
+        pm_sens.Predictive(
+            "truncated_normal", {"mu": mu, "sigma": 1.0, "lower": model["b"][1]}, [model["X"]]
+        )
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from pm_sens.graph.likelihoods.closed_forms import (
     LIKELIHOODS_BY_NAME,
     Likelihood,
     closed_form_likelihood,
+    is_constant,
 )
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from pm_sens.graph.likelihoods.multivariate import outcome_labels, vector_outcome
@@ -131,7 +132,16 @@ def _parameters_in_op_order(likelihood, parameters):
             f"expected {list(likelihood.parameter_names)}"
             + (f" (or the aliases {sorted(likelihood.aliases)})" if likelihood.aliases else "")
         )
-    return [pt.as_tensor_variable(out[n]) for n in likelihood.parameter_names]
+    params = {n: pt.as_tensor_variable(out[n]) for n in likelihood.parameter_names}
+    for name in likelihood.constant:
+        if not is_constant(params[name]):
+            raise ValueError(
+                f"parameters[{name!r}]={params[name]} is not a constant: a {likelihood.name} "
+                f"predictive holds {name!r} fixed (its closed forms); give numbers or a "
+                "NumPy array, or leave predictive= out so that the model's own likelihood "
+                "is read (through PyMC's logp where such a parameter varies)"
+            )
+    return list(params.values())
 
 
 class Predictive:
