@@ -84,6 +84,20 @@ def likelihood_of(rv, model, vector):
     return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
 
 
+def _in_model_order(model, inputs, copies):
+    """Containers and integer containers' float copies in the model's order.
+
+    The float containers among ``inputs`` and the ``copies`` of integer ones
+    (`per_point_arithmetic_integers`, ``{copy: (container, rows)}``) in the
+    model's order of containers, the other inputs after them as given: a time
+    index is the same feature, in the same place, whether it holds ints or floats.
+    """
+    position = {c: k for k, c in enumerate(model.data_vars)}
+    containers = [*(i for i in inputs if i in position), *copies]
+    ordered = sorted(containers, key=lambda v: position[copies[v][0] if v in copies else v])
+    return ordered + [i for i in inputs if i not in position]
+
+
 def _checked_parameters(parameters):
     """``{name: expression}`` with every expression a tensor (numbers allowed)."""
     if not isinstance(parameters, dict) or not all(isinstance(k, str) for k in parameters):
@@ -441,7 +455,13 @@ class Predictive:
         predictive._complete(
             likelihood,
             params,
-            [*inputs, *numpy_inputs, *raw, *cell_inputs, *group_inputs],
+            [
+                *_in_model_order(model, inputs, numeric_integers),
+                *numpy_inputs,
+                *raw,
+                *cell_inputs,
+                *(g for g in group_inputs if g not in numeric_integers),
+            ],
             var_name=rv.name,
             defaults={**row_constants, **lagged, **numpy_inputs, **raw, **cell_inputs},
             group_inputs=group_inputs,

@@ -38,9 +38,11 @@ _ROW_GROUPS = 8  # rows summed in groups of similar support width
 #: long or less, else in the loop Numba compiles (`recursion_sums`: about 1 ns per
 #: draw and count, but seconds to compile the first time an environment uses it)
 NUMPY_SECONDS = 1.5
-#: `walk_sums`' cost: per draw and count, and per count of each chunk of draws (the
-#: NumPy calls themselves, which dominate where few draws walk far)
-_NUMPY_PER_CELL, _NUMPY_PER_COUNT = 3e-9, 12e-6
+#: `walk_sums`' cost: per draw and count — a Poisson's step adds log b − log y,
+#: other laws' take log(a + b/y) of every draw — and per count of each chunk of
+#: draws (the NumPy calls themselves, which dominate where few draws walk far)
+_NUMPY_PER_CELL = {"poisson": 1e-8, "other": 3e-8}
+_NUMPY_PER_COUNT = 12e-6
 
 
 def _sum_over_draws(x):
@@ -91,7 +93,10 @@ class EntropyAccumulator:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
             check_support(self.family.name, self.widths, "entropy")
-            self.in_numpy = draws is not None and _numpy_seconds(window, draws) <= NUMPY_SECONDS
+            self.in_numpy = (
+                draws is not None
+                and _numpy_seconds(window, draws, "poisson" in family.name) <= NUMPY_SECONDS
+            )
         else:
             self.lower = np.zeros(n_rows, dtype=int)
             self.widths = np.zeros(n_rows, dtype=int)
@@ -331,13 +336,14 @@ _NEGLIGIBLE_PMF = 1e-20
 _LOG_SMALLEST_START = -600.0
 
 
-def _numpy_seconds(window, draws):
+def _numpy_seconds(window, draws, poisson):
     """`walk_sums`' time, roughly, for ``draws`` over the counts of ``window``."""
     lower, upper = window
     counts = upper - (lower.min() if len(lower) else 0) + 1
     chunks = -(-draws // DRAWS_TOGETHER)
     widest = counts.max(initial=0)
-    return draws * counts.sum() * _NUMPY_PER_CELL + chunks * widest * _NUMPY_PER_COUNT
+    per_cell = _NUMPY_PER_CELL["poisson" if poisson else "other"]
+    return draws * counts.sum() * per_cell + chunks * widest * _NUMPY_PER_COUNT
 
 
 def recursion_sums(
