@@ -1,5 +1,7 @@
 """Gamma(mean, variance): shape m²/v, rate m/v."""
 
+import math
+
 import numpy as np
 from scipy.special import gammaln, polygamma, psi
 
@@ -85,7 +87,7 @@ def _shape_terms(k1, k2):
     """
     d = k2 - k1
     close = np.abs(d) < _CLOSE_SHAPES * k1
-    series = sum(polygamma(n - 1, k1) * d**n / np.prod(np.arange(1, n + 1)) for n in range(2, 6))
+    series = sum(polygamma(n - 1, k1) * d**n / math.factorial(n) for n in range(2, 6))
     direct = gammaln(k2) - gammaln(k1) - d * psi(k1)
     return np.where(close, series, direct)
 
