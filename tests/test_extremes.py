@@ -79,7 +79,7 @@ MOMENT_UNREPRESENTABLE = {
 }
 
 
-def _rsens(model, mode, points=None):
+def _rsens(model, mode, points=None, local=True):
     idata = posterior({"b": np.ones((1, 2))})
     out = pm_sens.sensitivity(
         idata,
@@ -87,10 +87,11 @@ def _rsens(model, mode, points=None):
         inputs=["x"],
         points=points,
         mode=mode,
+        local=local,
         progressbar=False,
         extend_inferencedata=False,
     )["sensitivity"]
-    return out["rsens"].values.reshape(-1, out.sizes["point"])
+    return out["rsens"].values.reshape(-1, out.sizes["point"] if local else 1)
 
 
 @pytest.mark.parametrize("kind", list(POINTS))
@@ -100,6 +101,24 @@ def test_draw_mode_reaches_the_limits_of_float64(kind):
     got = _rsens(model, "draw")
     assert np.isfinite(got).all() and (got > 0).all()
     np.testing.assert_allclose(got, np.broadcast_to(truth, got.shape), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", [*POINTS, "normal_both_tiny"])
+def test_draw_mode_means_over_the_points_reach_the_limits_of_float64(kind):
+    """``local=False`` sums the points inside the graph; where a square behind the
+    sums over- or underflowed (``normal_both``: whitened derivatives of 1e±170;
+    ``normal_both_tiny``: all of them 1e-170, whose squares are 0), the chunk is
+    summed from its derivatives."""
+    if kind == "normal_both_tiny":  # mean c·x, sd e^(c·x) ≈ 1: R-sens = c·√3
+        x, c = np.linspace(-1.0, 1.0, 5), 1e-170
+        with pm.Model() as model:
+            eta = pm.Normal("b") * pm.Data("x", x)
+            pm.Normal("y", mu=c * eta, sigma=pm.math.exp(c * eta), observed=np.zeros(5))
+        truth = np.full(5, c * np.sqrt(3))
+    else:
+        model, truth = _model(kind, np.array(POINTS[kind]))
+    got = _rsens(model, "draw", local=False)
+    np.testing.assert_allclose(got, truth.mean(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("kind", list(POINTS))

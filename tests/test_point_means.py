@@ -135,15 +135,24 @@ def test_bad_requests_are_refused_in_our_words(logistic):
 
 
 @pytest.mark.parametrize("backend", ["python", "numba"])
-@pytest.mark.parametrize("likelihood", ["bernoulli", "normal", "beta"])
+@pytest.mark.parametrize("likelihood", ["bernoulli", "normal", "normal_one_column", "beta"])
 def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
     """R-sens alone, no categorical input: the points are summed inside the graph, run in
     NumPy or compiled (the Beta's information is not diagonal: its chunks are summed from
-    their derivatives); a constant column stays NaN."""
+    their derivatives); a constant column stays NaN. A scale reading one column of X
+    (the issue's heteroscedastic Normal) has derivatives zero in the others."""
     from pm_sens._run import compiling as _compiling
+    from pm_sens.local import derivative_passes
 
     monkeypatch.setattr(_compiling, "INTERPRETED_WORK", np.inf if backend == "python" else -1)
     monkeypatch.setattr(_compiling, "COMPILE_FIRST_WORK", 0)  # Numba compiled before the run
+    from_derivatives = []
+    summed = derivative_passes._chunk_derivatives
+    monkeypatch.setattr(
+        derivative_passes,
+        "_chunk_derivatives",
+        lambda ctx, draws: from_derivatives.append(draws) or summed(ctx, draws),
+    )
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.normal(size=(400, 2)), np.ones(400)])
     with pm.Model() as model:
@@ -153,6 +162,8 @@ def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
             pm.Bernoulli("y", logit_p=X @ (b + c), observed=rng.integers(0, 2, 400))
         elif likelihood == "normal":  # two varying parameters
             pm.Normal("y", mu=X @ b, sigma=pm.math.exp(X @ c), observed=x[:, 0])
+        elif likelihood == "normal_one_column":
+            pm.Normal("y", mu=X @ b, sigma=pm.math.exp(c[0] + c[1] * X[:, 0]), observed=x[:, 0])
         else:
             mean = pm.math.sigmoid(X @ b)
             pm.Beta("y", mu=mean, nu=5.0 + pm.math.exp(X @ c), observed=rng.uniform(0.1, 0.9, 400))
@@ -160,6 +171,7 @@ def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
     kw = dict(mode="draw", method="rsens", **QUIET)
     local = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"]
     means = pm_sens.sensitivity(idata, model, local=False, **kw)["sensitivity"]["rsens"]
+    assert bool(from_derivatives) == (likelihood == "beta")
     assert means.dims == ("chain", "draw", "feature")
     assert np.isnan(means.values[..., 2]).all()
     np.testing.assert_allclose(means.values, local.mean("point").values, rtol=1e-12)

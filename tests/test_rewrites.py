@@ -267,6 +267,65 @@ def test_a_set_into_zeros_along_a_length_one_axis_becomes_a_view(rng):
             np.testing.assert_array_equal(function(*arrays), reference(*arrays))
 
 
+def _arrays_written(function, ndim):
+    """Outputs of ``ndim`` dims of the compiled graph's allocations and settings."""
+    kinds = ("Alloc", "IncSubtensor", "SetSubtensor")
+    return [
+        type(node.op).__name__
+        for node in function.maker.fgraph.apply_nodes
+        if type(node.op).__name__ in kinds and node.outputs[0].ndim == ndim
+    ]
+
+
+def test_a_column_set_into_zeros_is_carried_apart_through_elementwise_ops_and_reductions(rng):
+    """``sqrt((b s₀)² + (z s₁)²)`` with ``z`` zeros but one column (the whitened
+    norm of a parameter reading one column of X) and its reductions over points,
+    and over everything: with the column carried apart no (S, N, D) array is
+    allocated or set, and every value is the reference's; a reduction over the
+    column's axis alone, or a column broadcast by the setting, keeps the
+    array."""
+    b, scales, v = pt.matrix("b"), pt.tensor3("scales"), pt.matrix("v")
+    row = pt.matrix("row", shape=(1, None))
+    index = pt.scalar("index", dtype="int64")
+    n_draws, n = v.shape
+
+    def norm(column, write, value):
+        z = write(pt.zeros((n_draws, n, 6))[:, :, column], value)
+        u0 = b[:, None, :] * scales[:, :, 0, None]
+        return pt.sqrt(u0**2 + (z * scales[:, :, 1, None]) ** 2)
+
+    def reductions(x):
+        return [x.sum(1), x.max(), x.min(axis=(0, 1)), x.sum()]
+
+    cases = {
+        "set": (reductions(norm(2, pt.set_subtensor, v)), True),
+        "increment": (reductions(norm(2, pt.inc_subtensor, v)), True),
+        "last column": (reductions(norm(-1, pt.set_subtensor, v)), True),
+        "index given": (reductions(norm(index, pt.set_subtensor, v)), True),
+        "along the features": ([norm(2, pt.set_subtensor, v).sum(2)], False),
+        "broadcast": (reductions(norm(2, pt.set_subtensor, row)), False),
+    }
+    values = {
+        b: rng.normal(size=(4, 6)),
+        scales: np.abs(rng.normal(size=(4, 5, 2))),
+        v: rng.normal(size=(4, 5)),
+        row: rng.normal(size=(1, 5)),
+        index: 4,
+    }
+    inputs = list(values)
+    for name, (outputs, rewritten) in cases.items():
+        reference = pytensor.function(
+            inputs, outputs, mode="FAST_COMPILE", on_unused_input="ignore"
+        )(*values.values())
+        for backend in BACKENDS:
+            function = pytensor.function(
+                inputs, outputs, mode=compile_mode(backend), on_unused_input="ignore"
+            )
+            assert (_arrays_written(function, 3) == []) == rewritten, (name, backend)
+            for got, expected in zip(function(*values.values()), reference, strict=True):
+                np.testing.assert_allclose(got, expected, rtol=1e-14, err_msg=name)
+
+
 def test_numpy_linker_ufuncs_write_into_their_output(rng):
     """An inplace elementwise op run by NumPy's linker writes into the input it
     destroys, and a sum of several terms folds into one array, the pair with the

@@ -85,11 +85,11 @@ def _rows_moved(compiled, values, n, draws, base, rows):
     # nan or inf where the model is undefined is no sign of coupling (named later);
     # the rows not moved give the same values to the bit, so the tolerance is applied
     # to the values that differ alone: one exact comparison over a long series,
-    # the tolerance's several array operations on a few values
+    # the tolerance's several array operations on a few values, found by index
+    # (each boolean mask would be another pass over the whole series)
     differs = moved != base
-    differs[differs] = ~np.isclose(
-        moved[differs], base[differs], rtol=1e-9, atol=1e-12, equal_nan=True
-    )
+    where = np.nonzero(differs)
+    differs[where] = ~np.isclose(moved[where], base[where], rtol=1e-9, atol=1e-12, equal_nan=True)
     return differs.reshape(-1, n, differs.shape[-1]).any(axis=(0, 2))
 
 

@@ -349,7 +349,7 @@ def _derivative_outputs(graph, components, mode, order, backend, colors):
 def _whitened_outputs(graph, components, n_varying, backend, point_sums):
     """Draw-mode R-sens in the graph: outputs, extra arguments, and whether in place.
 
-    ``point_sums``: each draw's sum over the points, and the values' range.
+    ``point_sums``: each draw's sum over the points.
     """
     scales = pt.tensor("scales", dtype="float64", shape=(None, None, n_varying))
     grads = over_components(
@@ -358,9 +358,8 @@ def _whitened_outputs(graph, components, n_varying, backend, point_sums):
         batched=backend == "python",
     )
     norm = whitened_norm(grads, scales, graph.one_dimensional)
-    if point_sums:  # the range only where squares may over- or underflow
-        ranges = [norm.min(), norm.max()] if n_varying > 1 else []
-        return [norm.sum(axis=1), *ranges], [scales], False
+    if point_sums:
+        return [norm.sum(axis=1)], [scales], False
     if backend != "numba":
         return [norm], [scales], False
     # one compiled elementwise loop computes the norm (several 1-D inputs' like

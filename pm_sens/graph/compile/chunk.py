@@ -31,7 +31,8 @@ class ChunkOutputs:
         it over the points (S, D) (`pm_sens.graph.compile.compiled.WhitenedNorm`); None
         where not computed.
     norm_range : tuple or None
-        The smallest and largest of the (S, N, D) values behind ``norm``.
+        The smallest and largest of the (S, N, D) values behind ``norm``; of
+        point sums, the smallest mean over the points and the largest sum.
     """
 
     phi: np.ndarray | None = None

@@ -100,8 +100,7 @@ class WhitenedNorm(CompiledPredictive):
     #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
     #: returned where one loop computes the norm, a new array where columns are joined)
     writes_in_place: bool = False
-    #: whether ``norm`` is each draw's sum over the points (S, D), the graph
-    #: returning the values' range beside it
+    #: whether ``norm`` is each draw's sum over the points (S, D)
     point_sums: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
@@ -121,9 +120,12 @@ class WhitenedNorm(CompiledPredictive):
                 out = np.empty((*phi.shape[:-1], self.n_features))
             arguments += [out, False]
         if self.point_sums:
-            result.norm, *norm_range = self.run(*arguments)
-            # one parameter: sums of |s ∂φ| are finite where every value is
-            norm_range = norm_range or (0.0, result.norm.max(initial=0.0))
+            (result.norm,) = self.run(*arguments)
+            # a square that underflows costs its value at most 2e-162: sums whose
+            # mean over the points is above `_SMALLEST_SAFE_NORM` keep every digit;
+            # an inf or nan value makes its sum one
+            mean = result.norm.min(initial=np.inf) / phi.shape[1]
+            norm_range = mean, result.norm.max(initial=0.0)
         else:
             (result.norm,) = self.run(*arguments)
             norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)

@@ -12,6 +12,7 @@ to rounding, only slower.
   copies of a Deterministic, per-draw diagonal matrices allocated at once;
 - `contractions`: loops over draws × points × features as matrix products;
 - `layout`: views instead of copies, one array instead of one per feature;
+- `set_columns`: a column set into an array of zeros computed apart from the array;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
 - `trigamma`: ψ₁ as elementwise ops, which no backend has as a loop.
 """
@@ -51,6 +52,10 @@ from pm_sens.graph.compile.rewrites.numpy_linker import (
     local_ufuncs_writing_out,
     runs_element_by_element,
 )
+from pm_sens.graph.compile.rewrites.set_columns import (
+    local_elementwise_of_a_set_column,
+    local_reduction_of_a_set_column,
+)
 from pm_sens.graph.compile.rewrites.trigamma import local_trigamma_as_series
 
 #: how a graph is run on the CPU backend, with pm_sens's rewrites: "numba"
@@ -87,6 +92,11 @@ REWRITES = {
     ),
     # after them: the gradient's split sizes lose their draw axis there
     "local_blockwise_split": Rewrite(in2out(local_blockwise_split), 2.9, EVERY_BACKEND),
+    # after the stabilizing rewrites (1.5), before the specializing ones (2),
+    # which then drop the zeros the column left behind
+    "local_set_column_apart": Rewrite(
+        in2out(local_elementwise_of_a_set_column, local_reduction_of_a_set_column), 1.9
+    ),
     # after the stabilizing rewrites, which write log-sigmoids as softplus
     "local_numpy_ufunc_forms": Rewrite(in2out(local_numpy_ufunc_forms), 48, ("python",)),
     # before the elementwise operations are fused (49)
