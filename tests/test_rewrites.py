@@ -326,6 +326,47 @@ def test_a_column_set_into_zeros_is_carried_apart_through_elementwise_ops_and_re
                 np.testing.assert_allclose(got, expected, rtol=1e-14, err_msg=name)
 
 
+def _largest_loop(function):
+    """Dims not broadcast in the largest loop of the compiled graph (a fused loop's
+    inputs broadcast together, its output possibly reduced)."""
+
+    def dims(variables):
+        ndim = max(v.ndim for v in variables)
+        same = [v for v in variables if v.ndim == ndim]
+        return sum(any(not v.type.broadcastable[k] for v in same) for k in range(ndim))
+
+    return max(dims([*node.inputs, *node.outputs]) for node in function.maker.fgraph.apply_nodes)
+
+
+def test_a_factor_a_sum_does_not_run_over_leaves_its_absolute_value(rng):
+    """``Σ_n √((b_d s_n)²)`` (draw-mode R-sens of a parameter linear in the inputs,
+    summed over the points) runs over (S, N) and (S, D), not (S, N, D); where
+    no factor is the same along every summed axis, the loop stays. Same values
+    either way."""
+    b, s, t = pt.matrix("b"), pt.matrix("s"), pt.tensor3("t")
+
+    def norm(x):  # how the whitened norm of one parameter is written
+        return pt.sqrt(x**2)
+
+    cases = {
+        "factored": (norm(b[:, None, :] * s[:, :, None]).sum(1), 2),
+        "over the points and draws": (norm(b[0][None, None] * s[:, :, None]).sum((0, 1)), 2),
+        "over every axis": (norm(b[:, None, :] * s[:, :, None]).sum(), 3),
+        "varies along the sum": (norm(b[:, None, :] * t).sum(1), 3),
+    }
+    values = [rng.normal(size=(4, 3)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5, 3))]
+    for name, (output, dims) in cases.items():
+        reference = pytensor.function(
+            [b, s, t], output, mode="FAST_COMPILE", on_unused_input="ignore"
+        )
+        for backend in BACKENDS:
+            function = pytensor.function(
+                [b, s, t], output, mode=compile_mode(backend), on_unused_input="ignore"
+            )
+            assert _largest_loop(function) == dims, (name, backend)
+            np.testing.assert_allclose(function(*values), reference(*values), rtol=1e-14)
+
+
 def test_numpy_linker_ufuncs_write_into_their_output(rng):
     """An inplace elementwise op run by NumPy's linker writes into the input it
     destroys, and a sum of several terms folds into one array, the pair with the

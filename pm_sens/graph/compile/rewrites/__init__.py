@@ -10,7 +10,8 @@ to rounding, only slower.
 - `batched`: joins and splits over a draw axis as one op, not one per draw,
   increments broadcast over it by the shapes PyTensor inferred, no per-draw
   copies of a Deterministic, per-draw diagonal matrices allocated at once;
-- `contractions`: loops over draws × points × features as matrix products;
+- `contractions`: loops over draws × points × features as matrix products, and
+  factors a sum does not run over taken out of it;
 - `layout`: views instead of copies, one array instead of one per feature;
 - `set_columns`: a column set into an array of zeros computed apart from the array;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
@@ -40,6 +41,7 @@ from pm_sens.graph.compile.rewrites.contractions import (
     DotsSharingTheirLeft,
     local_draw_sums_as_products,
     local_outer_products_as_a_matrix_product,
+    local_sum_of_an_absolute_product,
 )
 from pm_sens.graph.compile.rewrites.layout import (
     local_join_of_like_elementwise,
@@ -108,6 +110,7 @@ REWRITES = {
     "local_join_of_like_elementwise": Rewrite(in2out(local_join_of_like_elementwise), 48.45),
     "local_select_only_into_a_loop": Rewrite(in2out(local_select_only_into_a_loop), 48.46),
     "local_draw_sums_as_products": Rewrite(in2out(local_draw_sums_as_products), 48.5),
+    "local_sum_of_an_absolute_product": Rewrite(in2out(local_sum_of_an_absolute_product), 48.5),
     # after the switches sink into products (specialize, 2), before the inplace rewrites
     "special_functions_where_selected": Rewrite(
         SpecialFunctionsWhereSelected(), 48.6, ("python",)

@@ -1,8 +1,10 @@
-"""Rewrites that turn loops over draws × points × features into matrix products.
+"""Rewrites that take sums of broadcast products out of loops over draws × points × features.
 
 Moment-mode derivatives average over draws and second derivatives repeat one
 backward pass per feature; written as PyTensor builds them they are sums of
 broadcast products, which BLAS runs several times faster as matrix products.
+Draw-mode R-sens summed over the points is a sum of absolute products, whose
+factors the sum does not run over leave it.
 """
 
 import weakref
@@ -88,6 +90,30 @@ class DotsSharingTheirLeft(GraphRewriter):
             fgraph.replace_all_validate(
                 list(zip(outputs, blocks, strict=True)), reason="dots_sharing_their_left"
             )
+
+
+@node_rewriter([Sum])
+def local_sum_of_an_absolute_product(fgraph, node):
+    """``Σ |a · x|`` with ``a`` the same along the summed axes as ``|a| Σ |x|``.
+
+    The draw-mode R-sens of one parameter linear in the inputs (``μ = X b``) is
+    ``|b_d s_n|`` per draw, point and feature: its sum over the points runs
+    over S × N × D values, and factored over S × N. PyTensor takes such factors
+    out of ``Σ a · x`` (``local_sum_prod_of_mul_or_div``), not out of an
+    absolute value.
+    """
+    (x,) = node.inputs
+    if x.owner is None or not is_elemwise(x.owner, ps.Abs):
+        return None
+    product = x.owner.inputs[0]
+    if product.owner is None or not is_elemwise(product.owner, ps.Mul):
+        return None
+    axes = range(x.ndim) if node.op.axis is None else node.op.axis
+    factors = product.owner.inputs
+    if not any(all(f.type.broadcastable[a] for a in axes) for f in factors):
+        return None
+    total = node.op(pt.mul(*(pt.abs(f) for f in factors)))
+    return local_sum_prod_of_mul_or_div.transform(None, total.owner)
 
 
 @node_rewriter([Elemwise])
