@@ -18,8 +18,9 @@ Run: .venv/bin/python benchmarks/suite.py [--quick]
    S=4000, N=100000, D=20 (64 GB of local values) reduced block by block to each
    draw's mean over points; time ÷ the moment-mode call and peak memory.
 8. Draw-mode R-sens without the local array (local=False) ÷ a forward
-   evaluation (target <= 2), and at S=4000, N=10⁶, D=20 in memory
-   (bench_point_means.py, targets under 60 s and 2 GB).
+   evaluation (target <= 2), and at S=4000, N=10⁶, D=20 in memory, a logistic
+   GLM and a heteroscedastic Normal (bench_point_means.py, targets under 60 s
+   and 2 GB).
 9. Draw-mode R-sens ÷ bambi's interpret.slopes for 10 predictors on the same
    posterior (bench_bambi.py, logistic, S=4000, N=1000, target <= 0.1).
 10. A whole analysis on the quickstart's model against `pm.sample`, in fresh
