@@ -211,112 +211,152 @@ def uncertainty_rows(
     evaluated, inverse = values, None
     if repeats:
         evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
-    likelihood = ctx.predictive.likelihood
-    family = likelihood.draw_family
-    table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
-    rule = _one_rule(likelihood, entropy)
-    rule_mean = rule and likelihood.mean is None
-    statistics = ["mean"] if add_mean is not None and not (table_mean or rule_mean) else []
-    mixture, matched = None, None
-    if entropy and not family.discrete:
-        matched = default_moment_family(likelihood)
-        if matched.second_moment == "variance" and (likelihood.generic is None or rule):
-            # the mixture's moments from the per-draw ones, in the same evaluation
-            mixture = MixtureMoments(second_moment="variance")
-            if not rule:
-                statistics = ["mean", "variance"]
-    # the entropies computed in the graph, where no other measure needs the parameters
-    entropy_in_graph = entropy and likelihood.entropy is not None and observed_rows is None
-    if entropy_in_graph:
-        statistics.append("entropy")
-    compiled = compiled_for(
-        ctx,
-        "draw",
-        0,
-        rows=n_rows,
-        statistics=tuple(statistics),
-        parameters=not entropy_in_graph,
-    )
-    accumulator = None
+    sums = _RowSums(ctx, values, n_rows, entropy, observed_rows, add_mean, by_row)
     if entropy:
-        accumulator = entropy_accumulator(ctx, compiled, evaluated, n_rows, table_mean, inverse)
-    log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
-    row_density = None
-    if log_density is not None and by_row is not None:
-        row_density = MixtureLogDensity(by_row.shape[1])
+        sums.accumulator = entropy_accumulator(
+            ctx, sums.compiled, evaluated, n_rows, sums.table_mean, inverse
+        )
+    walks = sums.walks_supports
+    draw_pass(
+        ctx,
+        sums.compiled,
+        evaluated,
+        "predictive draws",
+        sums.merge,
+        prepare=sums.chunk_sums,
+        steps=10 if walks else 1,
+        min_draws=DRAWS_TOGETHER if walks and sums.family.pmf_table is None else 1,
+        spread=inverse,
+    )
+    return sums.results()
 
-    def chunk_sums(draws, chunk):
+
+class _RowSums:
+    """What a pass of `uncertainty_rows` computes per row and draw, and its totals.
+
+    Which statistics the graph computes beside the parameters (or instead of
+    them: the entropies in the graph), from the likelihood and what was asked.
+    `chunk_sums` runs where a chunk was evaluated, on its own draws; `merge`
+    adds a chunk's sums to the totals in the draws' order; `results` gives
+    them. ``accumulator``: the entropies' `EntropyAccumulator`, set by the
+    caller (its support window is found on the compiled graph), None without
+    entropies.
+    """
+
+    def __init__(self, ctx, values, n_rows, entropy, observed_rows, add_mean, by_row):
+        self.ctx, self.values, self.n_rows = ctx, values, n_rows
+        self.observed_rows, self.add_mean, self.by_row = observed_rows, add_mean, by_row
+        self.likelihood = likelihood = ctx.predictive.likelihood
+        self.family = likelihood.draw_family
+        self.table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
+        self.rule = _one_rule(likelihood, entropy)
+        self.rule_mean = self.rule and likelihood.mean is None
+        own_mean = add_mean is not None and not (self.table_mean or self.rule_mean)
+        statistics = ["mean"] if own_mean else []
+        self.mixture, self.matched = None, None
+        if entropy and not self.family.discrete:
+            self.matched = default_moment_family(likelihood)
+            if self.matched.second_moment == "variance" and (
+                likelihood.generic is None or self.rule
+            ):
+                # the mixture's moments from the per-draw ones, in the same evaluation
+                self.mixture = MixtureMoments(second_moment="variance")
+                if not self.rule:
+                    statistics = ["mean", "variance"]
+        # the entropies computed in the graph, where no other measure needs the parameters
+        self.entropy_in_graph = (
+            entropy and likelihood.entropy is not None and observed_rows is None
+        )
+        if self.entropy_in_graph:
+            statistics.append("entropy")
+        self.compiled = compiled_for(
+            ctx,
+            "draw",
+            0,
+            rows=n_rows,
+            statistics=tuple(statistics),
+            parameters=not self.entropy_in_graph,
+        )
+        self.accumulator = None
+        self.log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
+        self.row_density = None
+        if self.log_density is not None and by_row is not None:
+            self.row_density = MixtureLogDensity(by_row.shape[1])
+
+    @property
+    def walks_supports(self):
+        """Whether the entropies are sums over each row's support, walked draw by draw.
+
+        They are then the long part: the pass shows them move, and gives them
+        enough draws at once to walk together.
+        """
+        family = self.family
+        if self.accumulator is None or not family.discrete:
+            return False
+        return family.pmf_table is None or self.likelihood.generic is not None
+
+    def chunk_sums(self, draws, chunk):
         """The chunk's own sums over its draws, where it was evaluated (`merge` adds them)."""
         sums = {"count": draws.stop - draws.start, "mean": None}
-        if entropy_in_graph:
+        if self.entropy_in_graph:
             sums["entropy"] = chunk.statistics["entropy"]
         else:
             phi, fixed = chunk.per_draw_parameters(sums["count"])
-            if rule:
+            if self.rule:
                 sums["entropy"], sums["mixture_mean"], sums["variance"] = (
-                    likelihood.generic.entropy_and_moments(phi)
+                    self.likelihood.generic.entropy_and_moments(phi)
                 )
-                if rule_mean:
+                if self.rule_mean:
                     sums["mean"] = sums["mixture_mean"]
-            elif accumulator is not None:
-                sums["entropy"] = accumulator.part()
+            elif self.accumulator is not None:
+                sums["entropy"] = self.accumulator.part()
                 sums["mean"] = sums["entropy"].add(phi, **fixed)
-            if log_density is not None:
-                cells = family.log_density(phi, observed_rows, **fixed)
+            if self.log_density is not None:
+                cells = self.family.log_density(phi, self.observed_rows, **fixed)
                 sums["log_density"] = logsumexp_over_draws(cells)
-                if row_density is not None:
-                    sums["row_density"] = logsumexp_over_draws(sum_over_rows(cells, by_row))
-        if not table_mean and "mean" in chunk.statistics:
+                if self.row_density is not None:
+                    by_row = sum_over_rows(cells, self.by_row)
+                    sums["row_density"] = logsumexp_over_draws(by_row)
+        if not self.table_mean and "mean" in chunk.statistics:
             sums["mean"] = chunk.statistics["mean"]
-        if mixture is not None and not rule:
+        if self.mixture is not None and not self.rule:
             sums["mixture_mean"], sums["variance"] = sums["mean"], chunk.statistics["variance"]
         return sums
 
-    def merge(draws, sums):
+    def merge(self, draws, sums):
         """Add a chunk's sums to the totals: one chunk after another, in the draws' order."""
-        if entropy_in_graph or rule:
-            accumulator.add_entropies(sums["entropy"])
-        elif accumulator is not None:
-            accumulator.merge(sums["entropy"])
-        if log_density is not None:
-            log_density.add_sums(sums["count"], sums["log_density"])
-            if row_density is not None:
-                row_density.add_sums(sums["count"], sums["row_density"])
-        if add_mean is not None:
-            add_mean(draws, sums["mean"])
-        if mixture is not None:
-            mixture.add_draws(sums["mixture_mean"], sums["variance"])
+        if self.entropy_in_graph or self.rule:
+            self.accumulator.add_entropies(sums["entropy"])
+        elif self.accumulator is not None:
+            self.accumulator.merge(sums["entropy"])
+        if self.log_density is not None:
+            self.log_density.add_sums(sums["count"], sums["log_density"])
+            if self.row_density is not None:
+                self.row_density.add_sums(sums["count"], sums["row_density"])
+        if self.add_mean is not None:
+            self.add_mean(draws, sums["mean"])
+        if self.mixture is not None:
+            self.mixture.add_draws(sums["mixture_mean"], sums["variance"])
 
-    # the support sums of a discrete family's entropy are the long part: show them
-    # move, and give them enough draws at once to walk together
-    sums = accumulator is not None and family.discrete
-    sums = sums and (family.pmf_table is None or likelihood.generic is not None)
-    draw_pass(
-        ctx,
-        compiled,
-        evaluated,
-        "predictive draws",
-        merge,
-        prepare=chunk_sums,
-        steps=10 if sums else 1,
-        min_draws=DRAWS_TOGETHER if sums and family.pmf_table is None else 1,
-        spread=inverse,
-    )
-    out = {}
-    if log_density is not None:
-        out["log_likelihood"] = log_density.value()
-    if row_density is not None:
-        out["log_likelihood_row"] = row_density.value()
-    if accumulator is not None:
-        if family.discrete:
-            total = accumulator.mixture_entropy()
+    def results(self):
+        """``entropy`` (R, 3), ``log_likelihood`` (R,), ``log_likelihood_row``, as requested."""
+        out = {}
+        if self.log_density is not None:
+            out["log_likelihood"] = self.log_density.value()
+        if self.row_density is not None:
+            out["log_likelihood_row"] = self.row_density.value()
+        if self.accumulator is None:
+            return out
+        if self.family.discrete:
+            total = self.accumulator.mixture_entropy()
         else:
+            mixture, second = self.mixture, self.matched.second_moment
             if mixture is None:
-                compiled = compiled_for(ctx, "moment", 0, matched.second_moment, rows=n_rows)
-                mixture, _ = moment_pass(ctx, compiled, values, matched.second_moment, "mixture")
-            total = matched.entropy(mixture.phi)
-        out["entropy"] = entropy_components(total, accumulator.aleatoric())
-    return out
+                compiled = compiled_for(self.ctx, "moment", 0, second, rows=self.n_rows)
+                mixture, _ = moment_pass(self.ctx, compiled, self.values, second, "mixture")
+            total = self.matched.entropy(mixture.phi)
+        out["entropy"] = entropy_components(total, self.accumulator.aleatoric())
+        return out
 
 
 def _one_rule(likelihood, entropy):
