@@ -393,3 +393,31 @@ def test_a_dependence_that_reaches_further_on_later_draws_is_found():
             expected = np.sqrt(np.sum(df**2)) / draws["sigma"][0, d]
             np.testing.assert_allclose(out["rsens"].values[0, d, s, 0], expected, rtol=1e-6)
             np.testing.assert_allclose(out["kl"].values[0, d, s, 0], expected, rtol=1e-5)
+
+
+def test_the_dependence_is_found_once_for_the_same_values(distributed_lag, monkeypatch):
+    """A second call on the same points and posterior takes the dependence found by
+    the first (the probes evaluate the graph about 20 times over every row); other
+    points, or another posterior, are probed again. Results are the same."""
+    from pm_sens._run import compiling
+
+    model, idata, x, draws = distributed_lag
+    probed = []
+    find = compiling.find_dependence
+    monkeypatch.setattr(
+        compiling,
+        "find_dependence",
+        lambda compiled, points, d: probed.append(points.n_points) or find(compiled, points, d),
+    )
+    first = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]["rsens"]
+    again = pm_sens.sensitivity(idata, model, mode="draw", **QUIET)["sensitivity"]["rsens"]
+    assert probed == [30]
+    np.testing.assert_array_equal(first.values, again.values)
+    shifted = {"x": x + 1.0}
+    pm_sens.sensitivity(idata, model, mode="draw", points=shifted, **QUIET)
+    assert probed == [30, 30]
+    other = posterior({"b": draws["b"] * 2, "sigma": draws["sigma"]})
+    pm_sens.sensitivity(other, model, mode="draw", **QUIET)
+    assert probed == [30, 30, 30]
+    pm_sens.sensitivity(idata, model, mode="draw", points={"x": x + 1.0}, **QUIET)
+    assert probed == [30, 30, 30]  # the shifted points' values again

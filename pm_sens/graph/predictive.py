@@ -283,9 +283,11 @@ class Predictive:
             outcome_shape=tuple(outcome_shape),
             outcome_labels=list(outcome_labels),
             #: caches, filled as calls need them: compiled chunk functions by
-            #: settings (`pm_sens._run.compiling`), and the lengths of what each
-            #: integer input indexes (its valid levels)
+            #: settings (`pm_sens._run.compiling`), the dependence between rows
+            #: found on given values (`pm_sens._run.compiling.dependence_of`), and
+            #: the lengths of what each integer input indexes (its valid levels)
             compiled={},
+            dependences={},
             indexed_lengths={},
         )
         for name, value in fields.items():
