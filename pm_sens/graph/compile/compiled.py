@@ -119,16 +119,14 @@ class WhitenedNorm(CompiledPredictive):
             if out is None:
                 out = np.empty((*phi.shape[:-1], self.n_features))
             arguments += [out, False]
+        (result.norm,) = self.run(*arguments)
+        smallest = result.norm.min(initial=np.inf)
         if self.point_sums:
-            (result.norm,) = self.run(*arguments)
             # a square that underflows costs its value at most 2e-162: sums whose
             # mean over the points is above `_SMALLEST_SAFE_NORM` keep every digit;
             # an inf or nan value makes its sum one
-            mean = result.norm.min(initial=np.inf) / phi.shape[1]
-            norm_range = mean, result.norm.max(initial=0.0)
-        else:
-            (result.norm,) = self.run(*arguments)
-            norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)
+            smallest /= phi.shape[1]
+        norm_range = smallest, result.norm.max(initial=0.0)
         result.norm_range = tuple(float(x) for x in norm_range)
         return result
 

@@ -13,8 +13,8 @@ to rounding, only slower.
 - `contractions`: loops over draws × points × features as matrix products, and
   factors a sum does not run over taken out of it;
 - `layout`: views instead of copies, one array instead of one per feature;
-- `set_columns`: a column set into an array of zeros computed apart from the array;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
+- `set_columns`: a column set into an array of zeros computed apart from the array;
 - `trigamma`: ψ₁ as elementwise ops, which no backend has as a loop.
 """
 
