@@ -162,8 +162,8 @@ def dependence_of(ctx):
     graph with derivatives is compiled; on lazily given points, on their
     first rows. What is found depends on the graph, the points and the draws
     probed alone: a later call on the same values (their bytes hashed) takes
-    it from the predictive (the probes evaluate the graph about 20 times over
-    every row: 10 s per call at 10⁶ rows). A model that is not local is said so.
+    it from the predictive, as the probes evaluate the graph about 20 times
+    over every row. A model that is not local is said so.
     """
     if ctx.dependence is not None:
         return ctx.dependence

@@ -3,12 +3,11 @@
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.tensor.basic import Alloc, Join, get_underlying_scalar_constant_value
+from pytensor.tensor.basic import Join
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
-from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.subtensor import IncSubtensor
 
-from pm_sens.graph.compile.nodes import is_elemwise
+from pm_sens.graph.compile.nodes import is_elemwise, is_zeros
 
 
 @node_rewriter([Join])
@@ -100,12 +99,7 @@ def local_set_into_zeros_as_view(fgraph, node):
     made ten of them per chunk of draw-mode R-sens.
     """
     x, y, *_ = node.inputs
-    if x.owner is None or not isinstance(x.owner.op, Alloc):
-        return None
-    try:
-        if get_underlying_scalar_constant_value(x.owner.inputs[0]) != 0:
-            return None
-    except NotScalarConstantError:
+    if not is_zeros(x):
         return None
     indices = node.op.idx_list
     integers = [k for k, index in enumerate(indices) if not isinstance(index, slice)]

@@ -10,10 +10,10 @@ along other axes, the zeros meet PyTensor's own rewrites (``0 · s`` and
 
 import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
 from pytensor.tensor.elemwise import CAReduce, Elemwise
-from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.subtensor import IncSubtensor, indices_from_subtensor
+
+from pm_sens.graph.compile.nodes import is_zeros
 
 
 def _set_column(var):
@@ -26,7 +26,7 @@ def _set_column(var):
     if node is None or not isinstance(node.op, IncSubtensor):
         return None
     x, y, *index_inputs = node.inputs
-    if not node.op.set_instead_of_inc and not _is_zeros(x):
+    if not node.op.set_instead_of_inc and not is_zeros(x):
         return None
     indices = indices_from_subtensor(index_inputs, node.op.idx_list)
     integers = [k for k, index in enumerate(indices) if not isinstance(index, slice)]
@@ -38,15 +38,6 @@ def _set_column(var):
     if x.type.broadcastable[axis] or y.type.broadcastable != kept:
         return None
     return x, y, axis, indices[axis]
-
-
-def _is_zeros(x):
-    if x.owner is None or not isinstance(x.owner.op, Alloc):
-        return False
-    try:
-        return get_underlying_scalar_constant_value(x.owner.inputs[0]) == 0
-    except NotScalarConstantError:
-        return False
 
 
 def _at(value, axis, index):
@@ -107,11 +98,11 @@ def local_reduction_of_a_set_column(fgraph, node):
     others = [a for a in axes if a != axis]
     if not others:
         return None
-    op = node.op.clone(axis=tuple(others))
-    column_axes = tuple(a - (a > axis) for a in others)
+    column_axes = tuple(a - (a > axis) for a in others)  # y has no axis ``axis``
+    left = axis - sum(a < axis for a in others)  # where the column's axis is after
     reduced = _set_into(
-        op(x), node.op.clone(axis=column_axes)(y), axis - sum(a < axis for a in others), index
+        node.op.clone(axis=tuple(others))(x), node.op.clone(axis=column_axes)(y), left, index
     )
     if axis in axes:
-        reduced = node.op.clone(axis=(axis - sum(a < axis for a in others),))(reduced)
+        reduced = node.op.clone(axis=(left,))(reduced)
     return [reduced.astype(node.outputs[0].dtype)]
