@@ -7,8 +7,10 @@ import time
 import arviz_base as azb
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.replace import vectorize_graph
 
 import pm_sens
 from pm_sens._run import chunks as _chunks
@@ -234,14 +236,56 @@ def test_a_failed_chunk_raises_at_its_turn_and_the_rest_are_not_started():
     assert max(started) < 10  # the pool's queue was dropped, not run
 
 
-def test_a_compiled_function_runs_in_several_threads_at_once_with_the_serial_values():
-    """Calls from several threads at once each run on a copy of the compiled function
-    (its storage is its own): each gets the values a serial call gives."""
+def _sigmoid_regression():
     x = pt.matrix("x")
     b = pt.vector("b")
-    function = GraphFunction([x, b], [pt.sigmoid(x @ b), pt.exp(x).sum(0)], "numba")
     rng = np.random.default_rng(0)
     cases = [(rng.normal(size=(500, 3)), rng.normal(size=3)) for _ in range(16)]
+    return [x, b], [pt.sigmoid(x @ b), pt.exp(x).sum(0)], cases
+
+
+def _batched_einsum():
+    """An einsum (an `OpFromGraph`) vectorized over draws, as a model's graph is."""
+    x = pt.matrix("x")
+    b = pt.vector("b")
+    draws = pt.matrix("draws")
+    y = vectorize_graph(pt.exp(0.01 * pt.einsum("ab,b->a", x, pt.sin(b))), replace={b: draws})
+    rng = np.random.default_rng(1)
+    cases = [(rng.normal(size=(20_000, 30)), rng.normal(size=(8, 30))) for _ in range(16)]
+    return [x, draws], [y], cases
+
+
+def _scan_over_time():
+    """A recursion over time (a `Scan`), each draw a column."""
+    x = pt.matrix("x")
+    y = pytensor.scan(
+        lambda xt, previous: 0.9 * previous + pt.sin(xt),
+        sequences=[x],
+        outputs_info=[pt.zeros(x.shape[1])],
+        return_updates=False,
+    )
+    rng = np.random.default_rng(2)
+    cases = [(rng.normal(size=(300, 2_000)),) for _ in range(16)]
+    return [x], [y], cases
+
+
+@pytest.mark.parametrize(
+    ("graph", "backend"),
+    [
+        (_sigmoid_regression, "numba"),
+        (_sigmoid_regression, "python"),
+        (_batched_einsum, "python"),
+        (_scan_over_time, "python"),
+    ],
+)
+def test_a_compiled_function_runs_in_several_threads_at_once_with_the_serial_values(
+    graph, backend
+):
+    """Calls from several threads at once each run on a copy of the compiled function
+    (its storage is its own), or one after another where copies would share an op's
+    inner function (a Scan's): each gets the values a serial call gives."""
+    arguments, outputs, cases = graph()
+    function = GraphFunction(arguments, outputs, backend)
     serial = [function(*case) for case in cases]
     barrier = threading.Barrier(4)
     got = [None] * len(cases)

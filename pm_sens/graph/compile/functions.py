@@ -7,6 +7,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.logprob.utils import ParameterValueError
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.traversal import applys_between, io_toposort
 from pytensor.tensor.type import TensorType
 
@@ -26,7 +27,9 @@ class GraphFunction:
     own, so one call runs on it at a time: a call made while every copy is
     busy (chunks evaluated in threads, `pm_sens._run.chunks`; dask's threads)
     runs on a new copy of it, which shares its compiled code (a Numba graph's
-    copy takes about 10 ms, a NumPy one's 2 ms).
+    copy takes about 10 ms, a NumPy one's 2 ms). A NumPy graph that holds an
+    op with a compiled function of its own (a `Scan`) runs one call at a time:
+    its copies would share that function's storage.
 
     Parameters
     ----------
@@ -49,7 +52,9 @@ class GraphFunction:
         self._largest = {}
         #: copies of the compiled function not running now
         self._idle = []
-        self._lock = threading.Lock()
+        #: whether a call must wait for a copy to be idle rather than make one
+        self._one_at_a_time = False
+        self._returned = threading.Condition()
         if not lazy:
             self._compile()
 
@@ -62,17 +67,25 @@ class GraphFunction:
             self._function = pytensor.function(
                 arguments, outputs, on_unused_input="ignore", mode=mode
             )
+            self._one_at_a_time = self.backend == "python" and _has_inner_functions(self._function)
             self._idle.append(self._function)
         return self._function
 
     def _take(self):
         """A copy of the compiled function no call runs on (compiled first if lazy).
 
-        The caller hands it back to ``_idle`` when its call returns.
+        The caller hands it back with `_give_back` when its call returns.
         """
-        with self._lock:  # one compile, and a copy is taken by one caller
+        with self._returned:  # one compile, and a copy is taken by one caller
             function = self._compile()
+            if self._one_at_a_time:
+                self._returned.wait_for(lambda: self._idle)
             return self._idle.pop() if self._idle else function.copy()
+
+    def _give_back(self, function):
+        with self._returned:
+            self._idle.append(function)
+            self._returned.notify()
 
     @property
     def maker(self):
@@ -102,7 +115,7 @@ class GraphFunction:
                 "choose points= and inputs within the data's range"
             ) from None
         finally:
-            self._idle.append(function)
+            self._give_back(function)
 
     def largest_array(self, *args):
         """Elements of the largest array of three or more dims the graph computes at ``args``.
@@ -143,6 +156,15 @@ def largest_array_of(arguments, outputs, shapes):
             if len(shape) >= 3 and None not in shape:
                 largest = max(largest, math.prod(shape))
     return largest
+
+
+def _has_inner_functions(function):
+    """Whether an op of ``function`` runs a compiled function kept on the op.
+
+    Every copy of ``function`` shares that op (or a batched op's core op).
+    """
+    ops = (node.op for node in function.maker.fgraph.apply_nodes)
+    return any(isinstance(getattr(op, "core_op", op), HasInnerGraph) for op in ops)
 
 
 def _n_nodes(arguments, outputs):
