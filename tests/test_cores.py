@@ -283,9 +283,12 @@ def test_a_compiled_function_runs_in_several_threads_at_once_with_the_serial_val
 ):
     """Calls from several threads at once each run on a copy of the compiled function
     (its storage is its own), or one after another where copies would share an op's
-    inner function (a Scan's): each gets the values a serial call gives."""
+    inner function (NumPy's linker runs a Scan's, or an einsum's vectorized over
+    draws, from the op): each gets the values a serial call gives."""
     arguments, outputs, cases = graph()
     function = GraphFunction(arguments, outputs, backend)
+    shares = backend == "python" and graph in (_batched_einsum, _scan_over_time)
+    assert function._one_at_a_time == shares
     serial = [function(*case) for case in cases]
     barrier = threading.Barrier(4)
     got = [None] * len(cases)

@@ -7,16 +7,12 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
-from pytensor.compile.builders import OpFromGraph
-from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.elemwise import Elemwise
 
 import pm_sens
 from pm_sens._core import context as _context
-from pm_sens.graph.compile.functions import GraphFunction
 from pm_sens.graph.compile.rewrites import (
     BACKENDS,
-    INNER_GRAPHS_WRITTEN_OUT,
     REWRITES,
     compile_mode,
     excluded,
@@ -371,33 +367,6 @@ def test_a_factor_a_sum_does_not_run_over_leaves_its_absolute_value(rng):
             np.testing.assert_allclose(function(*values), reference(*values), rtol=1e-14)
 
 
-def test_an_ops_own_graph_is_written_out_for_the_numpy_linker_even_with_rewrites_excluded(rng):
-    """An `OpFromGraph` (a model's own, an einsum) and a draw-batched one, compiled for
-    NumPy's linker: no op with a graph of its own is left (copies of the function
-    would share its inner function), with or without pm_sens's rewrites; the values
-    are FAST_COMPILE's. A Scan is kept (it runs one call at a time instead)."""
-    x = pt.matrix("x")
-    b = pt.vector("b")
-    draws = pt.matrix("draws")
-    a, c = pt.vector("a"), pt.vector("c")
-    own = OpFromGraph([a, c], [pt.exp(a) * c], inline=False)
-    graph = pt.exp(0.1 * pt.einsum("ab,b->a", x, pt.sin(b))) + own(x[:, 0], x[:, 1])
-    batched = vectorize_graph(graph, replace={b: draws})
-    values = [rng.normal(size=(40, 3)), rng.normal(size=(5, 3))]
-    reference = pytensor.function([x, draws], batched, mode="FAST_COMPILE")(*values)
-    assert reference.shape == (5, 40)
-    for names in ((), tuple(REWRITES)):
-        with excluding(*names):
-            function = GraphFunction([x, draws], [batched], "python")
-        cores = {
-            type(getattr(node.op, "core_op", node.op)).__name__
-            for node in function.maker.fgraph.apply_nodes
-        }
-        assert not cores & {"OpFromGraph", "Einsum"}, cores
-        assert not function._one_at_a_time
-        np.testing.assert_allclose(function(*values)[0], reference, rtol=1e-13)
-
-
 def test_numpy_linker_ufuncs_write_into_their_output(rng):
     """An inplace elementwise op run by NumPy's linker writes into the input it
     destroys, and a sum of several terms folds into one array, the pair with the
@@ -587,7 +556,7 @@ def test_every_rewrite_can_be_excluded_by_name(name):
             assert rewrite.rewriter not in others
             assert len(others) == sum(
                 backend in r.backends for n, r in REWRITES.items() if n != name
-            ) + (backend in INNER_GRAPHS_WRITTEN_OUT.backends)
+            )
     assert excluded() == ()
 
 
@@ -784,8 +753,7 @@ def test_diagonal_matrices_per_draw_are_allocated_at_once(rng, offset):
     """A diagonal matrix per draw (a marginal GP's noise ``σ² I``) vectorized over
     draws is a Blockwise that builds one draw at a time in Python; with
     pm_sens's rewrites it is one AllocDiag over all draws, on both backends, with
-    NumPy's values. (For NumPy's linker an AllocDiag, an `OpFromGraph`, is written
-    out as its graph vectorized over draws anyway.)"""
+    NumPy's values."""
     from pytensor.graph.replace import vectorize_graph
 
     row = pt.vector("row")
@@ -799,6 +767,5 @@ def test_diagonal_matrices_per_draw_are_allocated_at_once(rng, offset):
                 function = pytensor.function([draws], expr, mode=compile_mode(backend))
             ops = [type(node.op).__name__ for node in function.maker.fgraph.apply_nodes]
             # Numba's form of a Blockwise: BlockwiseWithCoreShape
-            batched = batched and backend == "numba"
             assert any(op.startswith("Blockwise") for op in ops) == batched, (backend, ops)
             np.testing.assert_allclose(function(values), expected, rtol=1e-15)

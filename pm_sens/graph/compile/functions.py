@@ -28,8 +28,10 @@ class GraphFunction:
     busy (chunks evaluated in threads, `pm_sens._run.chunks`; dask's threads)
     runs on a new copy of it, which shares its compiled code (a Numba graph's
     copy takes about 10 ms, a NumPy one's 2 ms). A NumPy graph that holds an
-    op with a compiled function of its own (a `Scan`) runs one call at a time:
-    its copies would share that function's storage.
+    op running a compiled function of its own (a `Scan`; an `OpFromGraph`
+    vectorized over draws, as an einsum or a log-sum-exp) runs one call at a
+    time: that function is kept on the op, which every copy shares, so copies
+    running at once would write into the same storage.
 
     Parameters
     ----------

@@ -12,8 +12,6 @@ to rounding, only slower.
   copies of a Deterministic, per-draw diagonal matrices allocated at once;
 - `contractions`: loops over draws × points × features as matrix products, and
   factors a sum does not run over taken out of it;
-- `inner_graphs`: an op's own graph written out into the graph that uses it
-  (the ``"python"`` backend, always: copies run in threads share none of it);
 - `layout`: views instead of copies, one array instead of one per feature;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
 - `set_columns`: a column set into an array of zeros computed apart from the array;
@@ -45,7 +43,6 @@ from pm_sens.graph.compile.rewrites.contractions import (
     local_outer_products_as_a_matrix_product,
     local_sum_of_an_absolute_product,
 )
-from pm_sens.graph.compile.rewrites.inner_graphs import local_inner_graph_written_out
 from pm_sens.graph.compile.rewrites.layout import (
     local_join_of_like_elementwise,
     local_select_only_into_a_loop,
@@ -125,12 +122,6 @@ REWRITES = {
     "local_gemm_by_blas": Rewrite(in2out(local_gemm_by_blas), 99.1, ("python",)),
 }
 
-#: not one of `REWRITES`, which may be excluded: without it, copies of a NumPy
-#: function run in threads would share an inner graph's storage
-#: (`inner_graphs`). Before PyTensor's canonical rewrites (and after its own
-#: inlining, at -0.01), so that every rewrite sees the written-out graphs.
-INNER_GRAPHS_WRITTEN_OUT = Rewrite(in2out(local_inner_graph_written_out), -0.005, ("python",))
-
 _EXCLUDED: ContextVar[frozenset] = ContextVar("pm_sens_excluded_rewrites", default=frozenset())
 
 
@@ -181,10 +172,6 @@ def compile_mode(backend):
         mode = get_default_mode()
         if isinstance(mode.linker, NumbaLinker):  # not where PyTensor's mode is set to another
             mode = Mode(ReleasingNumbaLinker(), mode.provided_optimizer)
-    if backend in INNER_GRAPHS_WRITTEN_OUT.backends:
-        mode = mode.register(
-            (INNER_GRAPHS_WRITTEN_OUT.rewriter, INNER_GRAPHS_WRITTEN_OUT.position)
-        )
     skipped = _EXCLUDED.get()
     mode = mode.register(
         *(
