@@ -194,7 +194,7 @@ class LikelihoodGraph:
             pieces = parts.of(resized, pt.constant(-np.inf), pt.constant(np.inf))
             nodes = pt.concatenate([y for y, _ in pieces])
             weights = pt.concatenate([w for _, w in pieces])
-            extra = [v for _, c, s, _, _, _ in parts.located for v in (c, s)]
+            extra = [v for _, placed, _, _, _ in parts.located for v in placed]
             outputs = [nodes, weights]
             if plain_mixture(resized):
                 outputs.append(pt.concatenate(parts.components))
@@ -202,7 +202,7 @@ class LikelihoodGraph:
             functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements)
             functions["locate"] = [
                 locate_functions(out, phis, replacements, lower, upper, space)
-                for out, _, _, lower, upper, space in parts.located
+                for out, _, lower, upper, space in parts.located
             ]
         self._functions = functions
         return functions

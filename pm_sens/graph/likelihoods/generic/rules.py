@@ -2,9 +2,14 @@
 
 Point masses (censoring bounds, a hurdle's zero) are single nodes; each
 continuous part is integrated by Gauss–Legendre quadrature in ``θ`` after
-``y = c + s tan θ`` over the part's bounds, centred at its median with its
-interquartile half-width as scale (``pm.icdf``) or, without an inverse CDF,
-at the mode found by Newton's method with the curvature there as scale.
+``y = c + s tan θ`` over the part's bounds, in two halves split at the centre
+``c``: at the median with the interquartile half-width as both halves' scale
+(``pm.icdf``), or, without an inverse CDF, at the mode found by Newton's
+method with a scale per half, the distance at which the log density has
+fallen by 1/2 on that side (one standard deviation for a Normal). A skewed
+law's long side (an ExGaussian's exponential tail) is thus spread over its
+half's nodes as its short side is; the curvature at the mode, used for both
+halves, measures the short side alone.
 """
 
 import numpy as np
@@ -82,9 +87,10 @@ class Parts:
     """Quadrature parts of a continuous distribution, built symbolically.
 
     Each part is ``(y, w)`` with shape (Q, *batch): nodes and weights whose
-    weighted sum is the part's share of ``E[f(y)]``. Parts without an inverse
-    CDF need a centre and scale found by Newton's method: ``located`` lists
-    their (centre, scale) placeholders and the log density to search.
+    weighted sum is the part's share of ``E[f(y)]``. Each continuous part
+    needs a centre and the scales of its halves found per row (`locate`):
+    ``located`` lists their (centre, left scale, right scale) placeholders with
+    the law, its bounds and its integration space.
     """
 
     def __init__(self, n_nodes):
@@ -148,21 +154,31 @@ class Parts:
         lower = pt.maximum(lower, low_support)
         upper = pt.minimum(upper, high_support)
         space = Space.of(low_support, high_support)
-        # centre and scale per row (in the integration space z) come from
-        # `locate` (NumPy), as inputs
-        centre = pt.tensor("centre", dtype="float64", shape=(None,) * out.ndim)
-        scale = pt.tensor("scale", dtype="float64", shape=(None,) * out.ndim)
-        self.located.append((out, centre, scale, lower, upper, space))
+        # the centre and the halves' scales per row (in the integration space z)
+        # come from `locate` (NumPy), as inputs
+        centre, left, right = (
+            pt.tensor(name, dtype="float64", shape=(None,) * out.ndim)
+            for name in ("centre", "left_scale", "right_scale")
+        )
+        self.located.append((out, (centre, left, right), lower, upper, space))
         expand = (slice(None),) + (None,) * out.ndim
-        theta_low = pt.arctan((space.to_z(lower) - centre) / scale)
-        theta_high = pt.arctan((space.to_z(upper) - centre) / scale)
-        # two halves split at the centre, so a kink at the mode does not slow convergence
+        z_low, z_high = space.to_z(lower), space.to_z(upper)
+        # two halves split at the centre, so a kink at the mode does not slow
+        # convergence; θ of the part's bounds in each half's own scale
         halves = [
-            (theta_low, pt.minimum(0.0, theta_high)),
-            (pt.maximum(0.0, theta_low), theta_high),
+            (
+                pt.arctan((z_low - centre) / left),
+                pt.minimum(0.0, pt.arctan((z_high - centre) / left)),
+                left,
+            ),
+            (
+                pt.maximum(0.0, pt.arctan((z_low - centre) / right)),
+                pt.arctan((z_high - centre) / right),
+                right,
+            ),
         ]
         nodes, weights = [], []
-        for start, stop in halves:
+        for start, stop, scale in halves:
             width = pt.maximum(stop - start, 0.0)
             theta = start + width * pt.constant(self.t)[expand]
             tangent = pt.tan(theta)
@@ -248,7 +264,9 @@ def locate_functions(out, phis, replacements, lower, upper, space):
     gradient = pytensor.grad(log_density.sum(), z)
     curvature = pytensor.grad(gradient.sum(), z)
     bounds = [space.to_z(lower), space.to_z(upper)]
-    gradient_fn = lazy_function([z, *phis], [gradient, curvature, *bounds], replacements)
+    gradient_fn = lazy_function(
+        [z, *phis], [gradient, curvature, *bounds, log_density], replacements
+    )
     try:
         start = space.to_z(pm_mean(out))
     except NotImplementedError:
@@ -258,26 +276,42 @@ def locate_functions(out, phis, replacements, lower, upper, space):
 
 
 def locate(functions, columns):
-    """Centre and scale of a continuous part per row, in its integration space.
+    """Centre and the scales of its two halves of a continuous part per row.
 
-    The median and interquartile half-width where PyMC has an inverse CDF that
-    gives finite values; elsewhere the mode (Newton's method on log p, kept
-    within the part's bounds, bisecting where the density is not concave) and
-    the curvature scale ``1/sqrt(−∂² log p)`` there (at a kink, ``1/|∂ log p|``).
+    In the part's integration space: the median and the interquartile
+    half-width for both halves where PyMC has an inverse CDF that gives finite
+    values (the quartiles' distances to the median, one per half, made a
+    Weibull's rule no more accurate); elsewhere the mode (`_mode`) and, on
+    each side, the distance at which the log density has fallen by 1/2
+    (`_fall_distance`).
     """
     quartile_fn, gradient_fn, start_fn = functions
     if quartile_fn is not None:
         low, mid, high = quartile_fn(*columns)
-        scale = (high - low) / 2
-        good = np.isfinite(mid) & np.isfinite(scale) & (scale > 0)
+        half_width = (high - low) / 2
+        good = np.isfinite(mid) & np.isfinite(half_width) & (half_width > 0)
         if np.all(good):
-            return [mid, scale]
+            return [mid, half_width, half_width]
+    z, scale = _mode(gradient_fn, start_fn, columns)
+    sides = [_fall_distance(gradient_fn, columns, z, scale, side) for side in (-1.0, 1.0)]
+    if quartile_fn is not None:
+        return [np.where(good, mid, z), *(np.where(good, half_width, s) for s in sides)]
+    return [z, *sides]
+
+
+def _mode(gradient_fn, start_fn, columns):
+    """The mode of each row's log density and the curvature scale there.
+
+    Newton's method on log p, kept within the part's bounds, bisecting where
+    the density is not concave; the scale is ``1/sqrt(−∂² log p)`` at the
+    mode (at a kink, as Laplace's, ``1/|∂ log p|``).
+    """
     z = np.asarray(start_fn(*columns)[0], dtype=float)
     z = np.where(np.isfinite(z), z, 0.0)
     step = np.maximum(np.abs(z), 1.0)
     previous = np.zeros_like(z)
     for _ in range(_NEWTON_STEPS):
-        g, h, low_bound, high_bound = gradient_fn(z, *columns)
+        g, h, low_bound, high_bound, _ = gradient_fn(z, *columns)
         concave = h < 0
         # where not concave (or at a kink), step uphill and halve the step when
         # the slope changes sign
@@ -294,14 +328,44 @@ def locate(functions, columns):
         )
         if np.all(np.abs(move) <= 1e-13 * (1 + np.abs(z))):
             break
-    g, h, _, _ = gradient_fn(z, *columns)
+    g, h, _, _, _ = gradient_fn(z, *columns)
     with np.errstate(divide="ignore"):
-        # not concave at the mode (a kink, as Laplace's): the slope's length scale
-        newton_scale = np.where(h < 0, 1 / np.sqrt(np.abs(h)), 1 / np.abs(g))
-    newton_scale = np.where(np.isfinite(newton_scale) & (newton_scale > 0), newton_scale, 1.0)
-    if quartile_fn is not None:
-        return [np.where(good, mid, z), np.where(good, scale, newton_scale)]
-    return [z, newton_scale]
+        scale = np.where(h < 0, 1 / np.sqrt(np.abs(h)), 1 / np.abs(g))
+    return z, np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+
+
+def _fall_distance(gradient_fn, columns, mode, scale, side):
+    """Per row, the distance from ``mode`` towards ``side`` (±1) at which log p falls by 1/2.
+
+    Doubled or halved from ``scale`` until it brackets that fall, then
+    bisected (in log distance) to within 5 %; the distance to the part's bound
+    where the density does not fall that far before it.
+    """
+    _, _, low_bound, high_bound, top = gradient_fn(mode, *columns)
+    room = np.where(side > 0, high_bound - mode, mode - low_bound)
+
+    def fallen(distance):
+        with np.errstate(invalid="ignore"):
+            log_p = gradient_fn(mode + side * distance, *columns)[4]
+            return ~(log_p > top - 0.5)  # nan and -inf: fallen
+
+    far = np.minimum(scale, room)
+    for _ in range(_NEWTON_STEPS):
+        rising = ~fallen(far) & (far < room)
+        if not rising.any():
+            break
+        far = np.where(rising, np.minimum(2 * far, room), far)
+    for _ in range(_NEWTON_STEPS):
+        falling = fallen(far / 2) & (far > 0)
+        if not falling.any():
+            break
+        far = np.where(falling, far / 2, far)
+    near = far / 2
+    for _ in range(4):  # 2^(1/16) - 1: within 5 %
+        middle = np.sqrt(near * far)
+        down = fallen(middle)
+        far, near = np.where(down, middle, far), np.where(down, near, middle)
+    return np.where(np.isfinite(far) & (far > 0), far, scale)
 
 
 def blocks(n_rows, per_row):
