@@ -356,7 +356,7 @@ def _fall_distance(gradient_fn, columns, mode, scale, side):
             break
         far = np.where(rising, np.minimum(2 * far, room), far)
     for _ in range(_NEWTON_STEPS):
-        falling = fallen(far / 2) & (far > 0)
+        falling = fallen(far / 2) & (far > 0) & np.isfinite(top)
         if not falling.any():
             break
         far = np.where(falling, far / 2, far)
@@ -365,7 +365,8 @@ def _fall_distance(gradient_fn, columns, mode, scale, side):
         middle = np.sqrt(near * far)
         down = fallen(middle)
         far, near = np.where(down, middle, far), np.where(down, near, middle)
-    return np.where(np.isfinite(far) & (far > 0), far, scale)
+    # a row whose density is not finite at its mode keeps the curvature scale
+    return np.where(np.isfinite(far) & (far > 0) & np.isfinite(top), far, scale)
 
 
 def blocks(n_rows, per_row):
