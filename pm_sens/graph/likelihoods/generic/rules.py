@@ -8,8 +8,8 @@ continuous part is integrated by Gauss–Legendre quadrature in ``θ`` after
 method with a scale per half, the distance at which the log density has
 fallen by 1/2 on that side (one standard deviation for a Normal). A skewed
 law's long side (an ExGaussian's exponential tail) is thus spread over its
-half's nodes as its short side is; the curvature at the mode, used for both
-halves, measures the short side alone.
+half's nodes as its short side is, where the curvature at the mode measures
+the short side alone.
 """
 
 import numpy as np
@@ -280,8 +280,8 @@ def locate(functions, columns):
 
     In the part's integration space: the median and the interquartile
     half-width for both halves where PyMC has an inverse CDF that gives finite
-    values (the quartiles' distances to the median, one per half, made a
-    Weibull's rule no more accurate); elsewhere the mode (`_mode`) and, on
+    values (a scale per half from the quartiles is no more accurate there:
+    `benchmarks/README.md`); elsewhere the mode (`_mode`) and, on
     each side, the distance at which the log density has fallen by 1/2
     (`_fall_distance`).
     """
