@@ -64,8 +64,9 @@ def _calls(model, idata, points):
     few = {"points": {"X": points}}
     return {
         "draw": lambda: pm_sens.sensitivity(idata, model, mode="draw", **kw)["sensitivity"],
+        # its graph holds arrays of the rows alone: chunks of 125 draws, fewer with this limit
         "draw, mean over points": lambda: pm_sens.sensitivity(
-            idata, model, mode="draw", local=False, **kw
+            idata, model, mode="draw", local=False, memory_limit=4e7, **kw
         )["sensitivity"],
         "moment": lambda: pm_sens.sensitivity(idata, model, method=["rsens", "kl"], **kw)[
             "sensitivity"

@@ -413,6 +413,8 @@ def _draw_mode_model(kind, rng, n=20, d=2):
             pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=pm.math.exp(zeta), observed=counts)
         elif kind == "binomial":
             pm.Binomial("y", n=5, logit_p=eta, observed=counts)
+        elif kind == "bernoulli":
+            pm.Bernoulli("y", p=pm.math.sigmoid(eta), observed=counts % 2)
         elif kind == "gamma":
             pm.Gamma("y", mu=pm.math.exp(eta), sigma=pm.math.exp(zeta), observed=counts + 1.0)
         elif kind == "student_t":
@@ -438,6 +440,7 @@ def _draw_mode_model(kind, rng, n=20, d=2):
         "poisson_offset",
         "negative_binomial",
         "binomial",
+        "bernoulli",
         "normal_two_containers",
         "gamma",
         "student_t",
@@ -448,9 +451,10 @@ def _draw_mode_model(kind, rng, n=20, d=2):
 )
 def test_draw_mode_rsens_in_the_graph_equals_the_numpy_forms(kind, rng, monkeypatch):
     """Draw-mode R-sens is computed inside the graph from the family's whitening
-    scales (`WhitenedNorm`); the NumPy quadratic forms on the graph's derivatives
-    stay the reference. Where the information is not diagonal (Beta; LogNormal in
-    mean and variance) the graph's value is not used."""
+    scales (`WhitenedNorm`), the scales themselves too where the family writes
+    them for any array namespace; the NumPy quadratic forms on the graph's
+    derivatives stay the reference. Where the information is not diagonal (Beta;
+    LogNormal in mean and variance) the graph's value is not used."""
     model, idata = _draw_mode_model(kind, rng)
     used = []
     exact = engine.WhitenedNorm.norm_is_exact
@@ -461,6 +465,10 @@ def test_draw_mode_rsens_in_the_graph_equals_the_numpy_forms(kind, rng, monkeypa
     )
     in_graph = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     assert used == ([] if kind in ("beta", "lognormal") else [True])
+    compiled = _context.predictive_for(model, None).compiled.values()
+    whitened = [c for c in compiled if isinstance(c, engine.WhitenedNorm)]
+    in_graph_scales = kind in ("poisson_offset", "bernoulli", "normal_two_containers")
+    assert [c.scales_in_graph for c in whitened] == [in_graph_scales]
     monkeypatch.setattr(engine.WhitenedNorm, "norm_is_exact", lambda self, norm: False)
     reference = pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)["sensitivity"]
     assert (in_graph["rsens"].values > 0).all()

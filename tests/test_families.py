@@ -2,6 +2,8 @@
 E[s sᵀ] by quadrature (or summation) of scores obtained by finite differences
 of scipy's log densities in the mean–variance parametrization."""
 
+import importlib
+import pkgutil
 from itertools import pairwise
 
 import numpy as np
@@ -10,7 +12,7 @@ from scipy import integrate, special, stats
 
 from pm_sens import families
 from pm_sens.families import negative_binomial, poisson
-from pm_sens.families._base import softplus
+from pm_sens.families._base import Family, softplus
 from tests.test_renyi import _continuous_renyi
 
 
@@ -726,6 +728,49 @@ def test_fisher_factors_rebuild_the_information(family, make, phi, fixed):
     c = np.broadcast_to(np.eye(len(phi)), info.shape) if c is None else c
     form = np.einsum("ind,nij,jnd->nd", np.array(u), c, np.array(u))
     np.testing.assert_allclose(form, np.einsum("ind,nij,jnd->nd", jac, info, jac), rtol=1e-9)
+
+
+#: every family whose scales a compiled graph computes (`Family.graph_scales`), and parameters
+GRAPH_SCALED = [
+    (families.MOMENT_FAMILIES["normal"], [0.3, 1.7]),
+    (families.NORMAL_MEAN_SD, [0.3, 1.7]),
+    (families.MOMENT_FAMILIES["poisson"], [2.5]),
+    (families.MOMENT_FAMILIES["bernoulli"], [0.3]),
+    (families.MOMENT_FAMILIES["bernoulli"], [0.3, 0.7]),  # 1 − p as its own column
+    (families.BERNOULLI_LOGIT, [0.8]),
+]
+
+
+def test_every_family_with_graph_scales_is_checked():
+    """`test_scales_written_for_a_graph_are_numpys` runs every such family."""
+    found = set()
+    for module in pkgutil.iter_modules(families.__path__):
+        content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
+        written = (f for f in content if isinstance(f, Family))
+        found |= {id(f) for f in written if f.graph_scales(np, [], []) is not None}
+    assert found == {id(f) for f, _ in GRAPH_SCALED}
+
+
+@pytest.mark.parametrize(("family", "phi"), GRAPH_SCALED)
+def test_scales_written_for_a_graph_are_numpys(family, phi):
+    """`Family.graph_scales` in PyTensor, compiled, gives `Family.whitening`'s scales
+    in NumPy (to rounding: PyTensor may reorder a product), at the family's
+    parameters and at values that round off (a rate of 0, a probability of 0 or
+    1, a logit whose cosh overflows)."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    rows = np.array([phi, np.array(phi) * 1.3, np.zeros(len(phi)), np.full(len(phi), 1.0)])
+    if family is families.BERNOULLI_LOGIT:
+        rows[2:, 0] = [1500.0, -1500.0]
+    given = list(range(len(family.parameters)))
+    columns = [pt.vector(f"phi{m}") for m in range(len(phi))]
+    scales = family.graph_scales(pt, columns, given)
+    function = pytensor.function(columns, scales, on_unused_input="ignore")
+    got = np.stack(function(*rows.T), -1)
+    with np.errstate(divide="ignore"):
+        expected, _ = family.whitening(rows, given)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)  # the same to rounding
 
 
 def _mean_variance_hessian(to_mean_variance, phi, jac, hess):

@@ -16,6 +16,8 @@ import pytest
 import xarray as xr
 
 import pm_sens
+from pm_sens._core.context import predictive_for
+from pm_sens.graph.compile.compiled import WhitenedNorm
 from tests.test_plots import assert_readable
 from tests.zoo._registry import known_posterior
 
@@ -172,6 +174,10 @@ def test_rsens_alone_is_summed_in_the_graph(likelihood, backend, monkeypatch):
     local = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"]
     means = pm_sens.sensitivity(idata, model, local=False, **kw)["sensitivity"]["rsens"]
     assert bool(from_derivatives) == (likelihood == "beta")
+    # the family's scales computed in the graph, beside the derivatives (no forward pass)
+    compiled = predictive_for(model, None).compiled.values()
+    whitened = [c for c in compiled if isinstance(c, WhitenedNorm)]
+    assert {c.scales_in_graph for c in whitened} == {likelihood != "beta"}
     assert means.dims == ("chain", "draw", "feature")
     assert np.isnan(means.values[..., 2]).all()
     np.testing.assert_allclose(means.values, local.mean("point").values, rtol=1e-12)

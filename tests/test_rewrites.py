@@ -340,9 +340,10 @@ def _largest_loop(function):
 
 def test_a_factor_a_sum_does_not_run_over_leaves_its_absolute_value(rng):
     """``Σ_n √((b_d s_n)²)`` (draw-mode R-sens of a parameter linear in the inputs,
-    summed over the points) runs over (S, N) and (S, D), not (S, N, D); where
-    no factor is the same along every summed axis, the loop stays. Same values
-    either way."""
+    summed over the points) runs over (S, N) and (S, D), not (S, N, D), and so do
+    ``Σ_n b_d / s_n`` and ``Σ_n |b_d / s_n|`` (a Bernoulli logit's, a scale's);
+    where no factor is the same along every summed axis, or the divisor is as
+    large as the quotient, the loop stays. Same values either way."""
     b, s, t = pt.matrix("b"), pt.matrix("s"), pt.tensor3("t")
 
     def norm(x):  # how the whitened norm of one parameter is written
@@ -353,6 +354,10 @@ def test_a_factor_a_sum_does_not_run_over_leaves_its_absolute_value(rng):
         "over the points and draws": (norm(b[0][None, None] * s[:, :, None]).sum((0, 1)), 2),
         "over every axis": (norm(b[:, None, :] * s[:, :, None]).sum(), 3),
         "varies along the sum": (norm(b[:, None, :] * t).sum(1), 3),
+        "a quotient": ((b[:, None, :] / pt.cosh(s[:, :, None])).sum(1), 2),
+        "an absolute quotient": (pt.abs(b[:, None, :] / s[:, :, None]).sum(1), 2),
+        "a divisor as large": ((b[:, None, :] / t).sum(1), 3),
+        "a numerator along the sum": ((t / pt.cosh(s[:, :, None])).sum(1), 3),
     }
     values = [rng.normal(size=(4, 3)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5, 3))]
     for name, (output, dims) in cases.items():

@@ -94,10 +94,14 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
     # colored derivatives: a row per colour and point
     n_rows *= compiled.settings.get("colors", 1)
 
+    # a graph that averages its derivatives over the points inside holds arrays
+    # of the rows, as a forward graph does (and its largest array, counted)
+    order = 0 if getattr(compiled, "rows_alone", False) else compiled.order
+
     def bytes_per_draw(data, rows):
         """The working memory per draw, and the graph's largest array for one draw."""
         largest = compiled.largest_array(data, ctx.draws.chunk(0, 1))
-        return _bytes_per_draw(ctx, rows, compiled.mode, compiled.order, largest), largest
+        return _bytes_per_draw(ctx, rows, compiled.mode, order, largest), largest
 
     per_draw, largest = bytes_per_draw(data_for_chunk(compiled, values), n_rows)
     chunk = int(max(1, min(ctx.draws.count, budget // per_draw)))
@@ -105,8 +109,10 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
     # arrays pass from op to op); JAX's compiled graph takes as many draws as fit
     backend = compiled.settings["backend"]
     if backend != "jax" and (backend == "python" or compiled.mode == "draw"):
-        cells = n_rows * len(ctx.points.features) ** compiled.order
-        cached = CACHED_CELLS if compiled.order else FORWARD_CACHED_CELLS
+        cells = n_rows * len(ctx.points.features) ** order
+        cached = CACHED_CELLS if order else FORWARD_CACHED_CELLS
+        # a forward graph reads its inputs once for several draws; a norm's graph
+        # computes more per value read, its values per draw best kept in cache
         fewest = DRAWS_PER_READ if not compiled.order and cells > cached else 1
         if largest >= SEVERAL_PER_ROW * cells:  # K classes per row, a kernel row per point
             cells = largest

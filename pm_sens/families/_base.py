@@ -150,6 +150,19 @@ class Family:
         with np.errstate(divide="ignore", invalid="ignore"):
             return scales, np.where(outer > 0, info / outer, 0.0)
 
+    def graph_scales(self, xp, components, given):
+        """`whitening`'s scales as expressions in the array namespace ``xp``, or None.
+
+        ``components``: the family's M parameters, each an ``xp`` array;
+        ``given``: the K parameters to whiten. A list of K arrays
+        ``s_m = sqrt(I_mm)`` where the information is diagonal and its
+        square roots are written for any namespace (`diagonal_factors`), so
+        that a compiled graph (``xp = pytensor.tensor``) computes them with
+        the derivatives; None otherwise (`whitening` in NumPy).
+        """
+        scales = getattr(self.fisher_factors, "graph_scales", None)
+        return None if scales is None else [scales[m](xp, *components) for m in given]
+
     def whitened(self, phi, derivatives, trailing, **fixed):
         """Derivatives scaled by the information's square-root diagonal (`whitening`).
 
@@ -272,18 +285,18 @@ def check_support(family_name, widths, what):
 _TINY = np.finfo(float).tiny
 
 
-def clip_probability(p):
-    """Keep probabilities that round to 0 or 1 off the boundary.
+def clip_probability(p, xp=np):
+    """Keep probabilities that round to 0 or 1 off the boundary (in the namespace ``xp``).
 
     A saturated probability has zero derivative too (e.g. ``∂p = βp(1−p)``);
     clipping turns ``0 · ∞`` into the limit 0 instead of nan.
     """
-    return np.clip(p, _TINY, 1 - np.finfo(float).epsneg)
+    return xp.clip(p, _TINY, 1 - np.finfo(float).epsneg)
 
 
-def clip_positive(x):
+def clip_positive(x, xp=np):
     """Keep a rate or mean that underflowed to 0 positive (see `clip_probability`)."""
-    return np.maximum(x, _TINY)
+    return xp.maximum(x, _TINY)
 
 
 def softplus(x):
@@ -334,17 +347,23 @@ def reparametrize(info, jacobian):
     return np.einsum("...ab,...ac,...cd->...bd", jacobian, info, jacobian)
 
 
-def diagonal_factors(*scales):
+def diagonal_factors(*scales, in_graph=True):
     """`Family.fisher_factors` of a diagonal information.
 
-    Takes one function per parameter, ``scale_m(phi) = sqrt(I_mm)``; only the
-    parameters asked for are computed (a negative binomial's α information is a
-    sum over the support).
+    Takes one function per parameter, ``scale_m(xp, *columns) = sqrt(I_mm)``
+    of the parameters' columns in the array namespace ``xp``; only the
+    parameters asked for are computed (a negative binomial's α information is
+    a sum over the support). ``in_graph``: the functions use ``xp``'s
+    operations alone, so that a compiled graph can compute them beside the
+    derivatives (`Family.graph_scales`); false where they call NumPy or SciPy
+    whatever ``xp`` is.
     """
 
     def fisher_factors(phi, given):
-        return np.stack([scales[m](phi) for m in given], -1), None
+        columns = [phi[..., m] for m in range(phi.shape[-1])]
+        return np.stack([scales[m](np, *columns) for m in given], -1), None
 
+    fisher_factors.graph_scales = scales if in_graph else None
     return fisher_factors
 
 

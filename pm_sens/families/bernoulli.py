@@ -23,20 +23,24 @@ from pm_sens.families._renyi import renyi_from_log_masses
 
 def probabilities(phi):
     """``(p, 1 − p)``, the second from its own column where there is one."""
-    p = phi[..., 0]
-    q = phi[..., 1] if phi.shape[-1] > 1 else 1 - p
-    return clip_probability(p), np.maximum(q, np.finfo(float).tiny)
+    return _probabilities(np, *(phi[..., m] for m in range(phi.shape[-1])))
 
 
-def _scale(phi):
+def _probabilities(xp, p, q=None):
+    """`probabilities` of the columns, in the array namespace ``xp``."""
+    q = 1 - p if q is None else q
+    return clip_probability(p, xp), xp.maximum(q, np.finfo(float).tiny)
+
+
+def _scale(xp, *columns):
     """``1/sqrt(p(1−p))``."""
-    p, q = probabilities(phi)
-    return 1 / np.sqrt(p * q)
+    p, q = _probabilities(xp, *columns)
+    return 1 / xp.sqrt(p * q)
 
 
 def fisher_information(phi):
     """Fisher information of p: ``1/(p(1−p))``."""
-    return (_scale(phi) ** 2)[..., None, None]
+    return (fisher_factors(phi, [0])[0] ** 2)[..., None]
 
 
 fisher_factors = diagonal_factors(_scale)
@@ -112,12 +116,10 @@ def fisher_information_logit(phi):
     return (_sigmoid(eta) * _sigmoid(-eta))[..., None]
 
 
-def _logit_scale(phi):
+def _logit_scale(xp, eta):
     """``sqrt(σ(η)σ(−η)) = 1/(2 cosh(η/2))``, 0 once cosh overflows (|η| > 1420)."""
-    half = phi[..., 0] * 0.5
     with np.errstate(over="ignore"):
-        np.cosh(half, out=half)
-    return np.divide(0.5, half, out=half)
+        return 0.5 / xp.cosh(eta * 0.5)
 
 
 fisher_factors_logit = diagonal_factors(_logit_scale)
@@ -126,7 +128,7 @@ fisher_factors_logit = diagonal_factors(_logit_scale)
 def whitened_hessian_logit(phi, jac, hess):
     """``∂²p/sqrt(pq) = sqrt(pq) (∂²η + (q − p) ∂η ∂ηᵀ)`` with ``p = σ(η)``."""
     eta = phi[..., 0]
-    scale = _logit_scale(phi)[..., None, None]
+    scale = _logit_scale(np, eta)[..., None, None]
     return [scale * (hess[0] + np.tanh(-eta / 2)[..., None, None] * outer(jac[0]))], None
 
 

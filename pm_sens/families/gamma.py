@@ -150,8 +150,9 @@ def fisher_information_mean_shape(phi):
 
 #: square roots of the diagonal information in (m, k): ``√k/m``, ``sqrt(ψ′(k) − 1/k)``
 _FACTORS_MEAN_SHAPE = diagonal_factors(
-    lambda phi: np.sqrt(phi[..., 1]) / phi[..., 0],
-    lambda phi: np.sqrt(shape_information(phi[..., 1])),
+    lambda xp, m, k: np.sqrt(k) / m,
+    lambda xp, m, k: np.sqrt(shape_information(k)),
+    in_graph=False,  # the shape's information by SciPy's polygamma
 )
 
 

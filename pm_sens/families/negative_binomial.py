@@ -69,12 +69,12 @@ def fisher_information_mean_alpha(phi):
     return diagonal_matrix(_mean_information(m, a), alpha_information(m, a))
 
 
-def _mean_scale(phi):
-    return np.sqrt(_mean_information(phi[..., 0], phi[..., 1]))
+def _mean_scale(xp, m, a):
+    return np.sqrt(_mean_information(m, a))
 
 
-def _alpha_scale(phi):
-    return np.sqrt(alpha_information(phi[..., 0], phi[..., 1]))
+def _alpha_scale(xp, m, a):
+    return np.sqrt(alpha_information(m, a))
 
 
 # Beyond this α/(m+1), v − m has lost ~eps·α/m of its digits to round-off while
@@ -355,5 +355,6 @@ FAMILY_MEAN_ALPHA = Family(
     pmf_recursion=pmf_recursion_mean_alpha,
     renyi_divergence=renyi_by_summation(log_density_mean_alpha, support_upper_mean_alpha),
     renyi_above_one=False,
-    fisher_factors=diagonal_factors(_mean_scale, _alpha_scale),
+    # α's information is a sum over the support, in NumPy
+    fisher_factors=diagonal_factors(_mean_scale, _alpha_scale, in_graph=False),
 )

@@ -19,9 +19,7 @@ def fisher_information(phi):
 
 
 #: square roots of the diagonal information in (m, v): ``1/√v``, ``1/(√2 v)``
-_FACTORS = diagonal_factors(
-    lambda phi: 1 / np.sqrt(phi[..., 1]), lambda phi: 1 / (np.sqrt(2) * phi[..., 1])
-)
+_FACTORS = diagonal_factors(lambda xp, m, v: 1 / xp.sqrt(v), lambda xp, m, v: 1 / (np.sqrt(2) * v))
 
 
 def kl_divergence(phi_p, phi_q):
@@ -91,9 +89,7 @@ def fisher_information_mean_sd(phi):
 
 
 #: in (m, s): ``1/s``, ``√2/s``
-_FACTORS_MEAN_SD = diagonal_factors(
-    lambda phi: 1 / phi[..., 1], lambda phi: np.sqrt(2) / phi[..., 1]
-)
+_FACTORS_MEAN_SD = diagonal_factors(lambda xp, m, s: 1 / s, lambda xp, m, s: np.sqrt(2) / s)
 
 
 def whitened_hessian_mean_sd(phi, jac, hess):

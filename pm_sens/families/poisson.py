@@ -12,9 +12,9 @@ def fisher_information(phi):
     return (1 / m)[..., None]
 
 
-def _rate_scale(phi):
+def _rate_scale(xp, m):
     """``sqrt(1/m)``."""
-    return 1 / np.sqrt(clip_positive(phi[..., 0]))
+    return 1 / xp.sqrt(clip_positive(m, xp))
 
 
 def kl_divergence(phi_p, phi_q):

@@ -132,7 +132,7 @@ def compile_predictive(
     or ``"jax"``; ``dtype``: what a JAX graph computes in (`JaxGraphFunction`).
     ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
     with ``forward`` the same predictive compiled with order 0 (built if None);
-    ``"sums"``: each draw's sum of it over the points. ``colors`` > 1 (a
+    ``"means"``: each draw's mean of it over the points. ``colors`` > 1 (a
     model whose rows depend on other rows' inputs as ``dependence``, a
     `pm_sens.graph.model.dependence.Dependence`, says; derivatives, not whitened):
     the derivatives of the rows of each colour
@@ -166,13 +166,18 @@ def compile_predictive(
     graph = _chunk_graph(
         predictive, model, inputs, data_values, draw_values, mode, order, statistic
     )
-    phi, components, varying = _components(predictive, graph, mode, second_moment, statistic)
+    phi, all_components, varying = _components(predictive, graph, mode, second_moment, statistic)
+    components = [all_components[i] for i in varying]
     likelihood = predictive.likelihood
     fixed = likelihood.fixed(*graph.params) if mode == "draw" or likelihood.matched_fixed else {}
     extra_arguments, writes_in_place = [], False
     if whitened:
+        # the family's scales in the graph where they are written for it: the
+        # forward pass and NumPy's whitening are not needed
+        family = likelihood.draw_family
+        scales = None if fixed else family.graph_scales(pt, all_components, varying)
         outputs, extra_arguments, writes_in_place = _whitened_outputs(
-            graph, components, len(varying), backend, whitened == "sums"
+            graph, components, scales, backend, whitened == "means"
         )
     else:
         outputs = [phi] if parameters else []
@@ -217,7 +222,8 @@ def compile_predictive(
         family=likelihood.draw_family,
         n_features=graph.n_features,
         writes_in_place=writes_in_place,
-        point_sums=whitened == "sums",
+        point_means=whitened == "means",
+        scales_in_graph=scales is not None,
     )
 
 
@@ -316,7 +322,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
 
 
 def _components(predictive, graph, mode, second_moment, statistic):
-    """``phi`` (the stacked components), the components to differentiate, and their indices."""
+    """``phi`` (the components stacked), the components, and the indices of those that vary."""
     if mode == "moment" and statistic is not None:
         components = [
             c.mean(0) for c in _draw_components(predictive, graph.params, None, statistic)
@@ -331,7 +337,7 @@ def _components(predictive, graph, mode, second_moment, statistic):
         varying = graph.varying
     # draw mode: components first, each one contiguous (`CompiledPredictive`)
     phi = pt.stack(components, axis=0 if mode == "draw" else -1)
-    return phi, [components[i] for i in varying], varying
+    return phi, components, varying
 
 
 def _derivative_outputs(graph, components, mode, order, backend, colors):
@@ -346,22 +352,28 @@ def _derivative_outputs(graph, components, mode, order, backend, colors):
     return outputs
 
 
-def _whitened_outputs(graph, components, n_varying, backend, point_sums):
+def _whitened_outputs(graph, components, scales, backend, point_means):
     """Draw-mode R-sens in the graph: outputs, extra arguments, and whether in place.
 
-    ``point_sums``: each draw's sum over the points.
+    ``components``: the varying parameters; ``scales``: their whitening scales
+    as expressions of the graph (`Family.graph_scales`), or None: an argument
+    (S, N, K) then, computed from the parameters in NumPy (`WhitenedNorm`).
+    ``point_means``: each draw's mean over the points.
     """
-    scales = pt.tensor("scales", dtype="float64", shape=(None, None, n_varying))
+    extra = []
+    if scales is None:
+        given = pt.tensor("scales", dtype="float64", shape=(None, None, len(components)))
+        scales, extra = [given[..., m] for m in range(len(components))], [given]
     grads = over_components(
         lambda c: pytensor.grad(c.sum(), graph.wrts, disconnected_inputs="ignore"),
         components,
         batched=backend == "python",
     )
     norm = whitened_norm(grads, scales, graph.one_dimensional)
-    if point_sums:
-        return [norm.sum(axis=1)], [scales], False
+    if point_means:
+        return [norm.mean(axis=1)], extra, False
     if backend != "numba":
-        return [norm], [scales], False
+        return [norm], extra, False
     # one compiled elementwise loop computes the norm (several 1-D inputs' like
     # columns too: `local_join_of_like_elementwise`): a select on a flag known
     # only when called (always false) lets PyTensor's inplace rewrite run that
@@ -372,5 +384,5 @@ def _whitened_outputs(graph, components, n_varying, backend, point_sums):
     target = pt.tensor("target", dtype="float64", shape=(None, None, graph.n_features))
     keep = pt.scalar("keep", dtype="bool")
     keep.tag.always_false = True
-    extra = [scales, pytensor.In(target, mutable=True), keep]
+    extra += [pytensor.In(target, mutable=True), keep]
     return [pt.switch(keep, target, norm)], extra, True

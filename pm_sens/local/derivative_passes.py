@@ -210,26 +210,26 @@ def _chunk_derivatives(ctx, draws):
 def rsens_point_means(ctx, *, alpha):
     """Draw-mode R-sens, each draw's mean over the points (chain, draw, D).
 
-    The points are summed inside the graph (`WhitenedNorm` with point sums),
-    so the local values never leave it; a chunk whose squares over- or
-    underflowed, or whose information is not diagonal, is computed from its
-    derivatives in NumPy, then summed.
+    The points are averaged inside the graph (`WhitenedNorm` with point
+    means), so the local values never leave it; a chunk whose squares over- or
+    underflowed, whose parameters are not finite, or whose information is not
+    diagonal, is computed from its derivatives in NumPy, then averaged.
     """
-    compiled = compiled_for(ctx, "draw", 1, whitened="sums")
+    compiled = compiled_for(ctx, "draw", 1, whitened="means")
     family = ctx.predictive.likelihood.draw_family
-    sums = np.empty((ctx.draws.count, len(ctx.points.features)))
+    means = np.empty((ctx.draws.count, len(ctx.points.features)))
 
     def into_draws(draws, chunk):  # the chunk's own draws only: run in its thread
         if chunk.norm is not None and compiled.norm_is_exact(chunk.norm_range):
-            sums[draws] = chunk.norm
+            means[draws] = chunk.norm
             return
         chunk = _chunk_derivatives(ctx, draws)
         phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
         jac = all_components(compiled, chunk.jac, phi.shape[-1])
-        sums[draws] = rsens_local(jac, partial(family.whitened, phi, **fixed), 1.0).sum(1)
+        means[draws] = rsens_local(jac, partial(family.whitened, phi, **fixed), 1.0).mean(1)
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens, mean over points", prepare=into_draws)
-    return per_draw_shape(ctx, sums * (np.sqrt(alpha) / ctx.points.n_points))
+    return per_draw_shape(ctx, means * np.sqrt(alpha))
 
 
 def all_components(compiled, derivatives, n_parameters):

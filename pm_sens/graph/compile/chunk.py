@@ -32,7 +32,7 @@ class ChunkOutputs:
         where not computed.
     norm_range : tuple or None
         The smallest and largest of the (S, N, D) values behind ``norm``; of
-        point sums, the smallest mean over the points and the largest sum.
+        point means, the smallest and largest mean.
     """
 
     phi: np.ndarray | None = None

@@ -84,14 +84,19 @@ class CompiledPredictive:
 class WhitenedNorm(CompiledPredictive):
     """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
 
-    Calling it returns what the forward function (``forward``, order 0) returns
-    plus ``norm`` (S, N, D), or with ``point_sums`` its sum over the points
-    (S, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``
-    (`pm_sens.families.Family.whitening` of the forward's parameters, in NumPy),
-    the derivatives never leaving the graph. ``norm`` is None where the family's
-    information is not diagonal on the varying parameters. With more than one
-    varying parameter the squares may over- or underflow: `norm_is_exact` says
-    whether the chunk's values can be used as they are.
+    Calling it returns ``norm`` (S, N, D), or with ``point_means`` its mean over
+    the points (S, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``,
+    the derivatives never leaving the graph. Where the family writes its
+    scales for any array namespace (``scales_in_graph``,
+    `pm_sens.families.Family.graph_scales`) the graph computes them too, and
+    the call returns ``norm`` alone: one pass over the data per chunk. Else
+    they are `pm_sens.families.Family.whitening` of the parameters computed
+    first by the forward function (``forward``, order 0), in NumPy, and the
+    call returns what ``forward`` returns beside ``norm``; ``norm`` is None
+    where the family's information is not diagonal on the varying
+    parameters. With more than one varying parameter the squares may over- or
+    underflow, and a parameter may be nan: `norm_is_exact` says whether the
+    chunk's values can be used as they are.
     """
 
     forward: CompiledPredictive | None = None
@@ -100,8 +105,10 @@ class WhitenedNorm(CompiledPredictive):
     #: whether the graph takes an array to compute ``norm`` in (compiled graphs; it is
     #: returned where one loop computes the norm, a new array where columns are joined)
     writes_in_place: bool = False
-    #: whether ``norm`` is each draw's sum over the points (S, D)
-    point_sums: bool = False
+    #: whether ``norm`` is each draw's mean over the points (S, D)
+    point_means: bool = False
+    #: whether the graph computes the whitening scales (no forward pass first)
+    scales_in_graph: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
         """The forward function's outputs and ``norm``, on data and draw arrays.
@@ -109,32 +116,48 @@ class WhitenedNorm(CompiledPredictive):
         ``out`` (S, N, D), C-contiguous: an array ``norm`` may be computed in
         (it is where `writes_in_place`); else ``norm`` is a new array.
         """
-        result = self.forward(data_values, draw_values)
-        phi, fixed = result.per_draw_parameters(len(draw_values[0]))
-        scales, corr = self.family.whitening(phi, self.varying, **fixed)
-        if corr is not None:
-            return result
-        arguments = [*data_values, *draw_values, scales]
+        arguments = [*data_values, *draw_values]
+        if self.scales_in_graph:
+            result = ChunkOutputs()
+        else:
+            result = self.forward(data_values, draw_values)
+            phi, fixed = result.per_draw_parameters(len(draw_values[0]))
+            scales, corr = self.family.whitening(phi, self.varying, **fixed)
+            if corr is not None:
+                return result
+            arguments.append(scales)
         if self.writes_in_place:
             if out is None:
-                out = np.empty((*phi.shape[:-1], self.n_features))
+                n_points = next(len(v) for v in data_values if np.ndim(v))
+                out = np.empty((len(draw_values[0]), n_points, self.n_features))
             arguments += [out, False]
         (result.norm,) = self.run(*arguments)
-        smallest = result.norm.min(initial=np.inf)
-        if self.point_sums:
-            # a square that underflows costs its value at most 2e-162: sums whose
-            # mean over the points is above `_SMALLEST_SAFE_NORM` keep every digit;
-            # an inf or nan value makes its sum one
-            smallest /= phi.shape[1]
-        norm_range = smallest, result.norm.max(initial=0.0)
+        # a square that underflows costs its value at most 2e-162: means over the
+        # points above `_SMALLEST_SAFE_NORM` keep every digit; an inf or nan
+        # value makes its mean one
+        norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)
         result.norm_range = tuple(float(x) for x in norm_range)
         return result
 
-    def largest_array(self, data_values, draw_values):
-        """The forward function's (`CompiledPredictive.largest_array`).
+    @property
+    def rows_alone(self):
+        """Whether the graph's per-draw arrays are of the rows alone, as a forward graph's.
 
-        The norm's graph differentiates it, with temporaries of the same sizes.
+        Point means with the scales in the graph: the derivatives are
+        averaged inside it, and the rewrites leave no array per point and
+        feature where they can (`largest_array` counts any left).
         """
+        return self.point_means and self.scales_in_graph
+
+    def largest_array(self, data_values, draw_values):
+        """The largest array of the graph (`CompiledPredictive.largest_array`).
+
+        Where the graph takes more arguments than the data and draws (the
+        scales, an array to write in), the forward function's: the norm's
+        graph differentiates it, with temporaries of the same sizes.
+        """
+        if self.scales_in_graph and not self.writes_in_place:
+            return super().largest_array(data_values, draw_values)
         return self.forward.largest_array(data_values, draw_values)
 
     def norm_is_exact(self, norm_range):

@@ -14,12 +14,12 @@ def whitened_norm(grads, scales, one_dimensional):
 
     ``grads[m]`` holds the derivatives of the m-th varying parameter with
     respect to each input ((S, N) for a 1-D input, (S, N, D_x) for a 2-D one),
-    ``scales`` (S, N, K) the K varying parameters' scales. The norm is taken
-    per input, then the columns are put side by side.
+    ``scales[m]`` (S, N) its scale. The norm is taken per input, then the
+    columns are put side by side.
     """
     columns = []
     for i, flat in enumerate(one_dimensional):
-        scale = [scales[..., m] if flat else scales[..., m, None] for m in range(len(grads))]
+        scale = [s if flat else s[..., None] for s in scales]
         u = [g[i] * s for g, s in zip(grads, scale, strict=True)]
         columns.append(pt.abs(u[0]) if len(u) == 1 else pt.sqrt(pt.add(*(x**2 for x in u))))
     return _feature_columns(columns, one_dimensional, features_last=True)

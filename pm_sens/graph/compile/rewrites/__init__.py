@@ -41,6 +41,7 @@ from pm_sens.graph.compile.rewrites.contractions import (
     DotsSharingTheirLeft,
     local_draw_sums_as_products,
     local_outer_products_as_a_matrix_product,
+    local_sum_of_a_quotient,
     local_sum_of_an_absolute_product,
 )
 from pm_sens.graph.compile.rewrites.layout import (
@@ -111,6 +112,7 @@ REWRITES = {
     "local_select_only_into_a_loop": Rewrite(in2out(local_select_only_into_a_loop), 48.46),
     "local_draw_sums_as_products": Rewrite(in2out(local_draw_sums_as_products), 48.5),
     "local_sum_of_an_absolute_product": Rewrite(in2out(local_sum_of_an_absolute_product), 48.5),
+    "local_sum_of_a_quotient": Rewrite(in2out(local_sum_of_a_quotient), 48.5),
     # after the switches sink into products (specialize, 2), before the inplace rewrites
     "special_functions_where_selected": Rewrite(
         SpecialFunctionsWhereSelected(), 48.6, ("python",)

@@ -3,8 +3,8 @@
 Moment-mode derivatives average over draws and second derivatives repeat one
 backward pass per feature; written as PyTensor builds them they are sums of
 broadcast products, which BLAS runs several times faster as matrix products.
-Draw-mode R-sens summed over the points is a sum of absolute products, whose
-factors the sum does not run over leave it.
+Draw-mode R-sens summed over the points is a sum of absolute products or of
+quotients, whose factors the sum does not run over leave it.
 """
 
 import weakref
@@ -94,18 +94,22 @@ class DotsSharingTheirLeft(GraphRewriter):
 
 @node_rewriter([Sum])
 def local_sum_of_an_absolute_product(fgraph, node):
-    """``Σ |a · x|`` with ``a`` the same along the summed axes as ``|a| Σ |x|``.
+    """``Σ |a · x|`` with ``a`` the same along the summed axes as ``|a| Σ |x|``, and ``Σ |a / x|``.
 
     The draw-mode R-sens of one parameter linear in the inputs (``μ = X b``) is
     ``|b_d s_n|`` per draw, point and feature: its sum over the points runs
     over S × N × D values, and factored over S × N. PyTensor takes such factors
     out of ``Σ a · x`` (``local_sum_prod_of_mul_or_div``), not out of an
-    absolute value.
+    absolute value. A quotient's absolute value is the quotient of theirs
+    (`local_sum_of_a_quotient`).
     """
     (x,) = node.inputs
     if x.owner is None or not is_elemwise(x.owner, ps.Abs):
         return None
     product = x.owner.inputs[0]
+    if product.owner is not None and is_elemwise(product.owner, ps.TrueDiv):
+        a, b = product.owner.inputs
+        return local_sum_of_a_quotient.transform(None, node.op(pt.abs(a) / pt.abs(b)).owner)
     if product.owner is None or not is_elemwise(product.owner, ps.Mul):
         return None
     axes = range(x.ndim) if node.op.axis is None else node.op.axis
@@ -113,6 +117,34 @@ def local_sum_of_an_absolute_product(fgraph, node):
     if not any(all(f.type.broadcastable[a] for a in axes) for f in factors):
         return None
     total = node.op(pt.mul(*(pt.abs(f) for f in factors)))
+    return local_sum_prod_of_mul_or_div.transform(None, total.owner)
+
+
+@node_rewriter([Sum])
+def local_sum_of_a_quotient(fgraph, node):
+    """``Σ a / x`` with ``a`` the same along the summed axes as ``a Σ 1/x``, ``x`` being smaller.
+
+    The draw-mode R-sens of a Bernoulli logit linear in the inputs is
+    ``|b_d| / (2 cosh(η_n / 2))`` per draw, point and feature: its sum over
+    the points divides S × N × D times, and factored S × N times. PyTensor
+    keeps a quotient's numerator in the sum (``local_sum_prod_of_mul_or_div``):
+    ``1/x`` costs as much as ``a / x`` where ``x`` is as large as the quotient,
+    so here ``x`` must be the same along an axis the quotient is not.
+    """
+    (quotient,) = node.inputs
+    if quotient.owner is None or not is_elemwise(quotient.owner, ps.TrueDiv):
+        return None
+    a, x = quotient.owner.inputs
+    axes = range(quotient.ndim) if node.op.axis is None else node.op.axis
+    whole = quotient.type.broadcastable
+    if not all(a.type.broadcastable[i] for i in axes):
+        return None
+    # x runs over every summed axis the quotient runs over: each term is counted
+    if any(x.type.broadcastable[i] != whole[i] for i in axes):
+        return None
+    if not any(b and not w for b, w in zip(x.type.broadcastable, whole, strict=True)):
+        return None
+    total = node.op(pt.mul(a, pt.reciprocal(x)))
     return local_sum_prod_of_mul_or_div.transform(None, total.owner)
 
 
