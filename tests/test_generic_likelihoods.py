@@ -926,6 +926,47 @@ def test_a_skewed_laws_long_side_is_integrated_as_its_short_side():
         np.testing.assert_allclose(h, expected, rtol=1e-8)
 
 
+def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
+    """An ExGaussian whose μ = x b varies by row and whose σ and ν are each draw's:
+    its entropy, variance and Fisher information do not depend on μ, so the rule
+    runs once per draw (two rows here, of 2 × 50), the mean moved by each row's μ.
+    The mean is μ + ν to 1e-9 (of the law's scale) and the variance σ² + ν² to
+    1e-8 (row by row, E[y²] − E[y]² far from 0 loses 5e-7 of it); the entropy and
+    information are the rule's row by row. Censored, it has no location: its bound
+    does not move with μ."""
+    x = rng.normal(size=50)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        mu = pm.Normal("b") * xd
+        pm.ExGaussian("y", mu=mu, sigma=pm.HalfNormal("s"), nu=pm.HalfNormal("n"), observed=x)
+        law = pm.ExGaussian.dist(mu=mu, sigma=pm.HalfNormal("s2"), nu=pm.HalfNormal("n2"))
+        pm.Censored("c", law, lower=None, upper=1.0, observed=np.minimum(x, 1.0))
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    assert generic.location == 0
+    assert GenericLikelihood(model["c"], set(model.basic_RVs)).location is None
+    b, sigma, nu = np.array([0.7, -1.3]), np.array([0.2, 0.5]), np.array([1.0, 0.3])
+    phi = np.stack(np.broadcast_arrays((b[:, None] * x), sigma[:, None], nu[:, None]), -1)
+    rows = []
+    expectation = GenericLikelihood.expectation
+    monkeypatch.setattr(
+        GenericLikelihood,
+        "expectation",
+        lambda self, phi, *a, **k: rows.append(len(phi)) or expectation(self, phi, *a, **k),
+    )
+    entropy, mean, variance = generic.entropy_and_moments(phi)
+    information = generic.fisher_information(phi)
+    assert rows == [2, 2]
+    # the rule's error in E[y] at location 0 (4e-10 of ν = 1) moves with the mean
+    np.testing.assert_allclose(mean, phi[..., 0] + nu[:, None], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        variance, np.broadcast_to((sigma**2 + nu**2)[:, None], (2, 50)), rtol=1e-8
+    )
+    generic.location = None  # the rule at each row's own location
+    np.testing.assert_allclose(entropy, generic.entropy_and_moments(phi)[0], rtol=1e-9)
+    np.testing.assert_allclose(information, generic.fisher_information(phi), rtol=1e-8)
+    assert rows[2:] == [100, 100]
+
+
 def test_levels_below_order_one_by_the_rules_of_both_laws(rng, monkeypatch):
     """A truncated Normal (its closed form, and the quadrature route with the
     closed form set aside), a Poisson truncated below 2 (summation route) and a

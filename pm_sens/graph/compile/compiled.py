@@ -82,7 +82,7 @@ class CompiledPredictive:
 
 @dataclass
 class WhitenedNorm(CompiledPredictive):
-    """Draw-mode R-sens at α = 1 computed inside the graph, from parameters computed first.
+    """Draw-mode R-sens at α = 1 computed inside the graph.
 
     Calling it returns ``norm`` (S, N, D), or with ``point_means`` its mean over
     the points (S, D): ``sqrt(Σ_m (s_m ∂φ_m)²)`` with ``s_m = sqrt(I_mm)``,
@@ -111,10 +111,10 @@ class WhitenedNorm(CompiledPredictive):
     scales_in_graph: bool = False
 
     def __call__(self, data_values, draw_values, out=None):
-        """The forward function's outputs and ``norm``, on data and draw arrays.
+        """``norm`` on data and draw arrays (see the class docstring for what else).
 
-        ``out`` (S, N, D), C-contiguous: an array ``norm`` may be computed in
-        (it is where `writes_in_place`); else ``norm`` is a new array.
+        ``out`` (S, N, D), C-contiguous: the array ``norm`` is computed in,
+        needed where `writes_in_place`; else ``norm`` is a new array.
         """
         arguments = [*data_values, *draw_values]
         if self.scales_in_graph:
@@ -127,9 +127,6 @@ class WhitenedNorm(CompiledPredictive):
                 return result
             arguments.append(scales)
         if self.writes_in_place:
-            if out is None:
-                n_points = next(len(v) for v in data_values if np.ndim(v))
-                out = np.empty((len(draw_values[0]), n_points, self.n_features))
             arguments += [out, False]
         (result.norm,) = self.run(*arguments)
         # a square that underflows costs its value at most 2e-162: means over the

@@ -20,7 +20,7 @@ from pm_sens.graph.compile.functions import evaluate
 from pm_sens.graph.model.queries import is_distribution, replace_rebuilding
 
 
-def _distribution_inputs(node):
+def distribution_inputs(node):
     """(parameter, core ndim) of a distribution node; component distributions included."""
     op = node.op
     if isinstance(op, TruncatedRV):
@@ -160,7 +160,7 @@ def _rebuilt_component(var, replacements):
 def constant_parameters(rv, model_rvs):
     """Parameters of ``rv``'s distribution tree computed from constants only."""
     constants = []
-    for param, _ in _distribution_inputs(rv.owner):
+    for param, _ in distribution_inputs(rv.owner):
         if is_distribution(param) and param not in model_rvs:
             constants += constant_parameters(param, model_rvs)
         elif _is_constant(param) and param.owner is not None:
@@ -192,7 +192,7 @@ def likelihood_leaves(rv, model_rvs):
     truncated likelihood) are entered; model random variables are leaves' ancestors.
     """
     leaves = []
-    for position, (param, core) in enumerate(_distribution_inputs(rv.owner)):
+    for position, (param, core) in enumerate(distribution_inputs(rv.owner)):
         if is_distribution(param) and param not in model_rvs:
             leaves += likelihood_leaves(param, model_rvs)
         elif not _is_constant(param) or _is_row_constant(param, rv):

@@ -27,12 +27,44 @@ divergence and the moments of the likelihood as a `pm_sens.families.Family`.
 """
 
 import numpy as np
+from pymc.distributions.continuous import (
+    AsymmetricLaplaceRV,
+    ExGaussianRV,
+    MoyalRV,
+    SkewNormalRV,
+    SkewStudentTRV,
+)
+from pytensor.tensor.random.basic import (
+    CauchyRV,
+    GumbelRV,
+    LaplaceRV,
+    LogisticRV,
+    NormalRV,
+    StudentTRV,
+)
 
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
 from pm_sens.families._renyi import log_rule_term
 from pm_sens.graph.likelihoods.generic.graph import N_NODES, TAIL, LikelihoodGraph
+from pm_sens.graph.likelihoods.generic.leaves import distribution_inputs
 from pm_sens.graph.likelihoods.generic.rules import blocks, locate
+
+#: location families of the real line, and their location's position among the
+#: distribution's parameters: the law at location m is the law at 0 shifted by m
+LOCATIONS = {
+    AsymmetricLaplaceRV: 2,
+    CauchyRV: 0,
+    ExGaussianRV: 0,
+    GumbelRV: 0,
+    LaplaceRV: 0,
+    LogisticRV: 0,
+    MoyalRV: 0,
+    NormalRV: 0,
+    SkewNormalRV: 0,
+    SkewStudentTRV: 2,
+    StudentTRV: 1,
+}
 
 
 class GenericLikelihood(LikelihoodGraph):
@@ -49,6 +81,7 @@ class GenericLikelihood(LikelihoodGraph):
         #: largest |Σ weights − 1| of the rules this likelihood has used (see
         #: `expectation`): a record of its own numerics, never reset by a call
         self.mass_error = 0.0
+        self.location = _location_column(rv, self.leaves)
 
     def log_density(self, phi, y):
         """The log density ``log p(y | φ)``, broadcasting ``phi`` (..., M) against ``y`` (...).
@@ -236,27 +269,56 @@ class GenericLikelihood(LikelihoodGraph):
             out[index] = block
         return out.reshape(*phi.shape[:-1], *out.shape[1:])
 
+    def _distinct(self, phi, compute):
+        """``compute`` of the distinct rows of ``phi`` (..., M) at location 0, spread back.
+
+        For what a location family's location does not change (entropy,
+        variance, Fisher information): rows that differ only there (the
+        ExGaussian's μ = X b, whose σ and ν are each draw's) share one rule,
+        and so do repeated rows (a grid value, a permutation). ``compute``
+        maps (U, M) rows to (U, ...).
+        """
+        flat = phi.reshape(-1, phi.shape[-1])
+        if self.location is not None:
+            flat = flat.copy()
+            flat[:, self.location] = 0.0
+        distinct, back = np.unique(flat, axis=0, return_inverse=True)
+        out = compute(distinct)[back.ravel()]
+        return out.reshape(*phi.shape[:-1], *out.shape[1:])
+
     def fisher_information(self, phi):
         """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
-        return self.expectation(phi, lambda y, logp, s: s[..., :, None] * s[..., None, :])
+        return self._distinct(
+            phi,
+            lambda rows: self.expectation(
+                rows, lambda y, logp, s: s[..., :, None] * s[..., None, :]
+            ),
+        )
 
     def entropy(self, phi):
         """``−E[log p]`` (...); point masses enter with their log mass."""
-        return self.expectation(phi, lambda y, logp: -logp, order=0)
+        return self._distinct(phi, lambda rows: self.expectation(rows, lambda y, logp: -logp, 0))
 
     def entropy_and_moments(self, phi):
         """The entropy, mean and variance (each (...)) by the same rule's nodes.
 
         One evaluation of the log density at each row's nodes gives all three,
         where permutations and grids need the entropy of each draw's law and
-        the moments of the mixture over draws.
+        the moments of the mixture over draws. The variance is taken about
+        the mean at location 0, then the mean moved to the row's location.
         """
 
         def integrand(y, logp):
             return np.stack([-logp, y, y * y], -1)
 
-        entropy, mean, square = np.moveaxis(self.expectation(phi, integrand, order=0), -1, 0)
-        return entropy, mean, square - mean**2
+        def at_location_zero(rows):
+            entropy, mean, square = self.expectation(rows, integrand, order=0).T
+            return np.stack([entropy, mean, square - mean**2], -1)
+
+        entropy, mean, variance = np.moveaxis(self._distinct(phi, at_location_zero), -1, 0)
+        if self.location is not None:
+            mean = mean + phi[..., self.location]
+        return entropy, mean, variance
 
     def raw_moments(self, phi, varying, order, powers=2):
         """``E[y]`` and ``E[y²]`` and their derivatives in the ``varying`` parameters.
@@ -369,6 +431,28 @@ class GenericLikelihood(LikelihoodGraph):
             else None,
             pmf_table=(lambda phi, **_: self.pmf_table(phi)) if self.discrete else None,
         )
+
+
+def _location_column(rv, leaves):
+    """The column of the leaf parameters that is ``rv``'s location, or None.
+
+    Only for a location family at the top (not a mixture's component, nor a
+    censored or truncated law, whose bounds do not move with it), whose
+    location is its own leaf (not also another parameter, as in ``mu = sigma``).
+    """
+    position = LOCATIONS.get(type(rv.owner.op))
+    if position is None:
+        return None
+    params = [p for p, _ in distribution_inputs(rv.owner)]
+    location = params[position]
+    if any(p is location for i, p in enumerate(params) if i != position):
+        return None
+    column = 0
+    for leaf in leaves:
+        if leaf.var is location:
+            return column if leaf.size == 1 else None
+        column += leaf.size
+    return None  # a constant location: every row has the same
 
 
 def _tables(summed, sizes):
