@@ -932,8 +932,8 @@ def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
     runs once per draw (two rows here, of 2 × 50), the mean moved by each row's μ.
     The mean is μ + ν to 1e-9 (of the law's scale) and the variance σ² + ν² to
     1e-8 (row by row, E[y²] − E[y]² far from 0 loses 5e-7 of it); the entropy and
-    information are the rule's row by row. Censored, it has no location: its bound
-    does not move with μ."""
+    information are the rule's row by row. Censored, it has no location (its bound
+    does not move with μ), and repeated rows share a rule."""
     x = rng.normal(size=50)
     with pm.Model() as model:
         xd = pm.Data("x", x)
@@ -943,7 +943,6 @@ def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
         pm.Censored("c", law, lower=None, upper=1.0, observed=np.minimum(x, 1.0))
     generic = GenericLikelihood(model["y"], set(model.basic_RVs))
     assert generic.location == 0
-    assert GenericLikelihood(model["c"], set(model.basic_RVs)).location is None
     b, sigma, nu = np.array([0.7, -1.3]), np.array([0.2, 0.5]), np.array([1.0, 0.3])
     phi = np.stack(np.broadcast_arrays((b[:, None] * x), sigma[:, None], nu[:, None]), -1)
     rows = []
@@ -961,10 +960,20 @@ def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
     np.testing.assert_allclose(
         variance, np.broadcast_to((sigma**2 + nu**2)[:, None], (2, 50)), rtol=1e-8
     )
+    censored = GenericLikelihood(model["c"], set(model.basic_RVs))
+    repeated = np.repeat(phi[:, :5], 3, axis=1)  # (2, 15, 3): five distinct rows per draw
+    rows.clear()
+    np.testing.assert_array_equal(
+        censored.entropy_and_moments(repeated)[0],
+        np.repeat(censored.entropy_and_moments(phi[:, :5])[0], 3, axis=1),
+    )
+    assert rows == [10, 10]
+    rows.clear()
     generic.location = None  # the rule at each row's own location
     np.testing.assert_allclose(entropy, generic.entropy_and_moments(phi)[0], rtol=1e-9)
     np.testing.assert_allclose(information, generic.fisher_information(phi), rtol=1e-8)
-    assert rows[2:] == [100, 100]
+    assert rows == [100, 100]
+    assert censored.location is None
 
 
 def test_levels_below_order_one_by_the_rules_of_both_laws(rng, monkeypatch):

@@ -278,13 +278,20 @@ class GenericLikelihood(LikelihoodGraph):
         and so do repeated rows (a grid value, a permutation). ``compute``
         maps (U, M) rows to (U, ...).
         """
-        flat = phi.reshape(-1, phi.shape[-1])
+        shape = [m for m in range(phi.shape[-1]) if m != self.location]
+        rows = phi
+        if phi.ndim > 2 and all(np.all(phi[..., m] == phi[..., :1, m]) for m in shape):
+            # the same shape along the rows (each draw's): one row per draw, found
+            # without sorting the rows
+            rows = phi[..., :1, :]
+        flat = rows.reshape(-1, phi.shape[-1])
         if self.location is not None:
             flat = flat.copy()
             flat[:, self.location] = 0.0
         distinct, back = np.unique(flat, axis=0, return_inverse=True)
         out = compute(distinct)[back.ravel()]
-        return out.reshape(*phi.shape[:-1], *out.shape[1:])
+        out = out.reshape(*rows.shape[:-1], *out.shape[1:])
+        return np.broadcast_to(out, (*phi.shape[:-1], *out.shape[rows.ndim - 1 :])).copy()
 
     def fisher_information(self, phi):
         """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
