@@ -332,7 +332,8 @@ class GenericLikelihood(LikelihoodGraph):
 
         By the score identity ``∂E[f]/∂φ_j = E[f s_j]`` and
         ``∂²E[f]/∂φ_j∂φ_k = E[f (s_j s_k + ∂_k s_j)]``. ``powers=1``: ``E[y]``
-        alone (a mean needs no ``E[y²]``).
+        alone (a mean needs no ``E[y²]``). A location family's from its law at
+        location 0 (`_moved_moments`).
 
         Returns
         -------
@@ -340,6 +341,60 @@ class GenericLikelihood(LikelihoodGraph):
             values (..., K); with ``order >= 1`` first derivatives (..., K, V);
             with ``order == 2`` second derivatives (..., K, V, V); K = ``powers``.
         """
+        if self.location is not None:
+            return self._moved_moments(phi, varying, order, powers)
+        return self._raw_moments(phi, varying, order, powers)
+
+    def _moved_moments(self, phi, varying, order, powers):
+        """`raw_moments` of a location family from those of z, its law at location 0.
+
+        With ``y = ℓ + z``: ``E[y] = ℓ + E[z]`` and ``E[y²] = ℓ² + 2ℓE[z] + E[z²]``,
+        so the location's derivatives are 1 and ``2E[y]`` (second: 0 and 2), a
+        shape parameter's those of ``E[z]`` and ``2ℓE[z] + E[z²]``, and the mixed
+        ones 0 and twice ``E[z]``'s; z's moments take one rule per distinct
+        shape (`_distinct`).
+        """
+        shapes = [m for m in varying if m != self.location]
+        z_order = order if shapes else 0  # nothing of z's to differentiate
+        sizes = [2, 2 * len(shapes), 2 * len(shapes) ** 2][: z_order + 1]
+
+        def at_location_zero(rows):
+            parts = self._raw_moments(rows, shapes, z_order, 2)
+            return np.concatenate([p.reshape(len(rows), -1) for p in parts], -1)
+
+        flat = np.split(self._distinct(phi, at_location_zero), np.cumsum(sizes)[:-1], -1)
+        lead, s = phi.shape[:-1], len(shapes)
+        (m1, m2), loc = np.moveaxis(flat[0], -1, 0), phi[..., self.location]
+        out = [np.stack([loc + m1, loc * loc + 2 * loc * m1 + m2], -1)]
+        # positions of the location and of each shape parameter among ``varying``
+        where = [shapes.index(m) if m in shapes else None for m in varying]
+        if order >= 1:
+            d = flat[1].reshape(*lead, 2, s) if shapes else None
+            first = np.zeros((*lead, 2, len(varying)))
+            for j, i in enumerate(where):
+                if i is None:
+                    first[..., 0, j], first[..., 1, j] = 1.0, 2 * (loc + m1)
+                else:
+                    first[..., 0, j] = d[..., 0, i]
+                    first[..., 1, j] = 2 * loc * d[..., 0, i] + d[..., 1, i]
+            out.append(first)
+        if order == 2:
+            h = flat[2].reshape(*lead, 2, s, s) if shapes else None
+            second = np.zeros((*lead, 2, len(varying), len(varying)))
+            for j, i in enumerate(where):
+                for k, t in enumerate(where):
+                    if i is None and t is None:
+                        second[..., 1, j, k] = 2.0
+                    elif i is None or t is None:
+                        second[..., 1, j, k] = 2 * d[..., 0, t if i is None else i]
+                    else:
+                        second[..., 0, j, k] = h[..., 0, i, t]
+                        second[..., 1, j, k] = 2 * loc * h[..., 0, i, t] + h[..., 1, i, t]
+            out.append(second)
+        return [part.take(range(powers), axis=len(lead)) for part in out]
+
+    def _raw_moments(self, phi, varying, order, powers):
+        """`raw_moments` by the rule at each row."""
         v = len(varying)
 
         def integrand(y, logp, score=None, hessian=None):
