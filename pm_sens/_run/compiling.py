@@ -150,7 +150,10 @@ def _warm(ctx):
     draws = ctx.draws.chunk(0, 1)
 
     def warm(compiled):
-        compiled(data_for_chunk(compiled, ctx.points.values), draws)
+        given = {}
+        if getattr(compiled, "writes_in_place", False):  # the array its norm is computed in
+            given["out"] = np.empty((1, ctx.points.n_points, compiled.n_features))
+        compiled(data_for_chunk(compiled, ctx.points.values), draws, **given)
 
     return warm
 

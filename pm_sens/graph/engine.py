@@ -179,6 +179,11 @@ def compile_predictive(
         outputs, extra_arguments, writes_in_place = _whitened_outputs(
             graph, components, scales, backend, whitened == "means"
         )
+        if scales is not None:
+            # each draw's sum of each parameter over the points: nan where the
+            # model is undefined at a point, which the derivatives may not show
+            # (log(u) is nan where u < 0, its derivative u'/u finite)
+            outputs.append(pt.stack([c.sum(axis=-1) for c in all_components], -1))
     else:
         outputs = [phi] if parameters else []
         outputs += _derivative_outputs(graph, components, mode, order, backend, colors)

@@ -89,7 +89,9 @@ class WhitenedNorm(CompiledPredictive):
     the derivatives never leaving the graph. Where the family writes its
     scales for any array namespace (``scales_in_graph``,
     `pm_sens.families.Family.graph_scales`) the graph computes them too, and
-    the call returns ``norm`` alone: one pass over the data per chunk. Else
+    the call returns ``norm`` alone: one pass over the data per chunk (the
+    graph also sums each parameter over the points, so that a parameter
+    undefined where its derivative is finite is not missed). Else
     they are `pm_sens.families.Family.whitening` of the parameters computed
     first by the forward function (``forward``, order 0), in NumPy, and the
     call returns what ``forward`` returns beside ``norm``; ``norm`` is None
@@ -128,11 +130,13 @@ class WhitenedNorm(CompiledPredictive):
             arguments.append(scales)
         if self.writes_in_place:
             arguments += [out, False]
-        (result.norm,) = self.run(*arguments)
+        result.norm, *parameter_sums = self.run(*arguments)
         # a square that underflows costs its value at most 2e-162: means over the
         # points above `_SMALLEST_SAFE_NORM` keep every digit; an inf or nan
         # value makes its mean one
         norm_range = result.norm.min(initial=np.inf), result.norm.max(initial=0.0)
+        if parameter_sums and np.isnan(parameter_sums[0]).any():
+            norm_range = np.nan, np.nan  # a parameter undefined: the exact route names it
         result.norm_range = tuple(float(x) for x in norm_range)
         return result
 
