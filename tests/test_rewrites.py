@@ -509,8 +509,8 @@ def test_blockwise_increments_are_broadcast_by_the_inferred_shapes(rng):
     vectorized over draws, increments zeros without the draw axis. The rewrite
     broadcasts them over the draws by shapes of the graph's inputs, not by the
     shape of the deep intermediate (whose static shape PyTensor infers on a clone
-    of all its ancestors); the compiled function has the same values, with or
-    without it."""
+    of all its ancestors), and sets the broadcast's static shape itself; the
+    compiled function has the same values, with or without it."""
     from pytensor.graph.fg import FunctionGraph
     from pytensor.graph.traversal import applys_between
     from pytensor.tensor.blockwise import Blockwise
@@ -541,6 +541,10 @@ def test_blockwise_increments_are_broadcast_by_the_inferred_shapes(rng):
         shape_graph = list(applys_between(inputs, buffer.owner.inputs[1:]))
         assert len(shape_graph) < 10, len(shape_graph)
         assert len(list(applys_between(inputs, [node.inputs[0].shape[1]]))) > 20
+        # its static type, set without PyTensor's inference, is the one that infers
+        assert (
+            buffer.type == pt.broadcast_to(*buffer.owner.inputs[:1], buffer.owner.inputs[1:]).type
+        )
     values = [rng.normal(size=9), rng.normal(size=4)]
     reference = pytensor.function(inputs, outputs, mode="FAST_COMPILE")(*values)
     for backend in BACKENDS:

@@ -20,8 +20,9 @@ GP's noise ``σ² I``) is allocated for all draws at once.
 
 import pytensor.tensor as pt
 from pytensor.compile.ops import ViewOp
+from pytensor.graph.basic import Apply
 from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.tensor.basic import AllocDiag, Join, Split
+from pytensor.tensor.basic import Alloc, AllocDiag, Join, Split
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, IncSubtensor
 
@@ -33,17 +34,34 @@ def _shape(fgraph, x):
 
 
 def _batch_shape(fgraph, inputs, batch_ndim):
-    """The broadcast batch shape of ``inputs``: each dim's size from an input that has it."""
+    """The broadcast batch shape of ``inputs``: each dim's (symbolic, static) size.
+
+    Taken from an input that has the dim; (1, 1) where none has.
+    """
     shape = []
     for k in range(batch_ndim):
         sized = [x for x in inputs if not x.type.broadcastable[k]]
-        shape.append(_shape(fgraph, sized[0])[k] if sized else 1)
+        shape.append((_shape(fgraph, sized[0])[k], sized[0].type.shape[k]) if sized else (1, 1))
     return shape
 
 
 def _broadcast(fgraph, x, batch_shape):
-    """``x`` broadcast to ``batch_shape`` on its batch dims."""
-    return pt.broadcast_to(x, (*batch_shape, *_shape(fgraph, x)[len(batch_shape) :]))
+    """``x`` broadcast to ``batch_shape`` (`_batch_shape`) on its batch dims.
+
+    The node's static shape is the inputs' (``batch_shape``'s and x's core
+    dims'): `pt.broadcast_to` would infer it by rewriting a clone of the shape's
+    graph, every ancestor of x, once per broadcast.
+    """
+    b = len(batch_shape)
+    shape = [pt.as_tensor_variable(s, ndim=0) for s, _ in batch_shape]
+    shape += _shape(fgraph, x)[b:]
+    static = [
+        n if n is not None or x.type.broadcastable[k] else x.type.shape[k]
+        for k, (_, n) in enumerate(batch_shape)
+    ]
+    static += x.type.shape[b:]
+    out = pt.TensorType(x.type.dtype, shape=static)()
+    return Apply(Alloc(), [x, *shape], [out]).outputs[0]
 
 
 def _core_op(node, kind):
