@@ -59,6 +59,50 @@ def test_new_points_do_not_recompile(logistic, monkeypatch, rng):
     assert list(out["sensitivity"]["house"].values) == list(range(7))
 
 
+def test_graphs_are_built_without_traces_and_the_users_setting_is_kept(logistic, monkeypatch):
+    """PyTensor's record of where each node is made is off while pm_sens builds and
+    compiles graphs, in builds that overlap in threads too, and the user's
+    ``traceback__limit`` is back after each call and after them all."""
+    import threading
+
+    import pytensor
+
+    from pm_sens.graph.compile import functions
+
+    model, idata, _ = logistic
+    monkeypatch.setattr(pytensor.config, "traceback__limit", 5)
+    seen, started, release = [], threading.Barrier(2), threading.Event()
+
+    @functions.without_traces
+    def build(wait):
+        seen.append(pytensor.config.traceback__limit)
+        if wait:
+            started.wait()
+            release.wait()
+
+    thread = threading.Thread(target=build, args=(True,))
+    thread.start()
+    started.wait()
+    build(False)  # overlaps the thread's build and ends first
+    assert pytensor.config.traceback__limit == 0
+    release.set()
+    thread.join()
+    assert seen == [0, 0] and pytensor.config.traceback__limit == 5
+    built = []
+    compile_function = pytensor.function
+    monkeypatch.setattr(
+        pytensor,
+        "function",
+        lambda *a, **k: (
+            built.append(pytensor.config.traceback__limit) or compile_function(*a, **k)
+        ),
+    )
+    pm_sens.sensitivity(idata, model, progressbar=False, extend_inferencedata=False)
+    assert built and set(built) == {0}
+    assert pytensor.config.traceback__limit == 5
+    assert (pytensor.tensor.vector() + 1).tag.trace  # the user's own graphs keep theirs
+
+
 def test_chunks_run_with_blas_on_one_thread_and_restore_it(logistic, monkeypatch):
     """BLAS runs on one thread while draw-mode chunks are evaluated and consumed, as it
     was after."""

@@ -20,7 +20,7 @@ from pytensor.graph.traversal import graph_inputs
 from pm_sens.graph.compile.backends import compiled_function
 from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
-from pm_sens.graph.compile.functions import evaluate
+from pm_sens.graph.compile.functions import evaluate, without_traces
 from pm_sens.graph.compile.nodes import depends_on
 from pm_sens.graph.likelihoods.closed_forms import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.likelihoods.generic.statistics import GenericStatistics, by_rule
@@ -98,6 +98,7 @@ def _draw_components(predictive, params, n_classes, statistic):
     ]
 
 
+@without_traces
 def compile_predictive(
     predictive,
     model,

@@ -1,5 +1,6 @@
 """Compiled PyTensor functions: the one place pm_sens calls ``pytensor.function``."""
 
+import functools
 import math
 import threading
 
@@ -18,6 +19,38 @@ from pm_sens.graph.compile.rewrites import compile_mode
 #: whole graph: on large graphs it takes most of the compile and saves little
 #: of the run (benchmarks/README.md, "Tuned constants")
 LARGE_GRAPH = 2_000
+
+_TRACES = threading.Lock()
+_building = [0, None]  # builds under way, and the user's traceback limit they set aside
+
+
+def without_traces(build):
+    """``build`` with PyTensor's record of where each variable is made turned off.
+
+    PyTensor keeps the Python stack at every node it makes (its
+    ``traceback__limit`` setting, so that an error can point at the user's
+    line): a sixth of compiling a zoo model's graphs and a quarter of a
+    20-component mixture's, for graphs whose errors pm_sens words itself. The
+    setting is process-wide: the first of overlapping builds (threads: a
+    background compile) sets the user's value aside and the last puts it back.
+    """
+
+    @functools.wraps(build)
+    def wrapped(*args, **kwargs):
+        with _TRACES:
+            if _building[0] == 0:
+                _building[1] = pytensor.config.traceback__limit
+                pytensor.config.traceback__limit = 0
+            _building[0] += 1
+        try:
+            return build(*args, **kwargs)
+        finally:
+            with _TRACES:
+                _building[0] -= 1
+                if _building[0] == 0:
+                    pytensor.config.traceback__limit = _building[1]
+
+    return wrapped
 
 
 class GraphFunction:
@@ -60,6 +93,7 @@ class GraphFunction:
         if not lazy:
             self._compile()
 
+    @without_traces
     def _compile(self):
         if self._function is None:
             arguments, outputs = self._graph

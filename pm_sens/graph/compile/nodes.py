@@ -1,6 +1,8 @@
-"""Small questions about PyTensor nodes and variables."""
+"""Small questions about PyTensor nodes and variables, and a broadcast typed by hand."""
 
 import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
 from pytensor.tensor.elemwise import Elemwise
@@ -31,3 +33,16 @@ def is_zeros(var) -> bool:
         return get_underlying_scalar_constant_value(var.owner.inputs[0]) == 0
     except NotScalarConstantError:
         return False
+
+
+def broadcast_typed(x, shape, static):
+    """``x`` broadcast to the symbolic ``shape``, whose static shape is ``static``.
+
+    `pt.broadcast_to` infers the static shape itself, by rewriting a clone of
+    the shape's graph: about 10 ms a call, and all of x's ancestors where the
+    shape is read from x's. A 20-component mixture's second derivatives are
+    3,600 broadcasts; a blockwise join's shape is read from a deep graph.
+    """
+    shape = [pt.as_tensor_variable(n, ndim=0) for n in shape]
+    out = pt.TensorType(x.type.dtype, shape=tuple(static))()
+    return Apply(Alloc(), [x, *shape], [out]).outputs[0]

@@ -18,13 +18,13 @@ draw in Python, is the array it passes through; a diagonal matrix per draw (a
 GP's noise ``σ² I``) is allocated for all draws at once.
 """
 
-import pytensor.tensor as pt
 from pytensor.compile.ops import ViewOp
-from pytensor.graph.basic import Apply
 from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.tensor.basic import Alloc, AllocDiag, Join, Split
+from pytensor.tensor.basic import AllocDiag, Join, Split
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, IncSubtensor
+
+from pm_sens.graph.compile.nodes import broadcast_typed
 
 
 def _shape(fgraph, x):
@@ -48,20 +48,16 @@ def _batch_shape(fgraph, inputs, batch_ndim):
 def _broadcast(fgraph, x, batch_shape):
     """``x`` broadcast to ``batch_shape`` (`_batch_shape`) on its batch dims.
 
-    The node's static shape is the inputs' (``batch_shape``'s and x's core
-    dims'): `pt.broadcast_to` would infer it by rewriting a clone of the shape's
-    graph, every ancestor of x, once per broadcast.
+    The static shape is the inputs' (``batch_shape``'s and x's), not inferred
+    from ``x``'s ancestors (`broadcast_typed`).
     """
     b = len(batch_shape)
-    shape = [pt.as_tensor_variable(s, ndim=0) for s, _ in batch_shape]
-    shape += _shape(fgraph, x)[b:]
     static = [
         n if n is not None or x.type.broadcastable[k] else x.type.shape[k]
         for k, (_, n) in enumerate(batch_shape)
     ]
-    static += x.type.shape[b:]
-    out = pt.TensorType(x.type.dtype, shape=static)()
-    return Apply(Alloc(), [x, *shape], [out]).outputs[0]
+    shape = [s for s, _ in batch_shape] + list(_shape(fgraph, x)[b:])
+    return broadcast_typed(x, shape, [*static, *x.type.shape[b:]])
 
 
 def _core_op(node, kind):

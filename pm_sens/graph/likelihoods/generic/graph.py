@@ -26,6 +26,8 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.special import LogSumExp
 
+from pm_sens.graph.compile.functions import without_traces
+from pm_sens.graph.compile.nodes import broadcast_typed
 from pm_sens.graph.likelihoods.generic.leaves import (
     constant_parameters,
     dim_lengths,
@@ -50,7 +52,13 @@ def at_nodes(outputs, value, nodes):
     vectorization over a leading node axis gives them per node and row (an
     output that does not depend on the value is broadcast along the nodes).
     """
-    return [pt.broadcast_to(out, nodes.shape) for out in vectorize_graph(outputs, {value: nodes})]
+    return _to_nodes(vectorize_graph(outputs, {value: nodes}), nodes)
+
+
+def _to_nodes(outputs, nodes):
+    """Each of ``outputs`` broadcast to the shape of ``nodes`` (P, R) (`broadcast_typed`)."""
+    shape = [nodes.shape[0], nodes.shape[1]]
+    return [broadcast_typed(out, shape, nodes.type.shape) for out in outputs]
 
 
 #: Gauss–Legendre nodes per continuous part of a likelihood
@@ -164,6 +172,7 @@ class LikelihoodGraph:
         (mean,) = replace_rebuilding([mean], replacements)
         return mean.reshape(params[0].shape)
 
+    @without_traces
     def _compile(self):
         phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
         resized, replacements = self._rebuilt(phis)
@@ -227,6 +236,7 @@ class LikelihoodGraph:
                 f"PyTensor said: {error}"
             ) from None
 
+    @without_traces
     def _second_function(self):
         """The compiled log density, score and second derivatives in the parameters.
 
@@ -321,8 +331,7 @@ def _own_component_scores(mixture, phis, replacements):
     owners = pt.matrix("component", dtype="int64")
 
     def at_own_nodes(outputs):
-        outputs = vectorize_graph(outputs, {value: nodes, owner: owners})
-        outputs = [pt.broadcast_to(out, nodes.shape) for out in outputs]
+        outputs = _to_nodes(vectorize_graph(outputs, {value: nodes, owner: owners}), nodes)
         return lazy_function([nodes, owners, *phis], outputs, {})
 
     return {
