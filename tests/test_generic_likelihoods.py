@@ -942,7 +942,7 @@ def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
         law = pm.ExGaussian.dist(mu=mu, sigma=pm.HalfNormal("s2"), nu=pm.HalfNormal("n2"))
         pm.Censored("c", law, lower=None, upper=1.0, observed=np.minimum(x, 1.0))
     generic = GenericLikelihood(model["y"], set(model.basic_RVs))
-    assert generic.location == 0
+    assert generic.locations == [0]
     b, sigma, nu = np.array([0.7, -1.3]), np.array([0.2, 0.5]), np.array([1.0, 0.3])
     phi = np.stack(np.broadcast_arrays((b[:, None] * x), sigma[:, None], nu[:, None]), -1)
     rows = []
@@ -969,11 +969,11 @@ def test_a_location_familys_rows_share_one_rule_per_shape(rng, monkeypatch):
     )
     assert rows == [10, 10]
     rows.clear()
-    generic.location = None  # the rule at each row's own location
+    generic.locations = None  # the rule at each row's own location
     np.testing.assert_allclose(entropy, generic.entropy_and_moments(phi)[0], rtol=1e-9)
     np.testing.assert_allclose(information, generic.fisher_information(phi), rtol=1e-8)
     assert rows == [100, 100]
-    assert censored.location is None
+    assert censored.locations is None
 
 
 @pytest.mark.parametrize("varying", [[0, 1, 2], [0], [2, 0], [1]])
@@ -1285,3 +1285,70 @@ def test_second_moment_derivatives_of_a_mixture_component_by_component():
         expected[k, 3 + k] = expected[3 + k, k] = 2 * mu[k]
         expected[k, 6 + k] = expected[6 + k, k] = 2 * sigma[k]
     np.testing.assert_allclose(second[0, 1], expected, rtol=1e-6, atol=1e-8)
+
+
+def test_a_mixture_whose_components_move_together_shares_one_rule(rng, monkeypatch):
+    """A Normal mixture whose component means all move with x (``c_k + b x``): the
+    law at a row is the law at another moved by b Δx, so the rule runs once per
+    draw though ``(c_k + b x) − (c_1 + b x)`` differs by rounding from row to row.
+    Its mean and variance are the closed forms' (Σ w μ_k; Σ w (σ² + μ_k²) − mean²),
+    E[y]'s and E[y²]'s first derivatives too (μ_k and σ² + μ_k² in w_k, w_k and
+    2 w_k μ_k in μ_k, 0 and 2 w_k σ in σ_k), their second derivatives, the entropy and
+    the Fisher information the rule's row by row. A listed mixture of a Normal and
+    a Student-t moves the same way; one with a Gamma or a fixed component does not."""
+    x = rng.normal(size=40)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        slope = pm.Normal("b")
+        centres = pm.Normal("c", shape=3)
+        w = pm.Dirichlet("w", np.ones(3))
+        sigma = pm.HalfNormal("s")
+        pm.NormalMixture("y", w=w, mu=centres + slope * xd[:, None], sigma=sigma, observed=x)
+        listed = [pm.Normal.dist(centres[0] + xd, sigma), pm.StudentT.dist(4, centres[1] + xd)]
+        pm.Mixture("t", w=w[:2], comp_dists=listed, observed=x)
+        pm.Mixture("g", w[:2], [pm.Normal.dist(slope * xd), pm.Gamma.dist(2, 1)], observed=x**2)
+        pm.Mixture("f", w[:2], [pm.Normal.dist(slope * xd), pm.Normal.dist(0, 1)], observed=x)
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    assert list(generic.labels[:3]) == ["w[0]", "w[1]", "w[2]"] and generic.locations == [3, 4, 5]
+    assert GenericLikelihood(model["t"], set(model.basic_RVs)).locations is not None
+    for name in ("g", "f"):
+        assert GenericLikelihood(model[name], set(model.basic_RVs)).locations is None
+    weights = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])[:, None]
+    means = (
+        np.array([[-2.0, 0.1, 3.0], [-1.0, 0.5, 1.5]])[:, None]
+        + np.array([0.7, -1.3])[:, None, None] * x[:, None]
+    )
+    scale = np.array([0.4, 0.9])[:, None, None]
+    # (2, 40, 9): the weights, the means and the scales (per component, as PyMC has them)
+    phi = np.concatenate(np.broadcast_arrays(weights, means, np.repeat(scale, 3, -1)), -1)
+    assert len(np.unique(phi[0, :, 4] - phi[0, :, 3])) > 1  # rounding in the distances
+    rows = []
+    expectation = GenericLikelihood.expectation
+    monkeypatch.setattr(
+        GenericLikelihood,
+        "expectation",
+        lambda self, phi, *a, **k: (
+            rows.append(phi[..., 0].size) or expectation(self, phi, *a, **k)
+        ),
+    )
+    entropy, mean, variance = generic.entropy_and_moments(phi)
+    information = generic.fisher_information(phi)
+    moments = generic.raw_moments(phi, list(range(9)), 2)
+    assert rows == [2, 2, 2]
+    w, mu, s2 = weights, means, scale[..., 0] ** 2
+    np.testing.assert_allclose(mean, (w * mu).sum(-1), rtol=0, atol=1e-9)
+    second = (w * (s2[..., None] + mu**2)).sum(-1)
+    np.testing.assert_allclose(variance, second - mean**2, rtol=1e-8)
+    first = np.zeros((2, 40, 2, 9))
+    first[..., 0, :3], first[..., 0, 3:6] = mu, w
+    first[..., 1, :3], first[..., 1, 3:6] = s2[..., None] + mu**2, 2 * w * mu
+    first[..., 1, 6:] = 2 * scale * w
+    np.testing.assert_allclose(moments[0], np.stack([mean, second], -1), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(moments[1], first, rtol=0, atol=1e-6 * np.abs(first).max())
+    rows.clear()
+    generic.locations = None  # the rule at each row's own locations
+    np.testing.assert_allclose(entropy, generic.entropy_and_moments(phi)[0], rtol=1e-9)
+    np.testing.assert_allclose(information, generic.fisher_information(phi), rtol=1e-7, atol=1e-9)
+    by_row = generic.raw_moments(phi, list(range(9)), 2)[2]
+    np.testing.assert_allclose(moments[2], by_row, rtol=0, atol=1e-6 * np.abs(by_row).max())
+    assert rows == [80, 80, 80]

@@ -34,6 +34,7 @@ from pymc.distributions.continuous import (
     SkewNormalRV,
     SkewStudentTRV,
 )
+from pymc.distributions.mixture import _BaseMixtureRV
 from pytensor.tensor.random.basic import (
     CauchyRV,
     GumbelRV,
@@ -49,6 +50,7 @@ from pm_sens.families._renyi import log_rule_term
 from pm_sens.graph.likelihoods.generic.graph import N_NODES, TAIL, LikelihoodGraph
 from pm_sens.graph.likelihoods.generic.leaves import distribution_inputs
 from pm_sens.graph.likelihoods.generic.rules import blocks, locate
+from pm_sens.graph.model.queries import is_distribution
 
 #: location families of the real line, and their location's position among the
 #: distribution's parameters: the law at location m is the law at 0 shifted by m
@@ -81,7 +83,8 @@ class GenericLikelihood(LikelihoodGraph):
         #: largest |Σ weights − 1| of the rules this likelihood has used (see
         #: `expectation`): a record of its own numerics, never reset by a call
         self.mass_error = 0.0
-        self.location = _location_column(rv, self.leaves)
+        #: the columns of the locations that move the law together (`_location_columns`)
+        self.locations = _location_columns(rv, self.leaves)
 
     def log_density(self, phi, y):
         """The log density ``log p(y | φ)``, broadcasting ``phi`` (..., M) against ``y`` (...).
@@ -270,28 +273,40 @@ class GenericLikelihood(LikelihoodGraph):
         return out.reshape(*phi.shape[:-1], *out.shape[1:])
 
     def _distinct(self, phi, compute):
-        """``compute`` of the distinct rows of ``phi`` (..., M) at location 0, spread back.
+        """``compute`` of the distinct rows of ``phi`` (..., M) moved by −`_shift`, spread back.
 
-        For what a location family's location does not change (entropy,
-        variance, Fisher information): rows that differ only there (the
-        ExGaussian's μ = X b, whose σ and ν are each draw's) share one rule,
-        and so do repeated rows (a grid value, a permutation). ``compute``
-        maps (U, M) rows to (U, ...).
+        For what moving a law does not change (entropy, variance, Fisher
+        information): rows that differ only in where the law sits share one
+        rule — the ExGaussian's μ = X b, whose σ and ν are each draw's, or a
+        Normal mixture whose component means all move with x — and so do
+        repeated rows (a grid value, a permutation). Moved rows are compared
+        with their locations rounded to 2⁻⁴⁰ of the largest (the rounding of
+        ``(c_k + b x) − shift``). ``compute`` maps (U, M) rows to (U, ...).
         """
-        shape = [m for m in range(phi.shape[-1]) if m != self.location]
-        rows = phi
-        if phi.ndim > 2 and all(np.all(phi[..., m] == phi[..., :1, m]) for m in shape):
-            # the same shape along the rows (each draw's): one row per draw, found
+        rows, keys = phi, phi
+        if self.locations is not None:
+            rows = phi.copy()
+            rows[..., self.locations] -= self._shift(phi)[..., None]
+            keys = _rounded_locations(rows, self.locations, np.abs(phi[..., self.locations]))
+        if keys.ndim > 2 and np.all(keys == keys[..., :1, :]):
+            # the same law along the rows (each draw's): one row per draw, found
             # without sorting the rows
-            rows = phi[..., :1, :]
+            rows, keys = rows[..., :1, :], keys[..., :1, :]
         flat = rows.reshape(-1, phi.shape[-1])
-        if self.location is not None:
-            flat = flat.copy()
-            flat[:, self.location] = 0.0
-        distinct, back = np.unique(flat, axis=0, return_inverse=True)
-        out = compute(distinct)[back.ravel()]
+        _, first, back = np.unique(
+            keys.reshape(flat.shape), axis=0, return_index=True, return_inverse=True
+        )
+        out = compute(flat[first])[back.ravel()]
         out = out.reshape(*rows.shape[:-1], *out.shape[1:])
         return np.broadcast_to(out, (*phi.shape[:-1], *out.shape[rows.ndim - 1 :])).copy()
+
+    def _shift(self, phi):
+        """How far each row's law is moved from where `_distinct` computes it (...).
+
+        The mean of its locations: the moved law sits about 0, where its
+        moments' derivatives lose the fewest digits to ``c² E[1] + 2cE[z] + E[z²]``.
+        """
+        return phi[..., self.locations].mean(-1)
 
     def fisher_information(self, phi):
         """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
@@ -323,8 +338,8 @@ class GenericLikelihood(LikelihoodGraph):
             return np.stack([entropy, mean, square - mean**2], -1)
 
         entropy, mean, variance = np.moveaxis(self._distinct(phi, at_location_zero), -1, 0)
-        if self.location is not None:
-            mean = mean + phi[..., self.location]
+        if self.locations is not None:
+            mean = mean + self._shift(phi)
         return entropy, mean, variance
 
     def raw_moments(self, phi, varying, order, powers=2):
@@ -341,64 +356,58 @@ class GenericLikelihood(LikelihoodGraph):
             values (..., K); with ``order >= 1`` first derivatives (..., K, V);
             with ``order == 2`` second derivatives (..., K, V, V); K = ``powers``.
         """
-        if self.location is not None:
+        if self.locations is not None:
             return self._moved_moments(phi, varying, order, powers)
-        return self._raw_moments(phi, varying, order, powers)
+        return self._raw_moments(phi, varying, order, range(1, powers + 1))
 
     def _moved_moments(self, phi, varying, order, powers):
-        """`raw_moments` of a location family from those of z, its law at location 0.
+        """`raw_moments` of a law that moves with its locations, from those of z at 0.
 
-        With ``y = ℓ + z``: ``E[y] = ℓ + E[z]`` and ``E[y²] = ℓ² + 2ℓE[z] + E[z²]``,
-        so the location's derivatives are 1 and ``2E[y]`` (second: 0 and 2), a
-        shape parameter's those of ``E[z]`` and ``2ℓE[z] + E[z²]``, and the mixed
-        ones 0 and twice ``E[z]``'s; z's moments take one rule per distinct
-        shape (`_distinct`).
+        For any c, the law at φ is c + z with z the law at φ moved by −c (its
+        locations less c), so that ``E[y] = cE[1] + E[z]`` and
+        ``E[y²] = c²E[1] + 2cE[z] + E[z²]``, and each derivative in φ the same
+        sum of z's derivatives. The mass E[1] is a mixture's Σ w (PyMC does not
+        normalize its weights), else 1: its first derivatives are 1 in a weight
+        (0 in a weight of exactly 0, as z's: `Leaf.per_point_components`) and 0
+        in the other parameters, its second 0. With c the row's `_shift`, z's
+        moments and their derivatives take one rule per distinct moved row
+        (`_distinct`).
         """
-        shapes = [m for m in varying if m != self.location]
-        z_order = order if shapes else 0  # nothing of z's to differentiate
-        sizes = [2, 2 * len(shapes), 2 * len(shapes) ** 2][: z_order + 1]
+        shapes = [(2,), (2, len(varying)), (2, len(varying), len(varying))][: order + 1]
 
         def at_location_zero(rows):
-            parts = self._raw_moments(rows, shapes, z_order, 2)
+            parts = self._raw_moments(rows, varying, order, (1, 2))
             return np.concatenate([p.reshape(len(rows), -1) for p in parts], -1)
 
-        flat = np.split(self._distinct(phi, at_location_zero), np.cumsum(sizes)[:-1], -1)
-        lead, s = phi.shape[:-1], len(shapes)
-        (m1, m2), loc = np.moveaxis(flat[0], -1, 0), phi[..., self.location]
-        out = [np.stack([loc + m1, loc * loc + 2 * loc * m1 + m2], -1)]
-        # positions of the location and of each shape parameter among ``varying``
-        where = [shapes.index(m) if m in shapes else None for m in varying]
-        if order >= 1:
-            d = flat[1].reshape(*lead, 2, s) if shapes else None
-            first = np.zeros((*lead, 2, len(varying)))
-            for j, i in enumerate(where):
-                if i is None:
-                    first[..., 0, j], first[..., 1, j] = 1.0, 2 * (loc + m1)
-                else:
-                    first[..., 0, j] = d[..., 0, i]
-                    first[..., 1, j] = 2 * loc * d[..., 0, i] + d[..., 1, i]
-            out.append(first)
-        if order == 2:
-            h = flat[2].reshape(*lead, 2, s, s) if shapes else None
-            second = np.zeros((*lead, 2, len(varying), len(varying)))
-            for j, i in enumerate(where):
-                for k, t in enumerate(where):
-                    if i is None and t is None:
-                        second[..., 1, j, k] = 2.0
-                    elif i is None or t is None:
-                        second[..., 1, j, k] = 2 * d[..., 0, t if i is None else i]
-                    else:
-                        second[..., 0, j, k] = h[..., 0, i, t]
-                        second[..., 1, j, k] = 2 * loc * h[..., 0, i, t] + h[..., 1, i, t]
-            out.append(second)
-        return [part.take(range(powers), axis=len(lead)) for part in out]
+        moved = self._distinct(phi, at_location_zero)
+        sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
+        weights = [m for m, leaf in self._columns() if leaf.weights]
+        in_weights = np.isin(varying, weights)
+        masses = [
+            phi[..., weights].sum(-1) if weights else np.ones(phi.shape[:-1]),
+            (phi[..., varying] != 0) & in_weights,
+            0.0,
+        ]
+        location = self._shift(phi)
+        axis = phi.ndim - 1  # of the powers
+        out = []
+        for k, (part, shape) in enumerate(zip(np.split(moved, sizes, -1), shapes, strict=True)):
+            one, two = np.moveaxis(part.reshape(*phi.shape[:-1], *shape), axis, 0)
+            c = location[(...,) + (None,) * k]
+            moments = [c * masses[k] + one, c * c * masses[k] + 2 * c * one + two]
+            out.append(np.stack(moments[:powers], axis))
+        return out
 
-    def _raw_moments(self, phi, varying, order, powers):
-        """`raw_moments` by the rule at each row."""
-        v = len(varying)
+    def _columns(self):
+        """(column, leaf) of each column of the leaf parameters."""
+        return list(enumerate(leaf for leaf in self.leaves for _ in range(leaf.size)))
+
+    def _raw_moments(self, phi, varying, order, exponents):
+        """`raw_moments` by the rule at each row, of ``E[y**k]`` for k in ``exponents``."""
+        v, powers = len(varying), len(exponents)
 
         def integrand(y, logp, score=None, hessian=None):
-            powers_of_y = np.stack([y, y * y][:powers], -1)  # (P, R, K)
+            powers_of_y = np.stack([y**k for k in exponents], -1)  # (P, R, K)
             out = [powers_of_y]
             if order >= 1:
                 score = score[..., varying]
@@ -495,26 +504,59 @@ class GenericLikelihood(LikelihoodGraph):
         )
 
 
-def _location_column(rv, leaves):
-    """The column of the leaf parameters that is ``rv``'s location, or None.
+def _location_columns(rv, leaves):
+    """The columns of the leaf parameters that move ``rv``'s law together, or None.
 
-    Only for a location family at the top (not a mixture's component, nor a
-    censored or truncated law, whose bounds do not move with it), whose
-    location is its own leaf (not also another parameter, as in ``mu = sigma``).
+    A location family at the top (not a censored or truncated law, whose bounds
+    do not move with it) has its location's column; a mixture of location
+    families, each component's location's columns (a `NormalMixture`'s K
+    means): the law at locations ℓ + c is the law at ℓ moved by c. Each
+    location must be a leaf of its own (not also another parameter, as in
+    ``mu = sigma``, nor a constant: a law whose location does not vary has no
+    columns to move).
     """
-    position = LOCATIONS.get(type(rv.owner.op))
-    if position is None:
+    op = rv.owner.op
+    node_params = [p for p, _ in distribution_inputs(rv.owner)]
+    components = [rv]
+    if isinstance(op, _BaseMixtureRV):
+        components = node_params[1:]
+        if not all(is_distribution(c) and c.owner is not None for c in components):
+            return None
+    locations, others = [], [] if components == [rv] else [node_params[0]]
+    for component in components:
+        position = LOCATIONS.get(type(component.owner.op))
+        if position is None:
+            return None
+        params = [p for p, _ in distribution_inputs(component.owner)]
+        locations.append(params[position])
+        others += [p for i, p in enumerate(params) if i != position]
+    if any(o is location for o in others for location in locations):
         return None
-    params = [p for p, _ in distribution_inputs(rv.owner)]
-    location = params[position]
-    if any(p is location for i, p in enumerate(params) if i != position):
-        return None
-    column = 0
+    columns, start = [], 0
     for leaf in leaves:
-        if leaf.var is location:
-            return column if leaf.size == 1 else None
-        column += leaf.size
-    return None  # a constant location: every row has the same
+        if any(leaf.var is location for location in locations):
+            columns += range(start, start + leaf.size)
+        start += leaf.size
+    found = {id(leaf.var) for leaf in leaves}
+    if not columns or not all(id(location) in found for location in locations):
+        return None
+    return columns
+
+
+def _rounded_locations(rows, locations, magnitudes):
+    """Moved ``rows`` (..., M) with their locations rounded to 2⁻⁴⁰ of the largest.
+
+    Keys for rows whose moved locations agree but for rounding
+    (`GenericLikelihood._distinct`); ``magnitudes``: the locations' sizes
+    before they were moved. The other columns as they are.
+    """
+    largest = float(np.max(magnitudes, initial=0.0))
+    if not np.isfinite(largest) or largest == 0:
+        return rows
+    quantum = 2.0 ** (np.floor(np.log2(largest)) - 40)
+    keys = rows.copy()
+    keys[..., locations] = np.round(rows[..., locations] / quantum)
+    return keys
 
 
 def _tables(summed, sizes):
