@@ -515,14 +515,12 @@ def _location_columns(rv, leaves):
     ``mu = sigma``, nor a constant: a law whose location does not vary has no
     columns to move).
     """
-    op = rv.owner.op
     node_params = [p for p, _ in distribution_inputs(rv.owner)]
-    components = [rv]
-    if isinstance(op, _BaseMixtureRV):
-        components = node_params[1:]
-        if not all(is_distribution(c) and c.owner is not None for c in components):
-            return None
-    locations, others = [], [] if components == [rv] else [node_params[0]]
+    mixture = isinstance(rv.owner.op, _BaseMixtureRV)
+    components = node_params[1:] if mixture else [rv]
+    if not all(is_distribution(c) for c in components):
+        return None
+    locations, others = [], node_params[:1] if mixture else []
     for component in components:
         position = LOCATIONS.get(type(component.owner.op))
         if position is None:
@@ -535,6 +533,8 @@ def _location_columns(rv, leaves):
     columns, start = [], 0
     for leaf in leaves:
         if any(leaf.var is location for location in locations):
+            if leaf.size > 1 and not mixture:  # one law per point, one location
+                return None
             columns += range(start, start + leaf.size)
         start += leaf.size
     found = {id(leaf.var) for leaf in leaves}
