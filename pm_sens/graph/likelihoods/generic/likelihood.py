@@ -550,6 +550,8 @@ def _rounded_locations(rows, locations, magnitudes):
     (`GenericLikelihood._distinct`); ``magnitudes``: the locations' sizes
     before they were moved. The other columns as they are.
     """
+    if len(locations) < 2:  # a single location moved to 0 is exactly 0
+        return rows
     largest = float(np.max(magnitudes, initial=0.0))
     if not np.isfinite(largest) or largest == 0:
         return rows
