@@ -1276,14 +1276,48 @@ def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
 
 def test_second_moment_derivatives_of_a_mixture_component_by_component():
     """∂²E[y²] of a mixture with a narrow component, in closed form: E[y²] =
-    Σ w_k (μ_k² + σ_k²), so ∂²/∂μ_k² = 2 w_k, ∂²/∂σ_k² = 2 w_k, ∂²/∂w_k∂μ_k = 2 μ_k."""
+    Σ w_k (μ_k² + σ_k²), so ∂²/∂μ_k² = 2 w_k, ∂²/∂σ_k² = 2 w_k, ∂²/∂w_k∂μ_k = 2 μ_k.
+    They are taken in each node's own weight, mean and width: 3 first and 6 second
+    derivatives compiled whatever the number of components K (its 3K columns would
+    take 3K and 9K²), spread to the 6K pairs of columns of a common component."""
     generic, w, mu, sigma = _narrow_among_wide()
     *_, second = generic.raw_moments(np.concatenate([w, mu, sigma])[None], range(9), 2)
+    own = generic.functions["own"]
+    assert len(own._second.maker.fgraph.outputs) == 1 + 3 + 6
+    assert own.pairs.shape == (2, 6 * 3)
     expected = np.zeros((9, 9))
     for k in range(3):
         expected[3 + k, 3 + k] = expected[6 + k, 6 + k] = 2 * w[k]
         expected[k, 3 + k] = expected[3 + k, k] = 2 * mu[k]
         expected[k, 6 + k] = expected[6 + k, k] = 2 * sigma[k]
+    np.testing.assert_allclose(second[0, 1], expected, rtol=1e-6, atol=1e-8)
+
+
+def test_a_listed_mixture_component_by_component():
+    """A listed mixture of a Normal and a Student-t (ν = 10), each component's
+    parameters its own columns (PyMC gives each component its own copy of the
+    scale s): E[y²] = w₁(μ₁² + s₁²) + w₂(μ₂² + 1.25 s₂²), so ∂²/∂μ_k² = 2w_k,
+    ∂²/∂w_k∂μ_k = 2μ_k, ∂²/∂s₁² = 2w₁, ∂²/∂w₁∂s₁ = 2s₁, ∂²/∂s₂² = 2.5w₂,
+    ∂²/∂w₂∂s₂ = 2.5s₂, the others 0; ∂E[y²]/∂s₂ = 2.5 w₂ s₂."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        m1, m2 = pm.Normal("m1"), pm.Normal("m2")
+        scale = pm.HalfNormal("scale")
+        listed = [pm.Normal.dist(m1, scale), pm.StudentT.dist(nu=10, mu=m2, sigma=scale)]
+        pm.Mixture("y", w=w, comp_dists=listed, observed=np.zeros(2))
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    assert generic.labels == ("w[0]", "w[1]", "normal_0", "normal_1", "t_1", "t_2")
+    w1, w2, mu1, s1, mu2, s2 = 0.3, 0.7, -1.5, 0.8, 2.0, 1.3
+    phi = np.array([[w1, w2, mu1, s1, mu2, s2]])
+    _, first, second = generic.raw_moments(phi, list(range(6)), 2)
+    np.testing.assert_allclose(first[0, 1, 5], 2.5 * w2 * s2, rtol=1e-7)
+    expected = np.zeros((6, 6))
+    expected[2, 2], expected[3, 3] = 2 * w1, 2 * w1
+    expected[4, 4], expected[5, 5] = 2 * w2, 2.5 * w2
+    expected[0, 2] = expected[2, 0] = 2 * mu1
+    expected[0, 3] = expected[3, 0] = 2 * s1
+    expected[1, 4] = expected[4, 1] = 2 * mu2
+    expected[1, 5] = expected[5, 1] = 2.5 * s2
     np.testing.assert_allclose(second[0, 1], expected, rtol=1e-6, atol=1e-8)
 
 

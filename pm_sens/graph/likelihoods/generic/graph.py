@@ -104,7 +104,7 @@ class LikelihoodGraph:
         self._dim_lengths = dim_lengths(rv, {leaf.var for leaf in self.leaves})
         self.n_nodes, self.tail = n_nodes, tail
         self._rv = rv
-        self._functions = self._symbolic = None
+        self._functions = self._symbolic = self._symbolic_mean = None
         names = [leaf.name for leaf in self.leaves]
         # two components of the same family: normal_0, normal_1, normal_0#2, normal_1#2
         names = [
@@ -119,7 +119,7 @@ class LikelihoodGraph:
 
     def __getstate__(self):
         # compiled functions stay in the process that built them
-        return {**self.__dict__, "_functions": None, "_symbolic": None}
+        return {**self.__dict__, "_functions": None, "_symbolic": None, "_symbolic_mean": None}
 
     def per_point_parameters(self):
         """The leaf parameters as per-point scalar expressions of the model's graph."""
@@ -146,30 +146,51 @@ class LikelihoodGraph:
         return resized, replacements
 
     def pymc_mean(self):
-        """``mean``, where PyMC has the distribution's mean E[y], else None.
+        """`mean`, where PyMC has the distribution's mean E[y], else None.
 
         None where PyMC has no mean for it (a truncated or censored law, a
         mixture with such a component) or gives the location of an angle
         (VonMises: its circular mean, not E[y] over (−π, π]): E[y] then comes
         from the summation or quadrature rule.
         """
-        placeholders = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
-        return None if self.mean(*placeholders) is None else self.mean
+        return None if self._mean_of_rows() is None else self.mean
+
+    def _mean_of_rows(self):
+        """PyMC's mean of R rows: (its leaf columns, R-vectors; E[y] (R,)), or None.
+
+        Built once: `mean` puts its parameters in place of the columns, so
+        that PyMC rebuilds the distribution (``change_dist_size``, PyTensor's
+        shape inference) on R-vectors, never on the model's deep graphs.
+        """
+        if self._symbolic_mean is None:
+            phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+            resized, replacements = self._rebuilt(phis)
+            laws = [
+                v
+                for v in ancestors([resized])
+                if v.owner and isinstance(v.owner.op, RandomVariable)
+            ]
+            try:
+                if any(_circular(law) for law in laws):
+                    raise UndefinedMomentException
+                mean = pm_mean(resized)
+            except (NotImplementedError, UndefinedMomentException):
+                self._symbolic_mean = (None,)
+            else:
+                (mean,) = replace_rebuilding([mean], replacements)
+                self._symbolic_mean = (phis, mean)
+        return None if self._symbolic_mean == (None,) else self._symbolic_mean
 
     def mean(self, *params):
         """E[y] (the shape of the leaf ``params``, broadcast) by PyMC's mean; None if none."""
+        if self._mean_of_rows() is None:
+            return None
+        phis, mean = self._mean_of_rows()
         params = pt.broadcast_arrays(*(pt.as_tensor_variable(p) for p in params))
-        resized, replacements = self._rebuilt([p.reshape((-1,)) for p in params])
-        laws = [
-            v for v in ancestors([resized]) if v.owner and isinstance(v.owner.op, RandomVariable)
-        ]
-        if any(_circular(law) for law in laws):
-            return None
-        try:
-            mean = pm_mean(resized)
-        except (NotImplementedError, UndefinedMomentException):
-            return None
-        (mean,) = replace_rebuilding([mean], replacements)
+        flat = [p.reshape((-1,)).astype(phi.dtype) for p, phi in zip(params, phis, strict=True)]
+        # in place, not rebuilt: a rebuilt broadcast would infer its static
+        # shape from the parameters' graphs (seconds for a model's deep graph)
+        (mean,) = graph_replace([mean], dict(zip(phis, flat, strict=True)), strict=False)
         return mean.reshape(params[0].shape)
 
     @without_traces
@@ -207,7 +228,7 @@ class LikelihoodGraph:
             outputs = [nodes, weights]
             if plain_mixture(resized):
                 outputs.append(pt.concatenate(parts.components))
-                functions.update(_own_component_scores(resized, phis, replacements))
+                functions["own"] = OwnComponents(resized, self.leaves, phis, replacements)
             functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements)
             functions["locate"] = [
                 locate_functions(out, phis, replacements, lower, upper, space)
@@ -294,8 +315,8 @@ def _finite_bound(bound):
     return pt.switch(pt.isfinite(bound), bound, 0.0)
 
 
-def _own_component_scores(mixture, phis, replacements):
-    """The compiled ``log(w_k p_k(y))`` of each node's own component k, and its derivatives.
+class OwnComponents:
+    """``log(w_k p_k(y))`` of each node's own component k, and its derivatives.
 
     ``∂E[f]/∂φ = Σ_k ∫ f ∂(w_k p_k)/∂φ dy = Σ_k w_k E_k[f ∂log(w_k p_k)/∂φ]``, and
     likewise for second derivatives: summed over each component's own nodes,
@@ -305,39 +326,149 @@ def _own_component_scores(mixture, phis, replacements):
     has no nodes of weight above 0, so the derivatives in its weight are left
     out: the predictive holds such a weight at 0 (`leaves.Leaf`).
 
-    Returns the lazily compiled ``"own_score"`` (the log density and M first
-    derivatives) and ``"own_second"`` (the same and M·M second derivatives,
-    k-major), each of nodes (P, R), each node's component (P, R) and the leaf
-    parameters.
+    At a node of component k, a leaf with one value per component (the
+    weights, a parameter of stacked components: trailing shape (K,)) enters
+    by its k-th column only. The graph is differentiated in that value, one
+    input θ per such leaf whatever K (a `NormalMixture`'s weight, mean and
+    width: 3 first and 6 second derivatives, where its 3K columns would give
+    3K and 9K² graphs); any other leaf's columns are inputs as they are. The
+    columns' derivatives are the inputs' at the node's own component's
+    columns, 0 at the others'.
+
+    Parameters
+    ----------
+    mixture : TensorVariable
+        The rebuilt mixture, its leaves replaced by root placeholders.
+    leaves : list of Leaf
+        Its leaves, in the order of ``replacements``.
+    phis : list of TensorVariable
+        The M leaf columns, vectors over the rows.
+    replacements : dict
+        Each leaf's placeholder → its (R, …) array assembled from ``phis``.
     """
-    weights, *components = mixture.owner.op.dist_params(mixture.owner)
-    value = pt.vector("y", dtype=mixture.dtype)
-    owner = pt.vector("component", dtype="int64")
-    if len(components) == 1:  # stacked on the last axis
-        component_logp = pm.logp(components[0], value[:, None])
-    else:
-        component_logp = pt.stack([pm.logp(c, value) for c in components], axis=-1)
-    rows = pt.arange(value.shape[0])
-    weights = pt.broadcast_to(weights, component_logp.shape)
-    own = pt.log(weights[rows, owner]) + component_logp[rows, owner]
-    (own,) = replace_rebuilding([own], replacements)
-    scores = pytensor.grad(own.sum(), phis, disconnected_inputs="ignore")
-    second = [
-        g
-        for score in scores
-        for g in pytensor.grad(score.sum(), phis, disconnected_inputs="ignore")
-    ]
-    nodes = pt.matrix("y", dtype=mixture.dtype)
-    owners = pt.matrix("component", dtype="int64")
 
-    def at_own_nodes(outputs):
-        outputs = _to_nodes(vectorize_graph(outputs, {value: nodes, owner: owners}), nodes)
-        return lazy_function([nodes, owners, *phis], outputs, {})
+    def __init__(self, mixture, leaves, phis, replacements):
+        weights, *components = mixture.owner.op.dist_params(mixture.owner)
+        stacked = len(components) == 1
+        value = pt.vector("y", dtype=mixture.dtype)
+        owner = pt.vector("component", dtype="int64")
+        own_replacements, inputs = dict(replacements), []
+        #: per input: its first column, and whether it is one column per component
+        self.first, self.per_component = [], []
+        self.n_components, start, same_law = 1, 0, stacked
+        for placeholder, leaf in zip(replacements, leaves, strict=True):
+            feeds = [
+                k for k, c in enumerate([weights, *components]) if placeholder in ancestors([c])
+            ]
+            if len(leaf.trailing) == 1 and all(k == 0 or stacked for k in feeds):
+                theta = pt.vector(f"own_{leaf.name}", dtype=phis[start].dtype)
+                self.n_components = leaf.trailing[0]
+                own_replacements[placeholder] = pt.broadcast_to(
+                    theta[:, None], (theta.shape[0], self.n_components)
+                )
+                inputs.append(theta)
+                self.first.append(start)
+                self.per_component.append(True)
+            else:
+                same_law = same_law and not leaf.trailing
+                inputs += phis[start : start + leaf.size]
+                self.first += range(start, start + leaf.size)
+                self.per_component += [False] * leaf.size
+            start += leaf.size
+        if stacked:  # stacked on the last axis
+            component_logp = pm.logp(components[0], value[:, None])
+        else:
+            component_logp = pt.stack([pm.logp(c, value) for c in components], axis=-1)
+        weights = pt.broadcast_to(weights, component_logp.shape)
+        if same_law:  # every component's column holds the node's own law
+            own = pt.log(weights[:, 0]) + component_logp[:, 0]
+        else:
+            rows = pt.arange(value.shape[0])
+            own = pt.log(weights[rows, owner]) + component_logp[rows, owner]
+        (own,) = replace_rebuilding([own], own_replacements)
+        scores = pytensor.grad(own.sum(), inputs, disconnected_inputs="ignore")
+        n = len(inputs)
+        second = [
+            g
+            for a in range(n)
+            for g in pytensor.grad(scores[a].sum(), inputs[a:], disconnected_inputs="ignore")
+        ]
+        #: the pairs (a, b), a ≤ b, of inputs of the second derivatives
+        self._input_pairs = [(a, b) for a in range(n) for b in range(a, n)]
+        #: per pair of inputs, each component's pair of columns (its index in `pairs`)
+        self._pair_index, columns = [], {}
+        for a, b in self._input_pairs:
+            components = range(self.n_components) if self._either(a, b) else [0]
+            for k in components:
+                columns.setdefault((self._column(a, k), self._column(b, k)), len(columns))
+            self._pair_index.append(
+                [columns[self._column(a, k), self._column(b, k)] for k in components]
+            )
+        #: the pairs (2, n) of columns i ≤ j whose second derivatives `second` gives
+        self.pairs = np.array(list(columns), dtype=int).reshape(-1, 2).T
+        nodes = pt.matrix("y", dtype=mixture.dtype)
+        owners = pt.matrix("component", dtype="int64")
+        at_nodes = {value: nodes, owner: owners}
+        per_node = []
+        for theta, own_axis in zip(inputs, self.per_component, strict=True):
+            per_node.append(pt.matrix(theta.name, dtype=theta.dtype) if own_axis else theta)
+            if own_axis:
+                at_nodes[theta] = per_node[-1]
 
-    return {
-        "own_score": at_own_nodes([own, *scores]),
-        "own_second": at_own_nodes([own, *scores, *second]),
-    }
+        # the first column's length, the rows' count, sizes the rebuilt mixture
+        # (`LikelihoodGraph._rebuilt`): an input even where it is not an input θ
+        self._sized = all(x is not phis[0] for x in per_node)
+        sizing = [phis[0]] if self._sized else []
+
+        def compiled(outputs):
+            outputs = _to_nodes(vectorize_graph(outputs, at_nodes), nodes)
+            return lazy_function([nodes, owners, *per_node, *sizing], outputs, {})
+
+        self._score = compiled([own, *scores])
+        self._second = compiled([own, *scores, *second])
+
+    def _either(self, a, b):
+        return self.per_component[a] or self.per_component[b]
+
+    def _column(self, a, k):
+        return self.first[a] + k if self.per_component[a] else self.first[a]
+
+    def __call__(self, order, owners, nodes, *columns):
+        """``[log(w_k p_k), M first derivatives[, second derivatives at `pairs`]]``.
+
+        At ``nodes`` (P, R) of each node's own component ``owners`` (P,), the
+        rows' leaf ``columns`` (M, each (R,)): each output (P, R), the first
+        derivatives in column order.
+        """
+        owners = np.asarray(owners)
+        inputs = []
+        for first, own_axis in zip(self.first, self.per_component, strict=True):
+            if own_axis:  # the column of each node's component
+                inputs.append(np.stack(columns[first : first + self.n_components])[owners])
+            else:
+                inputs.append(columns[first])
+        tiled = np.ascontiguousarray(np.broadcast_to(owners[:, None], nodes.shape))
+        function = self._second if order == 2 else self._score
+        logp, *outputs = function(nodes, tiled, *inputs, *columns[: self._sized])
+        n = len(inputs)
+        mine = [owners[:, None] == k for k in range(self.n_components)]
+        first = [None] * len(columns)
+        for a, derivative in enumerate(outputs[:n]):
+            for k in range(self.n_components if self.per_component[a] else 1):
+                own = np.where(mine[k], derivative, 0.0) if self.per_component[a] else derivative
+                first[self._column(a, k)] = own
+        if order < 2:
+            return [logp, *first]
+        second = [None] * self.pairs.shape[1]
+        for (a, b), derivative, where in zip(
+            self._input_pairs, outputs[n:], self._pair_index, strict=True
+        ):
+            if self._either(a, b):
+                for k, q in enumerate(where):
+                    second[q] = np.where(mine[k], derivative, 0.0)
+            else:
+                second[where[0]] = derivative
+        return [logp, *first, *second]
 
 
 def _weights_outside_the_log(logp):

@@ -26,6 +26,8 @@ These give the Fisher information ``E[s sᵀ]``, the entropy, the KL
 divergence and the moments of the likelihood as a `pm_sens.families.Family`.
 """
 
+from functools import partial
+
 import numpy as np
 from pymc.distributions.continuous import (
     AsymmetricLaplaceRV,
@@ -122,8 +124,9 @@ class GenericLikelihood(LikelihoodGraph):
 
         At nodes ``y`` (P, R) of rows ``phi`` (R, M): the log density (P, R),
         with ``order >= 1`` the score (P, R, M), with ``order == 2`` ∂²log p
-        (P, R, M, M). ``own_components``: of ``log(w_k p_k)`` of each node's
-        own component k, for a mixture of continuous laws.
+        (P, R, n) at the pairs of columns of `_second_pairs`. ``own_components``:
+        of ``log(w_k p_k)`` of each node's own component k, for a mixture of
+        continuous laws.
         """
         if order == 0:
             return [self._logp_at(y, phi)]
@@ -134,19 +137,26 @@ class GenericLikelihood(LikelihoodGraph):
         logp, *outputs = self._by_rows(function, y, phi)
         m = phi.shape[-1]
         derivatives = [np.stack(outputs[:m], -1)]
-        if order == 2:
-            derivatives.append(np.stack(outputs[m:], -1).reshape(*y.shape, m, m))
+        if order == 2 and own_components:
+            derivatives.append(np.stack(outputs[m:], -1))
+        elif order == 2:  # the dense M × M, k-major: its upper triangle
+            i, j = np.triu_indices(m)
+            derivatives.append(np.stack([outputs[m + k] for k in i * m + j], -1))
         return [logp, *derivatives]
+
+    def _second_pairs(self, own_components):
+        """The pairs (2, n) of columns i ≤ j whose second derivatives `_derivatives` gives.
+
+        All pairs, except of a mixture's own components: those that enter a
+        common component (`graph.OwnComponents`); the others' are 0.
+        """
+        if own_components:
+            return self.functions["own"].pairs
+        return np.array(np.triu_indices(len(self.labels)))
 
     def _own_function(self, order):
         """`_derivatives`' function for ``log(w_k p_k)`` of each node's own component k."""
-        function = self.functions["own_second" if order == 2 else "own_score"]
-
-        def own(nodes, *columns):
-            owners = np.broadcast_to(self._owners[:, None], nodes.shape)
-            return function(nodes, np.ascontiguousarray(owners), *columns)
-
-        return own
+        return partial(self.functions["own"], order, self._owners)
 
     def _logp_at(self, y, phi):
         """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
@@ -226,12 +236,14 @@ class GenericLikelihood(LikelihoodGraph):
             low, top = top, top * 2
         return sizes, _tables(summed, sizes) if summed else None
 
-    def expectation(self, phi, integrand, order=1, own_components=False):
-        """``E[f]`` per row, summing ``integrand(y, logp[, score[, hessian]])`` by the rule.
+    def expectation(self, phi, integrand, order=1, own_components=False, outer=False):
+        """``E[f]`` per row, summing ``integrand(y, logp[, score[, second, pairs]])`` by the rule.
 
         ``phi`` (..., M); ``y`` and ``logp`` are (P, R) over the rule's P nodes,
-        ``score`` (P, R, M) with ``order >= 1`` and ``hessian`` (P, R, M, M) with
-        ``order == 2``; the integrand returns (P, R, ...) arrays. Records in
+        ``score`` (P, R, M) with ``order >= 1``; with ``order == 2``, ``second``
+        (P, R, n) holds ∂²log p in the ``pairs`` (2, n) of columns i ≤ j
+        (`_second_pairs`: the others' ∂²log p and score products are 0); the
+        integrand returns (P, R, ...) arrays. Records in
         ``mass_error`` the largest |Σ weights − 1| seen: how well the rules
         integrate the density.
 
@@ -239,9 +251,12 @@ class GenericLikelihood(LikelihoodGraph):
         or ``f (s sᵀ + ∂s)``) of a mixture of continuous laws, component by
         component: at each node, ``logp`` and its derivatives are those of
         ``log(w_k p_k)`` of the node's own component k (`_own_function`).
+
+        ``outer``: ``E[f fᵀ]`` (..., A, A) of an integrand f (P, R, A).
         """
         flat = phi.reshape(-1, phi.shape[-1])
-        own_components = own_components and order >= 1 and "own_score" in self.functions
+        own_components = own_components and order >= 1 and "own" in self.functions
+        pairs = [self._second_pairs(own_components)] if order == 2 else []
         out = None
         for index, y, w in self._rules(flat, 1 + (order == 2) * flat.shape[1]):
             logp, *derivatives = self._derivatives(y, flat[index], order, own_components)
@@ -257,16 +272,20 @@ class GenericLikelihood(LikelihoodGraph):
                     "negative values are not supported"
                 )
             with np.errstate(over="ignore", invalid="ignore"):  # far nodes weigh 0
-                value = integrand(y, logp, *derivatives)
+                value = integrand(y, logp, *derivatives, *pairs)
             # nodes without mass add nothing, whatever their value (±inf, nan)
             flat_value = np.where((w > 0)[..., None], value.reshape(*w.shape, -1), 0.0)
-            block = np.einsum("pr,prk->rk", w, flat_value)
-            if not np.isfinite(block).all():
+            if not np.isfinite(flat_value).all():
                 # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
                 # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
                 negligible = (w < self.tail)[..., None] & ~np.isfinite(flat_value)
-                block = np.einsum("pr,prk->rk", w, np.where(negligible, 0.0, flat_value))
-            block = block.reshape(block.shape[:1] + value.shape[2:])
+                flat_value = np.where(negligible, 0.0, flat_value)
+            if outer:  # Σ_p w v vᵀ: one matrix product per row
+                weighted = (w[..., None] * flat_value).transpose(1, 2, 0)
+                block = np.matmul(weighted, flat_value.transpose(1, 0, 2))
+            else:
+                block = np.einsum("pr,prk->rk", w, flat_value)
+                block = block.reshape(block.shape[:1] + value.shape[2:])
             if out is None:
                 out = np.empty((len(flat), *block.shape[1:]))
             out[index] = block
@@ -312,9 +331,7 @@ class GenericLikelihood(LikelihoodGraph):
         """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
         return self._distinct(
             phi,
-            lambda rows: self.expectation(
-                rows, lambda y, logp, s: s[..., :, None] * s[..., None, :]
-            ),
+            lambda rows: self.expectation(rows, lambda y, logp, s: s, outer=True),
         )
 
     def entropy(self, phi):
@@ -405,28 +422,37 @@ class GenericLikelihood(LikelihoodGraph):
     def _raw_moments(self, phi, varying, order, exponents):
         """`raw_moments` by the rule at each row, of ``E[y**k]`` for k in ``exponents``."""
         v, powers = len(varying), len(exponents)
+        # the second derivatives' pairs of columns among the varying ones, as
+        # pairs of positions in ``varying`` (set by the integrand: the rule's pairs)
+        at = {}
 
-        def integrand(y, logp, score=None, hessian=None):
+        def integrand(y, logp, score=None, second=None, pairs=None):
             powers_of_y = np.stack([y**k for k in exponents], -1)  # (P, R, K)
             out = [powers_of_y]
             if order >= 1:
-                score = score[..., varying]
-                first = powers_of_y[..., :, None] * score[..., None, :]
+                first = powers_of_y[..., :, None] * score[..., None, varying]
                 out.append(first.reshape(*y.shape, -1))
             if order == 2:
-                curvature = hessian[..., varying, :][..., :, varying]
-                outer = score[..., :, None] * score[..., None, :] + curvature
-                second = powers_of_y[..., :, None, None] * outer[..., None, :, :]
-                out.append(second.reshape(*y.shape, -1))
+                position = np.full(len(self.labels), -1)
+                position[varying] = np.arange(v)
+                kept = np.flatnonzero((position[pairs] >= 0).all(0))
+                i, j = pairs[:, kept]
+                at["pairs"] = position[i], position[j]
+                outer = score[..., i] * score[..., j] + second[..., kept]  # (P, R, n)
+                out.append((powers_of_y[..., :, None] * outer[..., None, :]).reshape(*y.shape, -1))
             return np.concatenate(out, -1)
 
         flat = self.expectation(phi, integrand, order, own_components=True)
-        shapes = [(powers,), (powers, v), (powers, v, v)][: order + 1]
-        sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
-        return [
-            part.reshape(*phi.shape[:-1], *shape)
-            for part, shape in zip(np.split(flat, sizes, -1), shapes, strict=True)
-        ]
+        flat = flat.reshape(-1, flat.shape[-1])
+        parts = [flat[:, :powers], flat[:, powers : powers * (1 + v)].reshape(-1, powers, v)]
+        if order == 2:
+            i, j = at["pairs"]
+            second = np.zeros((len(flat), powers, v, v))
+            second[..., i, j] = second[..., j, i] = flat[:, powers * (1 + v) :].reshape(
+                len(flat), powers, -1
+            )
+            parts.append(second)
+        return [p.reshape(*phi.shape[:-1], *p.shape[1:]) for p in parts[: order + 1]]
 
     def kl_divergence(self, phi_p, phi_q):
         """KL(p ‖ q) by the rule of p, as ``E_p[g(q/p − 1)]``, ``g(u) = u − log(1+u)``."""
