@@ -7,6 +7,7 @@ and a continuous law's quadrature nodes (`pm_sens.graph.likelihoods.generic.rule
 expectations over y built from them are in `pm_sens.graph.likelihoods.generic.likelihood`.
 """
 
+from contextlib import suppress
 from functools import partial
 
 import numpy as np
@@ -21,7 +22,7 @@ from pytensor.gradient import NullTypeGradError, zero_grad
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors, toposort
 from pytensor.graph.utils import MethodNotDefined
-from pytensor.scalar import Add, Log
+from pytensor.scalar import Add, Log, upcast
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.special import LogSumExp
@@ -104,7 +105,9 @@ class LikelihoodGraph:
         self._dim_lengths = dim_lengths(rv, {leaf.var for leaf in self.leaves})
         self.n_nodes, self.tail = n_nodes, tail
         self._rv = rv
-        self._functions = self._symbolic = self._symbolic_mean = None
+        self._functions = self._symbolic = None
+        #: per dtype, PyMC's mean of rows (`_mean_of_rows`)
+        self._symbolic_mean = {}
         names = [leaf.name for leaf in self.leaves]
         # two components of the same family: normal_0, normal_1, normal_0#2, normal_1#2
         names = [
@@ -119,7 +122,7 @@ class LikelihoodGraph:
 
     def __getstate__(self):
         # compiled functions stay in the process that built them
-        return {**self.__dict__, "_functions": None, "_symbolic": None, "_symbolic_mean": None}
+        return {**self.__dict__, "_functions": None, "_symbolic": None, "_symbolic_mean": {}}
 
     def per_point_parameters(self):
         """The leaf parameters as per-point scalar expressions of the model's graph."""
@@ -153,41 +156,39 @@ class LikelihoodGraph:
         (VonMises: its circular mean, not E[y] over (−π, π]): E[y] then comes
         from the summation or quadrature rule.
         """
-        return None if self._mean_of_rows() is None else self.mean
+        return None if self._mean_of_rows("float64") is None else self.mean
 
-    def _mean_of_rows(self):
-        """PyMC's mean of R rows: (its leaf columns, R-vectors; E[y] (R,)), or None.
+    def _mean_of_rows(self, dtype):
+        """PyMC's mean of R rows of ``dtype``: (its leaf columns, R-vectors; E[y] (R,)).
 
-        Built once: `mean` puts its parameters in place of the columns, so
-        that PyMC rebuilds the distribution (``change_dist_size``, PyTensor's
-        shape inference) on R-vectors, never on the model's deep graphs.
+        None where PyMC has none (`pymc_mean`). Built once per dtype: `mean`
+        puts its parameters in place of the columns, so that PyMC rebuilds the
+        distribution (``change_dist_size``, PyTensor's shape inference) on
+        R-vectors, never on the model's deep graphs.
         """
-        if self._symbolic_mean is None:
-            phis = [pt.vector(f"phi_{i}") for i in range(len(self.labels))]
+        if dtype not in self._symbolic_mean:
+            phis = [pt.vector(f"phi_{i}", dtype=dtype) for i in range(len(self.labels))]
             resized, replacements = self._rebuilt(phis)
             laws = [
                 v
                 for v in ancestors([resized])
                 if v.owner and isinstance(v.owner.op, RandomVariable)
             ]
-            try:
-                if any(_circular(law) for law in laws):
-                    raise UndefinedMomentException
-                mean = pm_mean(resized)
-            except (NotImplementedError, UndefinedMomentException):
-                self._symbolic_mean = (None,)
-            else:
-                (mean,) = replace_rebuilding([mean], replacements)
-                self._symbolic_mean = (phis, mean)
-        return None if self._symbolic_mean == (None,) else self._symbolic_mean
+            mean = None
+            if not any(_circular(law) for law in laws):
+                with suppress(NotImplementedError, UndefinedMomentException):
+                    (mean,) = replace_rebuilding([pm_mean(resized)], replacements)
+            self._symbolic_mean[dtype] = None if mean is None else (phis, mean)
+        return self._symbolic_mean[dtype]
 
     def mean(self, *params):
         """E[y] (the shape of the leaf ``params``, broadcast) by PyMC's mean; None if none."""
-        if self._mean_of_rows() is None:
-            return None
-        phis, mean = self._mean_of_rows()
         params = pt.broadcast_arrays(*(pt.as_tensor_variable(p) for p in params))
-        flat = [p.reshape((-1,)).astype(phi.dtype) for p, phi in zip(params, phis, strict=True)]
+        dtype = upcast(*(p.dtype for p in params))
+        if self._mean_of_rows(dtype) is None:
+            return None
+        phis, mean = self._mean_of_rows(dtype)
+        flat = [p.reshape((-1,)).astype(dtype) for p in params]
         # in place, not rebuilt: a rebuilt broadcast would infer its static
         # shape from the parameters' graphs (seconds for a model's deep graph)
         (mean,) = graph_replace([mean], dict(zip(phis, flat, strict=True)), strict=False)
