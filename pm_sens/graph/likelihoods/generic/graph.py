@@ -66,6 +66,11 @@ def _to_nodes(outputs, nodes):
 N_NODES = 64
 #: Discrete likelihoods: support summed until the remaining mass is below this
 TAIL = 1e-10
+#: a likelihood of more leaf columns evaluates its log density and derivatives
+#: at the nodes op by op in NumPy: Numba's compile grows with the graph's inputs
+#: and outputs (a 20-component mixture's 60 columns: 23–39 s per function on an
+#: empty cache), where NumPy runs them within about 20 % of the compiled loops
+WIDE = 16
 
 
 class LikelihoodGraph:
@@ -119,6 +124,7 @@ class LikelihoodGraph:
             for leaf, name in zip(self.leaves, names, strict=True)
             for label in leaf.labels(name)
         )
+        self._backend = "numba" if len(self.labels) <= WIDE else "python"
 
     def __getstate__(self):
         # compiled functions stay in the process that built them
@@ -207,8 +213,10 @@ class LikelihoodGraph:
         nodes = pt.matrix("y", dtype=self._rv.dtype)
         logp_at_nodes, *scores_at_nodes = at_nodes([logp, *scores], value, nodes)
         functions = {
-            "logp": lazy_function([nodes, *phis], [logp_at_nodes], {}),
-            "score": lazy_function([nodes, *phis], [logp_at_nodes, *scores_at_nodes], {}),
+            "logp": lazy_function([nodes, *phis], [logp_at_nodes], {}, self._backend),
+            "score": lazy_function(
+                [nodes, *phis], [logp_at_nodes, *scores_at_nodes], {}, self._backend
+            ),
             "logcdf": None,
         }
         if self.discrete:
@@ -217,7 +225,9 @@ class LikelihoodGraph:
             except (NotImplementedError, TypeError):  # none, or scalar values only
                 pass
             else:
-                functions["logcdf"] = lazy_function([value, *phis], [logcdf], replacements)
+                functions["logcdf"] = lazy_function(
+                    [value, *phis], [logcdf], replacements, self._backend
+                )
         # second derivatives are compiled when first needed (moment mode, R-sens2)
         self._symbolic = (value, nodes, phis, [logp, *scores])
         if not self.discrete:
@@ -229,8 +239,10 @@ class LikelihoodGraph:
             outputs = [nodes, weights]
             if plain_mixture(resized):
                 outputs.append(pt.concatenate(parts.components))
-                functions["own"] = OwnComponents(resized, self.leaves, phis, replacements)
-            functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements)
+                functions["own"] = OwnComponents(
+                    resized, self.leaves, phis, replacements, self._backend
+                )
+            functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements, "python")
             functions["locate"] = [
                 locate_functions(out, phis, replacements, lower, upper, space)
                 for out, _, lower, upper, space in parts.located
@@ -278,7 +290,9 @@ class LikelihoodGraph:
                 self._functions["second"] = partial(_differenced_second, self.functions["score"])
             else:
                 outputs = at_nodes([logp, *scores, *second], value, nodes)
-                self._functions["second"] = lazy_function([nodes, *phis], outputs, {})
+                self._functions["second"] = lazy_function(
+                    [nodes, *phis], outputs, {}, self._backend
+                )
         return self._functions["second"]
 
 
@@ -346,9 +360,11 @@ class OwnComponents:
         The M leaf columns, vectors over the rows.
     replacements : dict
         Each leaf's placeholder → its (R, …) array assembled from ``phis``.
+    backend : str
+        Of the compiled functions (`rules.lazy_function`).
     """
 
-    def __init__(self, mixture, leaves, phis, replacements):
+    def __init__(self, mixture, leaves, phis, replacements, backend):
         weights, *components = mixture.owner.op.dist_params(mixture.owner)
         stacked = len(components) == 1
         value = pt.vector("y", dtype=mixture.dtype)
@@ -423,7 +439,7 @@ class OwnComponents:
 
         def compiled(outputs):
             outputs = _to_nodes(vectorize_graph(outputs, at_nodes), nodes)
-            return lazy_function([nodes, owners, *per_node, *sizing], outputs, {})
+            return lazy_function([nodes, owners, *per_node, *sizing], outputs, {}, backend)
 
         self._score = compiled([own, *scores])
         self._second = compiled([own, *scores, *second])

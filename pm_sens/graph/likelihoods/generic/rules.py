@@ -231,12 +231,16 @@ class Space:
         return pt.zeros_like(z)
 
 
-def lazy_function(inputs, outputs, replacements):
+def lazy_function(inputs, outputs, replacements, backend="numba"):
     """A function of ``outputs`` after ``replacements``; any other graph input is an error.
 
-    A lazy `pm_sens.graph.compile.functions.GraphFunction` in PyTensor's default mode
-    with pm_sens's rewrites (`pm_sens.graph.compile.rewrites.compile_mode`): compiled
-    at its first call (a call may need only some of the functions).
+    A lazy `pm_sens.graph.compile.functions.GraphFunction` on ``backend`` with
+    pm_sens's rewrites (`pm_sens.graph.compile.rewrites.compile_mode`): compiled
+    at its first call (a call may need only some of the functions). Functions
+    run once per row (placing its nodes) run op by op in NumPy (``"python"``):
+    their work is small, and their graphs take one input per parameter, which
+    Numba compiles slowly (15–35 s each for a 20-component mixture's 60 on an
+    empty cache; `benchmarks/README.md`).
     """
     outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
@@ -248,7 +252,7 @@ def lazy_function(inputs, outputs, replacements):
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    return GraphFunction(inputs, outputs, "numba", lazy=True)
+    return GraphFunction(inputs, outputs, backend, lazy=True)
 
 
 def locate_functions(out, phis, replacements, lower, upper, space):
@@ -258,7 +262,7 @@ def locate_functions(out, phis, replacements, lower, upper, space):
     except NotImplementedError:
         quartile_fn = None
     else:
-        quartile_fn = lazy_function(phis, quartiles, replacements)
+        quartile_fn = lazy_function(phis, quartiles, replacements, "python")
     z = pt.tensor("z", dtype="float64", shape=(None,) * out.ndim)
     log_density = pm.logp(out, space.to_y(z)) + space.log_jacobian(z)
     gradient = pytensor.grad(log_density.sum(), z)
@@ -271,7 +275,7 @@ def locate_functions(out, phis, replacements, lower, upper, space):
         start = space.to_z(pm_mean(out))
     except NotImplementedError:
         start = pt.zeros(out.shape)
-    start_fn = lazy_function(phis, [pt.broadcast_to(start, out.shape)], replacements)
+    start_fn = lazy_function(phis, [pt.broadcast_to(start, out.shape)], replacements, "python")
     return quartile_fn, gradient_fn, start_fn
 
 
