@@ -1293,6 +1293,26 @@ def test_second_moment_derivatives_of_a_mixture_component_by_component():
     np.testing.assert_allclose(second[0, 1], expected, rtol=1e-6, atol=1e-8)
 
 
+def test_a_mixture_with_constant_weights_and_widths_component_by_component():
+    """Stacked means with constant weights (0.3, 0.7) and widths (1, 2) per
+    component: at a node only its own component's constants apply, so
+    ∂E[y]/∂μ_k = w_k, ∂E[y²]/∂μ_k = 2 w_k μ_k and ∂²E[y²]/∂μ_k² = 2 w_k."""
+    x = np.linspace(-1, 1, 3)
+    with pm.Model() as model:
+        b = pm.Normal("b")
+        mu = pt.stack([b * x, 1 + b * x], -1)
+        pm.NormalMixture(
+            "y", w=np.array([0.3, 0.7]), mu=mu, sigma=np.array([1.0, 2.0]), observed=x
+        )
+    generic = GenericLikelihood(model["y"], set(model.basic_RVs))
+    assert generic.labels == ("normal_0[0]", "normal_0[1]")
+    means = np.array([[-0.5, 1.5]])
+    _, first, second = generic.raw_moments(means, [0, 1], 2)
+    w = np.array([0.3, 0.7])
+    np.testing.assert_allclose(first[0], [w, 2 * w * means[0]], rtol=1e-9)
+    np.testing.assert_allclose(second[0, 1], np.diag(2 * w), rtol=1e-7, atol=1e-9)
+
+
 def test_a_listed_mixture_component_by_component():
     """A listed mixture of a Normal and a Student-t (ν = 10), each component's
     parameters its own columns (PyMC gives each component its own copy of the

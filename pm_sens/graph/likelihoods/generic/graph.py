@@ -32,6 +32,7 @@ from pm_sens.graph.compile.nodes import broadcast_typed
 from pm_sens.graph.likelihoods.generic.leaves import (
     constant_parameters,
     dim_lengths,
+    distribution_inputs,
     likelihood_leaves,
     with_parameters,
 )
@@ -372,7 +373,12 @@ class OwnComponents:
         own_replacements, inputs = dict(replacements), []
         #: per input: its first column, and whether it is one column per component
         self.first, self.per_component = [], []
-        self.n_components, start, same_law = 1, 0, stacked
+        # one law in every component's column at a node where each parameter of
+        # the stacked components and the weights is a leaf: its own value θ, or
+        # one value per row (not a constant per component)
+        laws = [weights, *(p for p, _ in distribution_inputs(components[0].owner))]
+        same_law = stacked and all(any(p is r for r in replacements) for p in laws)
+        self.n_components, start = 1, 0
         for placeholder, leaf in zip(replacements, leaves, strict=True):
             feeds = [
                 k for k, c in enumerate([weights, *components]) if placeholder in ancestors([c])
@@ -387,7 +393,7 @@ class OwnComponents:
                 self.first.append(start)
                 self.per_component.append(True)
             else:
-                same_law = same_law and not leaf.trailing
+                same_law = same_law and not (leaf.trailing and placeholder in laws)
                 inputs += phis[start : start + leaf.size]
                 self.first += range(start, start + leaf.size)
                 self.per_component += [False] * leaf.size
