@@ -444,7 +444,9 @@ class GenericLikelihood(LikelihoodGraph):
 
         flat = self.expectation(phi, integrand, order, own_components=True)
         flat = flat.reshape(-1, flat.shape[-1])
-        parts = [flat[:, :powers], flat[:, powers : powers * (1 + v)].reshape(-1, powers, v)]
+        parts = [flat[:, :powers]]
+        if order >= 1:
+            parts.append(flat[:, powers : powers * (1 + v)].reshape(-1, powers, v))
         if order == 2:
             i, j = at["pairs"]
             second = np.zeros((len(flat), powers, v, v))
@@ -452,7 +454,7 @@ class GenericLikelihood(LikelihoodGraph):
                 len(flat), powers, -1
             )
             parts.append(second)
-        return [p.reshape(*phi.shape[:-1], *p.shape[1:]) for p in parts[: order + 1]]
+        return [p.reshape(*phi.shape[:-1], *p.shape[1:]) for p in parts]
 
     def kl_divergence(self, phi_p, phi_q):
         """KL(p ‖ q) by the rule of p, as ``E_p[g(q/p − 1)]``, ``g(u) = u − log(1+u)``."""
