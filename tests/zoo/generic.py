@@ -152,7 +152,33 @@ def censored_weibull(rng):
     return model, known_posterior(model)
 
 
-@zoo_model("a two-component NormalMixture with stacked means and a sigma per component")
+def _stacked_mixture_rsens(case, state):
+    """Moment-mode R-sens of x in closed form: the matched Normal has mean
+    m = E_s[Σ w_k (a_k + b x)] and variance v = E_s[Σ w_k (s_k² + (a_k + b x)²)] − m²,
+    so R-sens² = m'²/v + v'²/(2v²) with m' = E_s[b] and
+    v' = E_s[Σ w_k 2b (a_k + b x)] − 2m m' (the constant weights read at each
+    component, not the first one's)."""
+    post = case.idata["posterior"].to_dataset()
+    a = post["a"].values.reshape(-1, 2)
+    b = post["b"].values.reshape(-1)
+    s = post["s"].values.reshape(-1, 2)
+    x = case.model["x"].get_value()
+    means = a[:, None, :] + b[:, None, None] * x[None, :, None]  # (draws, points, 2)
+    m = (MIXTURE_WEIGHTS * means).sum(-1).mean(0)
+    v = (MIXTURE_WEIGHTS * (s[:, None, :] ** 2 + means**2)).sum(-1).mean(0) - m**2
+    dm = b.mean()
+    dv = (MIXTURE_WEIGHTS * 2 * b[:, None, None] * means).sum(-1).mean(0) - 2 * m * dm
+    got = state["moment"]["sensitivity"]["rsens"].sel(feature="x").values
+    np.testing.assert_allclose(got, np.sqrt(dm**2 / v + dv**2 / (2 * v**2)), rtol=1e-6)
+
+
+MIXTURE_WEIGHTS = np.array([0.3, 0.7])
+
+
+@zoo_model(
+    "a two-component NormalMixture with stacked means and a sigma per component",
+    check=_stacked_mixture_rsens,
+)
 def normal_mixture_stacked(rng):
     n = 20
     x = rng.normal(size=n)
@@ -164,7 +190,7 @@ def normal_mixture_stacked(rng):
         eta1 = a[0] + b * x_
         eta2 = a[1] + b * x_
         pm.NormalMixture(
-            "y", w=np.array([0.3, 0.7]), mu=pt.stack([eta1, eta2], axis=-1), sigma=s, observed=x
+            "y", w=MIXTURE_WEIGHTS, mu=pt.stack([eta1, eta2], axis=-1), sigma=s, observed=x
         )
     return model, known_posterior(model)
 
