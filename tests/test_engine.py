@@ -19,6 +19,7 @@ from pm_sens._run import chunks as _chunks
 from pm_sens._run import compiling as _compiling
 from pm_sens.graph import engine
 from pm_sens.graph.compile.compiled import data_for_chunk
+from pm_sens.graph.compile.nodes import finite_where_roots_are
 from pm_sens.graph.compile.rewrites import runs_element_by_element
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from tests.conftest import posterior
@@ -539,6 +540,29 @@ def test_draw_mode_rsens_compiled_in_the_graph_equals_the_numpy_forms(rng, monke
     np.testing.assert_allclose(
         compiled["rsens"].values, reference["rsens"].values, rtol=1e-12, atol=0
     )
+
+
+def test_parameters_of_sums_and_products_of_inputs_and_draws_are_finite_where_they_are():
+    """Draw-mode R-sens in the graph sums each parameter over the points to find
+    where it is undefined (nan), except a parameter made of the inputs and the
+    draws (both checked finite) by sums, products and arrangements: μ = X b."""
+    x, b, a, offset = pt.matrix("X"), pt.matrix("b"), pt.vector("a"), pt.vector("offset")
+    roots = [x, b, a]
+    mu = pt.matmul(x[None], b[:, :, None]).squeeze(2) - 2.0 * a[:, None] + x[:, 1] * a[:, None]
+    assert finite_where_roots_are(mu, roots)
+    assert finite_where_roots_are(pt.concatenate([mu, mu[:, ::-1]], axis=1).sum(0), roots)
+    for undefined in (
+        pt.log(mu),
+        pt.exp(mu),
+        mu / a[:, None],
+        mu + np.array([np.nan]),
+        mu + offset,  # not a root: its values are not checked
+    ):
+        assert not finite_where_roots_are(undefined, roots)
+    # a broadcast takes only its shape from the first input
+    broadcast_mu, broadcast_log = pt.broadcast_arrays(mu, pt.log(x[:, 0]))
+    assert finite_where_roots_are(broadcast_mu, roots)
+    assert not finite_where_roots_are(broadcast_log, roots)
 
 
 def _one_container_per_predictor(rng, n=30, d=3):

@@ -213,6 +213,16 @@ def test_non_finite_posterior_draws_are_named(setup):
         pm_sens.sensitivity(bad, model, progressbar=False)
 
 
+def test_non_finite_model_data_are_named_before_any_work(setup):
+    """A nan put into an input's container by pm.set_data (pm.Data refuses one)."""
+    model, idata, x = setup
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    model.set_data("X", bad)
+    with pytest.raises(ValueError, match=r"the model's data 'X' has 1 non-finite value"):
+        pm_sens.sensitivity(idata, model, mode="draw", progressbar=False)
+
+
 def _undefined_at_large_x():
     """log(b·x − 3) is nan for b·x < 3; exp(b·x) overflows at x = 800."""
     x = np.array([1.0, 5.0, 800.0])

@@ -346,6 +346,8 @@ def resolve_points(model, predictive, inputs, variables, n_default, points):
             raise ValueError(f"points must give {var.name!r}: it has no current value")
         else:
             values[var] = np.asarray(current)
+            if var in inputs:  # as given points are: the graph relies on finite inputs
+                check_finite_array(f"the model's data {var.name!r}", values[var])
     for var, (base, index) in predictive.group_inputs.items():
         if var.name not in given and not isinstance(index, np.ndarray) and index in values:
             # the group value each point receives, through the points' own index

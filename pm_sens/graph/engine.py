@@ -21,7 +21,7 @@ from pm_sens.graph.compile.backends import compiled_function
 from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
 from pm_sens.graph.compile.functions import evaluate, without_traces
-from pm_sens.graph.compile.nodes import depends_on
+from pm_sens.graph.compile.nodes import depends_on, finite_where_roots_are
 from pm_sens.graph.likelihoods.closed_forms import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.likelihoods.generic.statistics import GenericStatistics, by_rule
 from pm_sens.graph.model.queries import symbolic_tensor
@@ -180,11 +180,15 @@ def compile_predictive(
         outputs, extra_arguments, writes_in_place = _whitened_outputs(
             graph, components, scales, backend, whitened == "means"
         )
-        if scales is not None:
-            # each draw's sum of each parameter over the points: nan where the
-            # model is undefined at a point, which the derivatives may not show
-            # (log(u) is nan where u < 0, its derivative u'/u finite)
-            outputs.append(pt.stack([c.sum(axis=-1) for c in all_components], -1))
+        # each draw's sum of each parameter over the points: nan where the
+        # model is undefined at a point, which the derivatives may not show
+        # (log(u) is nan where u < 0, its derivative u'/u finite); not of a
+        # parameter made of the inputs and draws by sums and products (μ = X b),
+        # which is finite where they are (both are checked)
+        roots = [*graph.wrts, *graph.per_draw, *graph.arguments[len(graph.data_variables) :]]
+        checked = [c for c in all_components if not finite_where_roots_are(c, roots)]
+        if scales is not None and checked:
+            outputs.append(pt.stack([c.sum(axis=-1) for c in checked], -1))
     else:
         outputs = [phi] if parameters else []
         outputs += _derivative_outputs(graph, components, mode, order, backend, colors)

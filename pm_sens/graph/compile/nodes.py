@@ -2,11 +2,16 @@
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.basic import Apply
+from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.basic import Alloc, get_underlying_scalar_constant_value
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.scalar import Add, Cast, Identity, Mul, Neg, Second, Sub
+from pytensor.tensor.basic import Alloc, Join, get_underlying_scalar_constant_value
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.math import Dot, Sum
+from pytensor.tensor.shape import Reshape, SpecifyShape
+from pytensor.tensor.subtensor import AdvancedSubtensor, Subtensor
 
 
 def is_elemwise(node, scalar_op) -> bool:
@@ -46,3 +51,57 @@ def broadcast_typed(x, shape, static):
     shape = [pt.as_tensor_variable(n, ndim=0) for n in shape]
     out = pt.TensorType(x.type.dtype, shape=tuple(static))()
     return Apply(Alloc(), [x, *shape], [out]).outputs[0]
+
+
+#: elementwise operations that give a finite value from finite ones (up to an
+#: overflow beyond ~1e308): sums and products
+_SUMS_AND_PRODUCTS = (Add, Sub, Mul, Neg, Identity, Cast)
+#: operations that only move, select, join, contract or sum values
+_ARRANGEMENTS = (
+    Alloc,
+    AdvancedSubtensor,
+    Dot,
+    DimShuffle,
+    Join,
+    Reshape,
+    SpecifyShape,
+    Subtensor,
+    Sum,
+)
+
+
+def finite_where_roots_are(output, roots) -> bool:
+    """Whether ``output`` is finite wherever ``roots`` are: sums and products of them.
+
+    True where every value between ``output`` and its inputs comes from sums,
+    products and arrangements of values (`_SUMS_AND_PRODUCTS`,
+    `_ARRANGEMENTS`, each also batched by `Blockwise`: ``X @ b``), the inputs
+    being ``roots`` or finite constants. Values that are not floats (shapes,
+    indices) are never nan and are not followed, nor the first input of a
+    broadcast by ``Second`` (``pt.broadcast_arrays``), which gives its shape
+    only.
+    """
+    roots, seen, pending = set(roots), set(), [output]
+    while pending:
+        var = pending.pop()
+        if var in seen or not getattr(var.type, "dtype", "int").startswith("float"):
+            continue
+        seen.add(var)
+        node = var.owner
+        if node is None:
+            if var not in roots and not (
+                isinstance(var, Constant) and np.isfinite(var.data).all()
+            ):
+                return False
+            continue
+        op = node.op.core_op if isinstance(node.op, Blockwise) else node.op
+        if is_elemwise(node, Second):
+            pending.append(node.inputs[1])
+            continue
+        safe = isinstance(op, _ARRANGEMENTS) or (
+            isinstance(op, Elemwise) and isinstance(op.scalar_op, _SUMS_AND_PRODUCTS)
+        )
+        if not safe:
+            return False
+        pending.extend(node.inputs)
+    return True
