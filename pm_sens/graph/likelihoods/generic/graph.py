@@ -37,11 +37,9 @@ from pm_sens.graph.likelihoods.generic.leaves import (
     with_parameters,
 )
 from pm_sens.graph.likelihoods.generic.rules import (
-    NODE_COUNTS,
     Parts,
     lazy_function,
     locate_functions,
-    mixes_laws,
     plain_mixture,
     support_bounds,
     support_name,
@@ -65,6 +63,10 @@ def _to_nodes(outputs, nodes):
     return [broadcast_typed(out, shape, nodes.type.shape) for out in outputs]
 
 
+#: Gauss–Legendre nodes per half of a continuous part of a likelihood: with
+#: `rules.SCALE_MULTIPLE`, 2 × 48 integrate every law measured at least as
+#: well as 2 × 64 did at the located scale itself (`benchmarks/README.md`)
+N_NODES = 48
 #: Discrete likelihoods: support summed until the remaining mass is below this
 TAIL = 1e-10
 #: a likelihood of more leaf columns evaluates its log density and derivatives
@@ -83,30 +85,22 @@ class LikelihoodGraph:
         The observed variable (univariate, one value per point).
     model_rvs : set
         The model's random variables (never entered as components).
-    n_nodes : int, optional
-        Gauss–Legendre nodes per half of each continuous part, for every row;
-        by default each row takes `rules.NODE_COUNTS`' fewer where its
-        measured error allows (`rules.rule_error`).
+    n_nodes : int
+        Gauss–Legendre nodes per half of each continuous part.
     tail : float
         Mass left out of the support sums of discrete likelihoods.
     """
 
-    def __init__(self, rv, model_rvs, *, n_nodes=None, tail=TAIL):
+    def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
         self.name = type(rv.owner.op).__name__.removesuffix("RV").lstrip("_").lower()
         if getattr(rv.owner.op, "name", None):
             self.name = rv.owner.op.name
         self.discrete = rv.dtype.startswith("int")
         self.support = "count" if self.discrete else support_name(rv)
-        #: node counts per half that rows may take, fewest first
-        self.node_counts = (
-            (n_nodes,) if n_nodes else NODE_COUNTS[-1:] if mixes_laws(rv) else NODE_COUNTS
-        )
-        counts = " or ".join(f"2x{n}" for n in self.node_counts)
-        by_error = ", by the rule's measured error," if len(self.node_counts) > 1 else ""
         self.route = (
             f"summation over the support (tail mass < {tail:g})"
             if self.discrete
-            else f"Gauss-Legendre quadrature ({counts}{by_error} nodes per part) of PyMC's logp"
+            else f"Gauss-Legendre quadrature (2x{n_nodes} nodes per part) of PyMC's logp"
         )
         # a parameter expression used twice (mu = sigma = f(x)) is one parameter
         self.leaves = list({leaf.var: leaf for leaf in likelihood_leaves(rv, model_rvs)}.values())
@@ -117,7 +111,7 @@ class LikelihoodGraph:
             for c in constant_parameters(rv, model_rvs)
         }
         self._dim_lengths = dim_lengths(rv, {leaf.var for leaf in self.leaves})
-        self.tail = tail
+        self.n_nodes, self.tail = n_nodes, tail
         self._rv = rv
         self._functions = self._symbolic = None
         #: per dtype, PyMC's mean of rows (`_mean_of_rows`)
@@ -240,19 +234,18 @@ class LikelihoodGraph:
         # second derivatives are compiled when first needed (moment mode, R-sens2)
         self._symbolic = (value, nodes, phis, [logp, *scores])
         if not self.discrete:
-            parts = Parts()
+            parts = Parts(self.n_nodes)
             pieces = parts.of(resized, pt.constant(-np.inf), pt.constant(np.inf))
-            # nodes, weights and positions (`Parts`)
-            outputs = [pt.concatenate([piece[i] for piece in pieces]) for i in range(3)]
+            nodes = pt.concatenate([y for y, _ in pieces])
+            weights = pt.concatenate([w for _, w in pieces])
             extra = [v for _, placed, _, _, _ in parts.located for v in placed]
+            outputs = [nodes, weights]
             if plain_mixture(resized):
                 outputs.append(pt.concatenate(parts.components))
                 functions["own"] = OwnComponents(
                     resized, self.leaves, phis, replacements, self._backend
                 )
-            functions["nodes"] = lazy_function(
-                [*phis, *extra, parts.t, parts.w], outputs, replacements, "python"
-            )
+            functions["nodes"] = lazy_function([*phis, *extra], outputs, replacements, "python")
             functions["locate"] = [
                 locate_functions(out, phis, replacements, lower, upper, space)
                 for out, _, lower, upper, space in parts.located

@@ -17,10 +17,9 @@ Expectations over y use
 - for continuous ones, a rule per part of the distribution: point masses
   (censoring bounds, a hurdle's zero) as single nodes, and each continuous
   part by Gauss–Legendre quadrature in ``θ`` after ``y = c + s tan θ`` over
-  the part's bounds, centred at the part's median with its interquartile
-  half-width as scale (``pm.icdf``) or, without an inverse CDF, at the mode
-  found by Newton's method with the curvature there as scale. A mixture's
-  components are integrated one by one, so separated modes are all resolved.
+  the part's bounds (`pm_sens.graph.likelihoods.generic.rules`: where each
+  part is centred and how it is scaled). A mixture's components are
+  integrated one by one, so separated modes are all resolved.
 
 These give the Fisher information ``E[s sᵀ]``, the entropy, the KL
 divergence and the moments of the likelihood as a `pm_sens.families.Family`.
@@ -49,15 +48,9 @@ from pytensor.tensor.random.basic import (
 from pm_sens.families import Family
 from pm_sens.families._base import log1p_gap
 from pm_sens.families._renyi import log_rule_term
-from pm_sens.graph.likelihoods.generic.graph import TAIL, LikelihoodGraph
+from pm_sens.graph.likelihoods.generic.graph import N_NODES, TAIL, LikelihoodGraph
 from pm_sens.graph.likelihoods.generic.leaves import distribution_inputs
-from pm_sens.graph.likelihoods.generic.rules import (
-    RULE_ERROR,
-    blocks,
-    gauss_legendre,
-    locate,
-    rule_error,
-)
+from pm_sens.graph.likelihoods.generic.rules import blocks, locate
 from pm_sens.graph.model.queries import is_distribution
 
 #: location families of the real line, and their location's position among the
@@ -83,11 +76,11 @@ class GenericLikelihood(LikelihoodGraph):
     Parameters are those of `LikelihoodGraph`.
     """
 
-    def __init__(self, rv, model_rvs, *, n_nodes=None, tail=TAIL):
+    def __init__(self, rv, model_rvs, *, n_nodes=N_NODES, tail=TAIL):
         super().__init__(rv, model_rvs, n_nodes=n_nodes, tail=tail)
         self._per_row = None
-        #: a mixture's component of each node of the continuous rule (P,), by P
-        self._owners = {}
+        #: a mixture's component of each node of the continuous rule (P,)
+        self._owners = None
         #: largest |Σ weights − 1| of the rules this likelihood has used (see
         #: `expectation`): a record of its own numerics, never reset by a call
         self.mass_error = 0.0
@@ -137,7 +130,7 @@ class GenericLikelihood(LikelihoodGraph):
         if order == 0:
             return [self._logp_at(y, phi)]
         if own_components:
-            function = self._own_function(order, len(y))
+            function = self._own_function(order)
         else:
             function = self._second_function() if order == 2 else self.functions["score"]
         logp, *outputs = self._by_rows(function, y, phi)
@@ -160,12 +153,9 @@ class GenericLikelihood(LikelihoodGraph):
             return self.functions["own"].pairs
         return np.array(np.triu_indices(len(self.labels)))
 
-    def _own_function(self, order, n_nodes):
-        """`_derivatives`' function for ``log(w_k p_k)`` of each node's own component k.
-
-        ``n_nodes``: the rule's nodes per row (P), which fix each node's component.
-        """
-        return partial(self.functions["own"], order, self._owners[n_nodes])
+    def _own_function(self, order):
+        """`_derivatives`' function for ``log(w_k p_k)`` of each node's own component k."""
+        return partial(self.functions["own"], order, self._owners)
 
     def _logp_at(self, y, phi):
         """The log density at nodes ``y`` (P, R) of rows ``phi`` (R, M)."""
@@ -186,47 +176,26 @@ class GenericLikelihood(LikelihoodGraph):
                     nodes = np.broadcast_to(np.arange(top)[:, None], (top, len(index[rows])))
                     yield index[rows], nodes, None
             return
-        if self._per_row is None:  # the most nodes a row takes
-            self._per_row = len(self._placed(flat[:1], self.node_counts[-1:])[0][0])
+        if self._per_row is None:
+            self._per_row = len(self._continuous_rule(flat[:1])[0])
         index = np.arange(len(flat))
         for rows in blocks(len(flat), self._per_row * cells_per_value):
-            yield from self._continuous_rule(index[rows], flat[rows])
+            yield index[rows], *self._continuous_rule(flat[rows])
 
-    def _continuous_rule(self, index, phi):
-        """The rule of continuous rows ``phi`` (R, M) at ``index`` (R,), by node count.
+    def _continuous_rule(self, phi):
+        """Nodes and weights (P, R) of continuous rows ``phi`` (R, M).
 
-        Yields (row indices, nodes, weights (P, r)): the rows whose measured
-        error with the fewer nodes is at most `rules.RULE_ERROR`
-        (`rules.rule_error` against the more), then the others with the more.
-        """
-        rules = self._placed(phi, self.node_counts)
-        taken = np.zeros(len(phi), dtype=int)  # each row's rule
-        if len(rules) > 1:
-            taken[rule_error(*rules) > RULE_ERROR] = 1
-        for k, (nodes, weights, _) in enumerate(rules):
-            rows = taken == k
-            if rows.all():
-                yield index, nodes, weights
-            elif rows.any():
-                yield index[rows], nodes[:, rows], weights[:, rows]
-
-    def _placed(self, phi, node_counts):
-        """Per count of ``node_counts``, the rule's nodes, weights and positions (P, R).
-
-        Of rows ``phi`` (R, M), placed once (`locate`). For a mixture, each
-        node's component (P,), the same for every row, is kept in ``_owners`` by P.
+        For a mixture, each node's component (P,), the same for every row, is
+        kept in ``_owners``.
         """
         columns = list(np.ascontiguousarray(phi.T))
         located = []
         for functions in self.functions["locate"]:
             located += locate(functions, columns)
-        rules = []
-        for n in node_counts:
-            rule = self.functions["nodes"](*columns, *located, *gauss_legendre(n))
-            if len(rule) > 3:
-                self._owners[len(rule[0])] = rule[3]
-            rules.append(rule[:3])
-        return rules
+        nodes, weights, *owners = self.functions["nodes"](*columns, *located)
+        if owners:
+            self._owners = owners[0]
+        return nodes, weights
 
     def _support_sizes(self, phi):
         """Per row, K (a power of 2, ≥ 16) with the mass above K − 1 below ``tail``.

@@ -9,9 +9,7 @@ Newton's method with a scale per half, a multiple of the distance at which
 the log density has fallen by 1/2 on that side (one standard deviation for a
 Normal). A skewed law's long side (an ExGaussian's exponential tail) is thus
 spread over its half's nodes as its short side is, where the curvature at the
-mode measures the short side alone. Each row takes 2 × 32 nodes per part
-where they integrate as the 2 × 64 do (`rule_error`), else 2 × 64 (a
-mixture's rows always: `mixes_laws`).
+mode measures the short side alone.
 """
 
 import numpy as np
@@ -41,55 +39,11 @@ from pm_sens.graph.model.queries import censored_parts, replace_rebuilding
 # graph's temporaries stay in the CPU's cache
 _MAX_CELLS = 65_536
 _NEWTON_STEPS = 60
-#: Gauss–Legendre nodes per half of a continuous part: a row takes the fewer
-#: where they give the more's integrals to `RULE_ERROR` (`rule_error`)
-NODE_COUNTS = (32, 64)
-#: largest `rule_error` of a row that takes the fewer nodes
-RULE_ERROR = 1e-9
 #: each half's scale is this multiple of the located one (the interquartile
 #: half-width, or the distance at which log p falls by 1/2): a Normal's moments
-#: converge fastest with s about 3–4 sd in θ (the tails fill the nodes near
+#: converge fastest with s about 3–4 sd in θ (its tails fill the nodes near
 #: ±π/2 instead of a few), and every law measured did better at 4 than at 1
 SCALE_MULTIPLE = 4.0
-
-
-def gauss_legendre(n_nodes):
-    """The ``n_nodes`` Gauss–Legendre nodes and weights on (0, 1)."""
-    t, w = np.polynomial.legendre.leggauss(n_nodes)
-    return (t + 1) / 2, w / 2
-
-
-def rule_error(coarse, fine):
-    """Per row, how far one rule's integrals are from a finer rule's (R,).
-
-    Each rule is nodes ``y``, weights ``w`` and positions ``u`` (P, R) from
-    `Parts`. The integrals: of ``u**k``, k = 0..4 (u: the node's distance from
-    its part's centre in the part's scale, in which a location-scale law's log
-    density and scores are polynomials of degree ≤ 2, their products ≤ 4),
-    relative to 1 or more; and y's mean and variance, relative to y's standard
-    deviation and variance. Non-finite: inf.
-    """
-
-    def integrals(y, w, u):
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            powers = [np.where(w > 0, w * u**k, 0.0).sum(0) for k in range(5)]
-            mean = np.where(w > 0, w * y, 0.0).sum(0) / powers[0]
-            variance = np.where(w > 0, w * (y - mean) ** 2, 0.0).sum(0) / powers[0]
-        return np.stack(powers), mean, variance
-
-    (powers, mean, variance), (fine_powers, fine_mean, fine_variance) = (
-        integrals(*rule) for rule in (coarse, fine)
-    )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        error = np.max(
-            [
-                *(np.abs(powers - fine_powers) / np.maximum(1.0, np.abs(fine_powers))),
-                np.abs(mean - fine_mean) / np.sqrt(fine_variance),
-                np.abs(variance - fine_variance) / fine_variance,
-            ],
-            axis=0,
-        )
-    return np.where(np.isfinite(error), error, np.inf)
 
 
 def support_bounds(out):
@@ -121,21 +75,6 @@ def _truncated_base(node):
     return op.base_rv_op.make_node(*node.inputs[:-2]).default_output()
 
 
-def mixes_laws(out):
-    """Whether ``out`` is a mixture, or a censored or truncated one.
-
-    At a component's nodes, its log density and scores depend on the other
-    components too, which `rule_error`'s integrals do not see: its rows take
-    the most nodes.
-    """
-    op = out.owner.op
-    if isinstance(op, CensoredRV):
-        return mixes_laws(censored_parts(out)[0])
-    if isinstance(op, TruncatedRV):
-        return mixes_laws(_truncated_base(out.owner))
-    return isinstance(op, _BaseMixtureRV)
-
-
 def plain_mixture(out):
     """Whether ``out`` is a mixture of continuous laws, none with a point mass or bounds.
 
@@ -152,29 +91,26 @@ def plain_mixture(out):
 class Parts:
     """Quadrature parts of a continuous distribution, built symbolically.
 
-    Each part is ``(y, w, u)`` with shape (Q, *batch): nodes and weights whose
-    weighted sum is the part's share of ``E[f(y)]``, and each node's distance
-    from its part's centre in the part's scale (0 at a point mass; for
-    `rule_error`). Each continuous part needs a centre and the scales of its
-    halves found per row (`locate`): ``located`` lists their (centre, left
-    scale, right scale) placeholders with the law, its bounds and its
-    integration space. The Gauss–Legendre nodes ``t`` and weights ``w`` on
-    (0, 1) are inputs too (`gauss_legendre`): one compiled rule for any count.
+    Each part is ``(y, w)`` with shape (Q, *batch): nodes and weights whose
+    weighted sum is the part's share of ``E[f(y)]``. Each continuous part
+    needs a centre and the scales of its halves found per row (`locate`):
+    ``located`` lists their (centre, left scale, right scale) placeholders with
+    the law, its bounds and its integration space.
     """
 
-    def __init__(self):
-        self.t, self.w = pt.vector("t", dtype="float64"), pt.vector("w", dtype="float64")
+    def __init__(self, n_nodes):
+        t, w = np.polynomial.legendre.leggauss(n_nodes)
+        self.t, self.w = (t + 1) / 2, w / 2
         self.located = []
         #: per part of the last mixture read, the component of each node (P_part,)
         self.components = []
 
     def of(self, out, lower, upper):
-        """Parts (y, w, u), each (P, ...), of ``out`` between ``lower`` and ``upper``."""
+        """Nodes and weights (P, ...) of ``out`` between ``lower`` and ``upper``."""
         op = out.owner.op
         if isinstance(op, DiracDeltaRV):
             value = pt.broadcast_to(op.dist_params(out.owner)[0], out.shape)
-            one = pt.ones_like(value, dtype="float64")[None]
-            return [(value[None], one, pt.zeros_like(one))]
+            return [(value[None], pt.ones_like(value, dtype="float64")[None])]
         if isinstance(op, _BaseMixtureRV):
             return self._mixture(out, lower, upper)
         if isinstance(op, CensoredRV):
@@ -184,11 +120,7 @@ class Parts:
             high_mass = -pt.expm1(pm.logcdf(base, high))
             # a bound at ±inf holds no mass; keep its node finite
             masses = [
-                (
-                    pt.broadcast_to(pt.switch(pt.isfinite(b), b, 0.0), out.shape)[None],
-                    m[None],
-                    pt.zeros_like(m)[None],
-                )
+                (pt.broadcast_to(pt.switch(pt.isfinite(b), b, 0.0), out.shape)[None], m[None])
                 for b, m in ((low, low_mass), (high, high_mass))
             ]
             return masses + self.of(base, low, high)
@@ -196,7 +128,7 @@ class Parts:
             low, high = out.owner.inputs[-2:]
             base = _truncated_base(out.owner)
             mass = pt.exp(pm.logcdf(base, high)) - pt.exp(pm.logcdf(base, low))
-            return [(y, w / mass, u) for y, w, u in self.of(base, low, high)]
+            return [(y, w / mass) for y, w in self.of(base, low, high)]
         return [self._continuous(out, lower, upper)]
 
     def _mixture(self, out, lower, upper):
@@ -206,18 +138,18 @@ class Parts:
         weights = pt.broadcast_to(weights, (*batch, n_components))
         parts, owners = [], []
         if len(components) == 1:  # components stacked on the last axis
-            for y, w, u in self.of(components[0], lower, upper):
+            for y, w in self.of(components[0], lower, upper):
                 # (Q, *batch, K) -> (Q·K, *batch)
-                y, w, u = (
+                y, w = (
                     pt.moveaxis(a, -1, 1).reshape((-1, *[batch[i] for i in range(out.ndim)]))
-                    for a in (y, w * weights, u)
+                    for a in (y, w * weights)
                 )
-                parts.append((y, w, u))
+                parts.append((y, w))
                 owners.append(pt.tile(pt.arange(n_components), y.shape[0] // n_components))
         else:
             for k, component in enumerate(components):
-                for y, w, u in self.of(component, lower, upper):
-                    parts.append((y, w * weights[..., k], u))
+                for y, w in self.of(component, lower, upper):
+                    parts.append((y, w * weights[..., k]))
                     owners.append(pt.full((y.shape[0],), k, dtype="int64"))
         self.components = owners
         return parts
@@ -251,21 +183,20 @@ class Parts:
                 right,
             ),
         ]
-        nodes, weights, positions = [], [], []
+        nodes, weights = [], []
         for start, stop, scale in halves:
             width = pt.maximum(stop - start, 0.0)
-            theta = start + width * self.t[expand]
+            theta = start + width * pt.constant(self.t)[expand]
             tangent = pt.tan(theta)
             z = centre + scale * tangent
             y = space.to_y(z)
             log_weight = pm.logp(out, y) + space.log_jacobian(z)
             # dz/dθ = s/cos²θ = s(1 + tan²θ): no cosine to compute
-            w = self.w[expand] * width * scale * (1 + tangent**2)
+            w = pt.constant(self.w)[expand] * width * scale * (1 + tangent**2)
             w = w * pt.exp(log_weight)
             nodes.append(y)
             weights.append(pt.switch(pt.isfinite(w), w, 0.0))
-            positions.append(tangent)
-        return pt.concatenate(nodes), pt.concatenate(weights), pt.concatenate(positions)
+        return pt.concatenate(nodes), pt.concatenate(weights)
 
 
 class Space:
