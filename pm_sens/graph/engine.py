@@ -180,15 +180,17 @@ def compile_predictive(
         outputs, extra_arguments, writes_in_place = _whitened_outputs(
             graph, components, scales, backend, whitened == "means"
         )
-        # each draw's sum of each parameter over the points: nan where the
-        # model is undefined at a point, which the derivatives may not show
-        # (log(u) is nan where u < 0, its derivative u'/u finite); not of a
-        # parameter made of the inputs and draws by sums and products (μ = X b),
-        # which is finite where they are (both are checked)
-        roots = [*graph.wrts, *graph.per_draw, *graph.arguments[len(graph.data_variables) :]]
-        checked = [c for c in all_components if not finite_where_roots_are(c, roots)]
-        if scales is not None and checked:
-            outputs.append(pt.stack([c.sum(axis=-1) for c in checked], -1))
+        if scales is not None:
+            # each draw's sum of each parameter over the points: nan where the
+            # model is undefined at a point, which the derivatives may not show
+            # (log(u) is nan where u < 0, its derivative u'/u finite); not of a
+            # parameter made of the inputs and draws by sums and products
+            # (μ = X b), which is finite where they are (both are checked)
+            draws = graph.arguments[len(graph.data_variables) :]
+            roots = [*graph.wrts, *graph.per_draw, *draws]
+            checked = [c for c in all_components if not finite_where_roots_are(c, roots)]
+            if checked:
+                outputs.append(pt.stack([c.sum(axis=-1) for c in checked], -1))
     else:
         outputs = [phi] if parameters else []
         outputs += _derivative_outputs(graph, components, mode, order, backend, colors)
