@@ -50,9 +50,9 @@ from pm_sens.graph.compile.rewrites.layout import (
     local_set_into_zeros_as_view,
 )
 from pm_sens.graph.compile.rewrites.numpy_linker import (
+    UfuncsWritingOut,
     local_gemm_by_blas,
     local_numpy_ufunc_forms,
-    local_ufuncs_writing_out,
     runs_element_by_element,
 )
 from pm_sens.graph.compile.rewrites.set_columns import (
@@ -120,7 +120,7 @@ REWRITES = {
     # after the merge (49), which makes the per-feature products' left sides one
     "dots_sharing_their_left": Rewrite(DotsSharingTheirLeft(), 49.2),
     # after the inplace rewrites (50.5)
-    "local_ufuncs_writing_out": Rewrite(in2out(local_ufuncs_writing_out), 99, ("python",)),
+    "ufuncs_writing_out": Rewrite(UfuncsWritingOut(), 99, ("python",)),
     "local_gemm_by_blas": Rewrite(in2out(local_gemm_by_blas), 99.1, ("python",)),
 }
 

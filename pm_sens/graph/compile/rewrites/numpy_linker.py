@@ -12,7 +12,7 @@ from itertools import combinations
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
-from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.graph.rewriting.basic import GraphRewriter, node_rewriter
 from pytensor.tensor.blas import Gemm
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.utils import import_func_from_string
@@ -157,8 +157,10 @@ def local_gemm_by_blas(fgraph, node):
 def _writes_with_out(node):
     """Whether `UfuncWithOut` can run ``node``: one NumPy ufunc, one dtype."""
     op = node.op
+    if type(op) is not Elemwise:
+        return False
     spec = getattr(op.scalar_op, "nfunc_spec", None)
-    if type(op) is not Elemwise or spec is None or spec[2] != 1 or len(node.outputs) != 1:
+    if spec is None or spec[2] != 1 or len(node.outputs) != 1:
         return False
     if not isinstance(import_func_from_string(spec[0]), np.ufunc):
         return False
@@ -171,12 +173,23 @@ def _writes_with_out(node):
     return bool(op.inplace_pattern) and len(node.inputs) == spec[1] or variadic
 
 
-@node_rewriter([Elemwise])
-def local_ufuncs_writing_out(fgraph, node):
-    """Inplace and variadic elementwise ops as `UfuncWithOut` (graphs run in NumPy)."""
-    if not _writes_with_out(node):
-        return None
-    return UfuncWithOut(node.op.scalar_op, node.op.inplace_pattern).make_node(*node.inputs).outputs
+class UfuncsWritingOut(GraphRewriter):
+    """Inplace and variadic elementwise ops as `UfuncWithOut` (graphs run in NumPy).
+
+    Each op is replaced by one with the same inputs, outputs and destroy map,
+    which cannot make a valid graph invalid: the graph is validated once, not
+    after each replacement as a node rewriter's are (each validation walks the
+    whole graph: most of a large graph's compile).
+    """
+
+    def apply(self, fgraph):
+        """Replace every op `_writes_with_out` accepts, then validate the graph once."""
+        for node in fgraph.toposort():
+            if _writes_with_out(node):
+                op = UfuncWithOut(node.op.scalar_op, node.op.inplace_pattern)
+                outputs = op.make_node(*node.inputs).outputs
+                fgraph.replace_all(zip(node.outputs, outputs, strict=True), reason=str(self))
+        fgraph.validate()
 
 
 @node_rewriter([Elemwise])
