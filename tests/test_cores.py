@@ -280,16 +280,24 @@ def _scan_over_time():
     ],
 )
 def test_a_compiled_function_runs_in_several_threads_at_once_with_the_serial_values(
-    graph, backend
+    graph, backend, monkeypatch
 ):
     """Calls from several threads at once each run on a copy of the compiled function
     (its storage is its own), or one after another where copies would share an op's
     inner function (NumPy's linker runs a Scan's, or an einsum's vectorized over
-    draws, from the op): each gets the values a serial call gives."""
+    draws, from the op), or, compiled by Numba, on its one jitted function, never on
+    a copy (which would link the graph again, and compile it again where Numba's key
+    of it changed): each gets the values a serial call gives."""
     arguments, outputs, cases = graph()
     function = GraphFunction(arguments, outputs, backend)
     shares = backend == "python" and graph in (_batched_einsum, _scan_over_time)
     assert function._one_at_a_time == shares
+    if backend == "numba":
+
+        def no_copy(*args, **kwargs):
+            raise AssertionError("a Numba-compiled graph was copied")
+
+        monkeypatch.setattr(type(function._compile()), "copy", no_copy)
     serial = [function(*case) for case in cases]
     barrier = threading.Barrier(4)
     got = [None] * len(cases)

@@ -122,6 +122,9 @@ def compiled_for(
             )
             key = _graph_key(ctx, mode, order, "python", (dependence, colors), settings)
             backend = "python"
+    compiled = cache.get(key)  # built: no waiting for a compile under way (a background one)
+    if compiled is not None:
+        return compiled
     with _COMPILING:
         if key not in cache:
             cache[key] = build(backend)

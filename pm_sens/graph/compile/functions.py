@@ -12,6 +12,7 @@ from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.traversal import applys_between, io_toposort
 from pytensor.tensor.type import TensorType
 
+from pm_sens.graph.compile.linkers import ReleasingNumbaLinker
 from pm_sens.graph.compile.rewrites import compile_mode
 
 #: graphs of more nodes than this compile without PyTensor's inplace rewrites,
@@ -56,11 +57,13 @@ def without_traces(build):
 class GraphFunction:
     """A compiled function of ``arguments``, callable from several threads at once.
 
-    A compiled PyTensor function keeps its inputs and outputs in storage of its
-    own, so one call runs on it at a time: a call made while every copy is
-    busy (chunks evaluated in threads, `pm_sens._run.chunks`; dask's threads)
-    runs on a new copy of it, which shares its compiled code (a Numba graph's
-    copy takes about 10 ms, a NumPy one's 2 ms). A NumPy graph that holds an
+    A graph compiled by Numba is one function of the input arrays that
+    releases the GIL (`pm_sens.graph.compile.linkers`): every call runs it
+    directly (`JittedGraph`). A compiled PyTensor function of another linker
+    keeps its inputs and outputs in storage of its own, so one call runs on it
+    at a time: a call made while every copy is busy (chunks evaluated in
+    threads, `pm_sens._run.chunks`; dask's threads) runs on a new copy of it,
+    which shares its compiled code (a NumPy graph's copy takes 2 ms). A NumPy graph that holds an
     op running a compiled function of its own (a `Scan`; an `OpFromGraph`
     vectorized over draws, as an einsum or a log-sum-exp) runs one call at a
     time: that function is kept on the op, which every copy shares, so copies
@@ -83,6 +86,8 @@ class GraphFunction:
         self._graph = (list(arguments), list(outputs))
         self.backend = backend
         self._function = None
+        #: the Numba-compiled graph, called from every thread (None for other linkers)
+        self._jitted = None
         #: `largest_array` per tuple of argument shapes
         self._largest = {}
         #: copies of the compiled function not running now
@@ -104,6 +109,7 @@ class GraphFunction:
                 arguments, outputs, on_unused_input="ignore", mode=mode
             )
             self._one_at_a_time = self.backend == "python" and _has_inner_functions(self._function)
+            self._jitted = JittedGraph.of(self._function)
             self._idle.append(self._function)
         return self._function
 
@@ -114,11 +120,15 @@ class GraphFunction:
         """
         with self._returned:  # one compile, and a copy is taken by one caller
             function = self._compile()
+            if self._jitted is not None:
+                return self._jitted
             if self._one_at_a_time:
                 self._returned.wait_for(lambda: self._idle)
             return self._idle.pop() if self._idle else function.copy()
 
     def _give_back(self, function):
+        if function is self._jitted:
+            return
         with self._returned:
             self._idle.append(function)
             self._returned.notify()
@@ -169,6 +179,40 @@ class GraphFunction:
             fgraph = self.maker.fgraph
             self._largest[shapes] = largest_array_of(fgraph.inputs, fgraph.outputs, shapes)
         return self._largest[shapes]
+
+
+class JittedGraph:
+    """A graph compiled by Numba, called as its jitted function: any thread, at once.
+
+    A copy of a compiled PyTensor function links its graph again, and Numba
+    looks its code up by a key of the graph's operations in the order of a
+    sort that PyTensor does not keep from one copy to the next (the inplace
+    operations' orderings): a copy compiled the whole graph again (27 s of
+    the quickstart's interactions, in the thread of a chunk). The jitted
+    function holds no state and releases the GIL, so one serves every call.
+    """
+
+    def __init__(self, function):
+        self._jitted = function.vm.jit_fn
+        self._inputs = [(i.variable.type, i.allow_downcast) for i in function.maker.inputs]
+
+    @classmethod
+    def of(cls, function):
+        """The jitted graph of ``function``, or None where it was not linked by Numba."""
+        linker = function.maker.linker
+        if not isinstance(linker, ReleasingNumbaLinker) or not hasattr(function.vm, "jit_fn"):
+            return None
+        if len(function.maker.inputs) != len(function.maker.fgraph.inputs):
+            return None  # inputs of the graph that are not arguments (shared variables)
+        return cls(function)
+
+    def __call__(self, *args):
+        """The outputs at ``args``, filtered to the inputs' types as a PyTensor function does."""
+        values = [
+            kind.filter(value, strict=False, allow_downcast=downcast)
+            for (kind, downcast), value in zip(self._inputs, args, strict=True)
+        ]
+        return list(self._jitted(*values))
 
 
 def largest_array_of(arguments, outputs, shapes):
