@@ -339,3 +339,17 @@ def test_a_numba_compiled_graph_releases_the_gil_while_it_runs():
     # holding the GIL, the graph would let this loop run once per 5 ms switch
     # interval at most; released, the loop runs millions of times
     assert ticks > 100 * alone / 5e-3
+
+
+def test_small_calls_of_a_numba_graph_run_in_numpy_and_large_ones_compiled():
+    """With ``small=``, a call whose arguments have at most that many elements runs
+    the graph op by op in NumPy and never compiles it with Numba; the first larger
+    call compiles it. Both give the graph's values (here against NumPy's own)."""
+    x = pt.vector("x")
+    y = pt.log1p(pt.exp(-(x**2))) * pt.sin(x)
+    function = GraphFunction([x], [y], "numba", lazy=True, small=10)
+    for size, compiled in [(10, False), (11, True), (5, True)]:
+        values = np.linspace(-3, 3, size)
+        (got,) = function(values)
+        np.testing.assert_allclose(got, np.log1p(np.exp(-(values**2))) * np.sin(values), 1e-14)
+        assert (function._function is not None) is compiled

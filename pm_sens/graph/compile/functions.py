@@ -80,11 +80,24 @@ class GraphFunction:
     lazy : bool
         Compile at the first call (a likelihood needs only some of its
         functions) instead of now.
+    small : int
+        With ``backend="numba"``: a call whose every argument has at most this
+        many elements runs op by op in NumPy instead (that version compiled at
+        the first such call, Numba's at the first larger one): Numba's compile
+        takes seconds to tens of seconds, longer than NumPy takes for a small
+        call. 0: every call runs on ``backend``.
     """
 
-    def __init__(self, arguments, outputs, backend=None, *, lazy=False):
+    def __init__(self, arguments, outputs, backend=None, *, lazy=False, small=0):
         self._graph = (list(arguments), list(outputs))
         self.backend = backend
+        self._small = small
+        #: the NumPy version of the graph, for calls of at most `small` elements per argument
+        self._small_function = (
+            GraphFunction(arguments, outputs, "python", lazy=True)
+            if small and backend == "numba"
+            else None
+        )
         self._function = None
         #: the Numba-compiled graph, called from every thread (None for other linkers)
         self._jitted = None
@@ -148,6 +161,8 @@ class GraphFunction:
             ``check_parameters``: mixture weights that do not sum to 1, a
             negative scale), naming the check.
         """
+        if self._small_function is not None and all(np.size(a) <= self._small for a in args):
+            return self._small_function(*args)
         function = self._take()
         try:
             return function(*args)

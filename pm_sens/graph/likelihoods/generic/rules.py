@@ -237,6 +237,13 @@ class Space:
         return pt.zeros_like(z)
 
 
+#: a call of a likelihood's function with at most this many values per argument
+#: (nodes × rows) runs op by op in NumPy: Numba's compile of a likelihood's
+#: second derivatives takes 10–20 s on an empty cache, NumPy runs an
+#: ExGaussian's at 96 nodes × 170 rows in 33 ms (3.5 ms compiled)
+SMALL_CALL = 100_000
+
+
 def lazy_function(inputs, outputs, replacements, backend="numba"):
     """A function of ``outputs`` after ``replacements``; any other graph input is an error.
 
@@ -246,7 +253,8 @@ def lazy_function(inputs, outputs, replacements, backend="numba"):
     run once per row (placing its nodes) run op by op in NumPy (``"python"``):
     their work is small, and their graphs take one input per parameter, which
     Numba compiles slowly (15–35 s each for a 20-component mixture's 60 on an
-    empty cache; `benchmarks/README.md`).
+    empty cache; `benchmarks/README.md`). On ``"numba"``, calls of at most
+    `SMALL_CALL` values per argument run in NumPy too.
     """
     outputs = replace_rebuilding(list(outputs), replacements)
     stray = [
@@ -258,7 +266,7 @@ def lazy_function(inputs, outputs, replacements, backend="numba"):
     ]
     if stray:
         raise ValueError(f"the likelihood's log density still depends on {stray}")
-    return GraphFunction(inputs, outputs, backend, lazy=True)
+    return GraphFunction(inputs, outputs, backend, lazy=True, small=SMALL_CALL)
 
 
 def locate_functions(out, phis, replacements, lower, upper, space):
