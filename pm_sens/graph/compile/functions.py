@@ -60,14 +60,14 @@ class GraphFunction:
     A graph compiled by Numba is one function of the input arrays that
     releases the GIL (`pm_sens.graph.compile.linkers`): every call runs it
     directly (`JittedGraph`). A compiled PyTensor function of another linker
-    keeps its inputs and outputs in storage of its own, so one call runs on it
-    at a time: a call made while every copy is busy (chunks evaluated in
-    threads, `pm_sens._run.chunks`; dask's threads) runs on a new copy of it,
-    which shares its compiled code (a NumPy graph's copy takes 2 ms). A NumPy graph that holds an
-    op running a compiled function of its own (a `Scan`; an `OpFromGraph`
+    keeps its inputs and outputs in storage of its own, so one call runs on
+    it at a time: a call made while every copy is busy (chunks evaluated in
+    threads, `pm_sens._run.chunks`; dask's threads) runs on a new copy of
+    it, which shares its compiled code. A NumPy graph that holds an op
+    running a compiled function of its own (a `Scan`; an `OpFromGraph`
     vectorized over draws, as an einsum or a log-sum-exp) runs one call at a
-    time: that function is kept on the op, which every copy shares, so copies
-    running at once would write into the same storage.
+    time: that function is kept on the op, which every copy shares, so
+    copies running at once would write into the same storage.
 
     Parameters
     ----------
@@ -202,9 +202,9 @@ class JittedGraph:
     A copy of a compiled PyTensor function links its graph again, and Numba
     looks its code up by a key of the graph's operations in the order of a
     sort that PyTensor does not keep from one copy to the next (the inplace
-    operations' orderings): a copy compiled the whole graph again (27 s of
-    the quickstart's interactions, in the thread of a chunk). The jitted
-    function holds no state and releases the GIL, so one serves every call.
+    operations' orderings): a copy can compile the whole graph again. The
+    jitted function holds no state and releases the GIL, so one serves
+    every call.
     """
 
     def __init__(self, function):

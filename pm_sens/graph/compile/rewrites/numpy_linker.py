@@ -188,7 +188,9 @@ class UfuncsWritingOut(GraphRewriter):
             if _writes_with_out(node):
                 op = UfuncWithOut(node.op.scalar_op, node.op.inplace_pattern)
                 outputs = op.make_node(*node.inputs).outputs
-                fgraph.replace_all(zip(node.outputs, outputs, strict=True), reason=str(self))
+                fgraph.replace_all(
+                    zip(node.outputs, outputs, strict=True), reason="ufuncs_writing_out"
+                )
         fgraph.validate()
 
 

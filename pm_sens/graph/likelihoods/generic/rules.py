@@ -239,8 +239,8 @@ class Space:
 
 #: a call of a likelihood's function with at most this many values per argument
 #: (nodes × rows) runs op by op in NumPy: Numba's compile of a likelihood's
-#: second derivatives takes 10–20 s on an empty cache, NumPy runs an
-#: ExGaussian's at 96 nodes × 170 rows in 33 ms (3.5 ms compiled)
+#: derivatives takes seconds to tens of seconds on an empty cache, NumPy runs
+#: such a call in tens of milliseconds (`benchmarks/README.md`)
 SMALL_CALL = 100_000
 
 
