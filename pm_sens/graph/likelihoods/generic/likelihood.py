@@ -274,11 +274,7 @@ class GenericLikelihood(LikelihoodGraph):
                 value = integrand(y, logp, *derivatives, *pairs)
             # nodes without mass add nothing, whatever their value (±inf, nan)
             flat_value = np.where((w > 0)[..., None], value.reshape(*w.shape, -1), 0.0)
-            if not np.isfinite(flat_value).all():
-                # a derivative of PyMC's logp may overflow far in a tail (SkewNormal's
-                # log erfc at 1e-200 of mass): nodes below the tail mass weigh 0
-                negligible = (w < self.tail)[..., None] & ~np.isfinite(flat_value)
-                flat_value = np.where(negligible, 0.0, flat_value)
+            flat_value = self._finite_where_negligible(w, flat_value)
             if outer:  # Σ_p w v vᵀ: one matrix product per row
                 weighted = (w[..., None] * flat_value).transpose(1, 2, 0)
                 block = np.matmul(weighted, flat_value.transpose(1, 0, 2))
@@ -455,6 +451,18 @@ class GenericLikelihood(LikelihoodGraph):
             parts.append(second)
         return [p.reshape(*phi.shape[:-1], *p.shape[1:]) for p in parts]
 
+    def _finite_where_negligible(self, w, values):
+        """``values`` (nodes, rows, ...), 0 where not finite at a node weighing below ``tail``.
+
+        Far in a tail PyMC's log density or its derivatives may be nan or
+        overflow (a mixture's log density at 1e-319 of mass, a skew normal's
+        log erfc at 1e-200): such nodes add nothing to an expectation.
+        """
+        if np.isfinite(values).all():
+            return values
+        negligible = (w < self.tail).reshape(w.shape + (1,) * (values.ndim - w.ndim))
+        return np.where(negligible & ~np.isfinite(values), 0.0, values)
+
     def kl_divergence(self, phi_p, phi_q):
         """KL(p ‖ q) by the rule of p, as ``E_p[g(q/p − 1)]``, ``g(u) = u − log(1+u)``."""
         shape = np.broadcast_shapes(phi_p.shape, phi_q.shape)
@@ -467,9 +475,7 @@ class GenericLikelihood(LikelihoodGraph):
             with np.errstate(invalid="ignore", over="ignore"):
                 gap = log1p_gap(np.expm1(logq - logp))
                 terms = np.where(w > 0, w * gap, 0.0)
-            # far in a tail PyMC's log density may be nan (a mixture's at 1e-319
-            # of mass): nodes below the tail mass weigh 0, as in `expectation`
-            out[index] = np.where((w < self.tail) & ~np.isfinite(terms), 0.0, terms).sum(0)
+            out[index] = self._finite_where_negligible(w, terms).sum(0)
         return out.reshape(shape[:-1])
 
     def renyi_divergence(self, phi_p, phi_q, alpha):
