@@ -705,6 +705,35 @@ def test_special_functions_under_a_select_run_only_where_it_selects_them(rng):
         assert {scalar for scalar, masked, _ in found if masked} == {"Erfcx", "Erf", "Erfc"}
 
 
+def test_a_condition_per_row_masks_the_special_functions_per_draw_and_row(rng):
+    """A right-censored Weibull's moments as the graph writes them: the bound is
+    per row (1, N), the incomplete gamma per draw and row (S, N), the shape's
+    log-gamma per draw (S, 1). On the NumPy backend the incomplete gamma runs
+    only on censored rows, the per-draw log-gamma everywhere (the mask would
+    widen it); values and gradients as PyTensor's graph and the Numba backend's."""
+    k = pt.matrix("k", shape=(None, 1))
+    scale = pt.matrix("scale")
+    upper = pt.constant(np.where(rng.random(7) < 0.5, rng.uniform(1, 4, 7), np.inf)[None])
+    s = 1 + 1 / k
+    whole = scale * pt.exp(pt.gammaln(s))
+    safe = pt.switch(pt.isinf(upper), scale, upper)
+    z = (safe / scale) ** k
+    mean = pt.switch(pt.isinf(upper), whole, safe * pt.exp(-z) + whole * pt.gammainc(s, z))
+    outputs = [mean, pt.grad(mean.sum(), scale)]
+    values = [rng.uniform(0.8, 2.0, (5, 1)), rng.uniform(0.5, 3.0, (5, 7))]
+    reference = pytensor.function([k, scale], outputs, mode="FAST_COMPILE")(*values)
+    for backend in BACKENDS:
+        function = pytensor.function([k, scale], outputs, mode=compile_mode(backend))
+        for got, expected in zip(function(*values), reference, strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-13)
+        found = _special_function_nodes(function)
+        if backend == "numba":
+            assert not any(masked for _, masked, _ in found)
+            continue
+        assert ("GammaInc", True, "Invert") in found
+        assert ("GammaLn", False, None) in found
+
+
 def test_an_ordered_probits_curves_are_the_same_with_special_functions_where_selected(rng):
     """An ordered probit (class probabilities from PyMC's log-CDFs) through
     partial dependence and draw-mode R-sens: the same values to 1e-13 with and

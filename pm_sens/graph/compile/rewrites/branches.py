@@ -58,10 +58,12 @@ class SpecialFunctionsWhereSelected(GraphRewriter):
     """Special functions under one side of ``switch(c, a, b)`` computed where it is selected.
 
     The selects of one condition ``c`` go together (a log density's and those
-    its derivatives sink into), where ``c`` has their shape. A side's nodes
-    are the elementwise ancestors of its branches used by nothing else; those
-    that apply a special function of ``c``'s shape become `WhereSelected`.
-    Nested selects narrow their masks further.
+    its derivatives sink into), where ``c`` has their shape or broadcasts
+    into it (a censored law's bound per row, its parameters per draw and
+    row). A side's nodes are the elementwise ancestors of its branches used
+    by nothing else; those that apply a special function into whose shape
+    ``c`` broadcasts become `WhereSelected`. Nested selects narrow their
+    masks further.
     """
 
     def apply(self, fgraph):
@@ -87,7 +89,7 @@ def _next_group(fgraph, done):
         if not is_elemwise(node, Switch) or node.inputs[0] in done:
             continue
         cond = node.inputs[0]
-        if cond.type.broadcastable == node.outputs[0].type.broadcastable:
+        if _broadcasts_into(cond, node.outputs[0]):
             groups.setdefault(cond, []).append(node)
     for cond, selects in groups.items():
         sides = tuple(_side_nodes(fgraph, selects, k) for k in (1, 2))
@@ -110,9 +112,19 @@ def _side_nodes(fgraph, selects, k):
     return owned
 
 
+def _broadcasts_into(cond, var):
+    """Whether ``cond`` has ``var``'s dimensions and broadcasts into its shape.
+
+    Where ``var`` has length 1 (broadcastable), so must ``cond``: a masked
+    function's output has the shape of its inputs and mask together.
+    """
+    pairs = zip(cond.type.broadcastable, var.type.broadcastable, strict=False)
+    return cond.ndim == var.ndim and all(c or not v for c, v in pairs)
+
+
 def _maskable(node, cond):
-    """Whether ``node`` applies a special function (masked or not) of ``cond``'s shape."""
-    if len(node.outputs) != 1 or node.outputs[0].type.broadcastable != cond.type.broadcastable:
+    """Whether ``node`` applies a special function (masked or not) ``cond`` broadcasts into."""
+    if len(node.outputs) != 1 or not _broadcasts_into(cond, node.outputs[0]):
         return False
     if isinstance(node.op, WhereSelected):
         return True
@@ -146,14 +158,22 @@ class WhereSelected(Op):
         return Apply(self, [mask, *out.owner.inputs], [out.type()])
 
     def perform(self, node, inputs, output_storage):
-        """The ufunc with ``where=mask``, into an array of the mask's layout."""
+        """The ufunc with ``where=mask``, into an array of the layout of the mask or an input.
+
+        The first of the mask and the inputs that has the output's shape
+        gives the layout (a mask that broadcasts has none of its own).
+        """
         mask, *args = inputs
         ufunc = import_func_from_string(self.elemwise.nfunc_spec[0])
-        out = np.empty_like(mask, dtype=node.outputs[0].dtype)
+        shape = np.broadcast_shapes(*(np.shape(a) for a in inputs))
+        like = next((a for a in inputs if np.shape(a) == shape), None)
+        dtype = node.outputs[0].dtype
+        out = np.empty(shape, dtype) if like is None else np.empty_like(like, dtype=dtype)
         with np.errstate(all="ignore"):
             ufunc(*args, out=out, where=mask)
         output_storage[0][0] = out
 
     def infer_shape(self, node, shapes):
-        """The mask's shape."""
-        return [shapes[0]]
+        """The elementwise op's shape (the mask broadcasts into it)."""
+        elemwise = self.elemwise.make_node(*node.inputs[1:])
+        return self.elemwise.infer_shape(elemwise, shapes[1:])
