@@ -3,9 +3,10 @@
 # 100 lines of code, listed for a reviewer) and the whole test suite (slow
 # tests included). Beside the suite, in the background (its output in
 # background.log): a second environment, .venv-marketing (pymc-marketing
-# requires PyMC 6.3), with the marketing tests, the pymc.dims and
-# pymc-marketing zoo models (those of tests/zoo/dims.py) and the bambi tests;
-# then scripts/docs.sh builds the docs site with every example executed.
+# requires PyMC 6.3), with the marketing tests and the pymc.dims and
+# pymc-marketing zoo models (those of tests/zoo/dims.py); then scripts/docs.sh
+# builds the docs site with every example executed. The bambi tests run once,
+# in the main suite.
 # Last, tests/test_site.py checks the built site.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ JAX_TESTS=(tests/test_backend.py tests/zoo/test_zoo_jax.py)
 (
     bash scripts/venv.sh .venv-marketing test,marketing
     .venv-marketing/bin/python -m pytest -q -p no:cacheprovider \
-        tests/test_marketing.py tests/test_dims_model.py tests/test_bambi.py tests/zoo/test_zoo.py \
+        tests/test_marketing.py tests/test_dims_model.py tests/zoo/test_zoo.py \
         -k "not zoo_model or dims_linear_regression or dims_hierarchical_poisson or marketing_mmm"
     .venv-marketing/bin/python -m pytest -q -p no:cacheprovider "${JAX_TESTS[@]}"
     bash scripts/docs.sh
