@@ -691,6 +691,21 @@ def test_censored_weibull_against_scipy(phi, lower, upper):
     )
 
 
+def test_censored_weibull_of_undefined_parameters_is_nan():
+    """A draw whose shape or scale is nan (an overflowed linear predictor) gives nan
+    partial moments, entropy and KL, and a Fisher information with nan on its
+    diagonal, right-censored or not."""
+    from pm_sens.families import censored_weibull
+
+    assert np.isnan(censored_weibull._first_moments(np.array([np.nan]))).all()
+    phi = np.array([[np.nan, 2.0], [1.5, np.nan]])
+    upper = np.array([3.0, np.inf])
+    assert np.isnan(censored_weibull.entropy(phi, 0.0, upper)).all()
+    assert np.isnan(censored_weibull.kl_divergence(phi, np.ones(2), 0.0, upper)).all()
+    information = censored_weibull.fisher_information(phi, 0.0, upper)
+    assert np.isnan(np.diagonal(information, axis1=-2, axis2=-1)).any(-1).all()
+
+
 def test_censored_weibull_without_bounds_is_the_weibull():
     """No bound: the Weibull's closed forms (Fisher information, entropy, KL)."""
     from pm_sens.families import censored_weibull, weibull

@@ -135,8 +135,9 @@ def _first_moments(z):
     """
     z = np.asarray(z, dtype=float)
     beyond = np.isposinf(z)
-    mass, second = np.where(beyond, 1.0, 0.0), np.where(beyond, 1.0, 0.0)
-    log_part = np.where(beyond, -np.euler_gamma, 0.0)
+    at_zero = np.where(np.isnan(z), np.nan, 0.0)  # nan where z is: an undefined law stays so
+    mass, second = np.where(beyond, 1.0, at_zero), np.where(beyond, 1.0, at_zero)
+    log_part = np.where(beyond, -np.euler_gamma, at_zero)
     usable = (z > 0) & ~beyond
     if usable.any():
         inner = z[usable]
