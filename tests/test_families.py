@@ -214,6 +214,25 @@ def test_categorical_fisher_is_the_simplex_information():
     np.testing.assert_allclose(kl, 0.5 * delta**2 * quad, rtol=1e-3)
 
 
+def test_negative_binomial_alpha_information_of_cells_of_every_width():
+    """Cells of means 0 to 5,000 and α 0.3 to 10⁶ in one call, each summed to its own
+    tail: against ``Σ_k P(Y > k)/(α + k)² − m/(α(α + m))`` (−E of the score's
+    derivative, from SciPy's survival function) to 1e-12, or to 1e-9 of α's
+    Poisson-limit form ``m²/(2α⁴)`` where that identity cancels."""
+    rng = np.random.default_rng(3)
+    m = np.concatenate([[0.0, 1e-3, 0.5, 5000.0], np.exp(rng.normal(np.log(112), 1.2, 300))])
+    a = np.concatenate([[1.0, 2.0, 0.3, 0.5], np.exp(rng.normal(np.log(2), 1.0, 300))])
+    got = negative_binomial.alpha_information(m, a)
+    expected = []
+    for mean, alpha in zip(m, a, strict=True):
+        law = stats.nbinom(alpha, alpha / (alpha + mean))
+        k = np.arange(int(law.isf(1e-18)) + 100)
+        expected.append(np.sum(law.sf(k) / (alpha + k) ** 2) - mean / (alpha * (alpha + mean)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    far = negative_binomial.alpha_information(np.array([40.0, 3.0]), np.array([1e8, 1e6]))
+    np.testing.assert_allclose(far, [40.0**2 / (2 * 1e8**4), 3.0**2 / (2 * 1e6**4)], rtol=1e-5)
+
+
 def test_negative_binomial_is_poisson_without_overdispersion():
     info = negative_binomial.fisher_information(np.array([[2.5, 2.5], [2.5, 2.0]]))
     np.testing.assert_allclose(info, [[[0.4, 0], [0, 0]]] * 2)
