@@ -178,7 +178,13 @@ def _censored_normal_moments(mu, sigma, lower, upper):
 
 
 def _constant_value(var):
-    """The value of ``var`` if it is computed from constants alone, else None."""
+    """The value of ``var`` if it is computed from constants alone, else None.
+
+    A constant's own data where it is one (``eval`` compiles a function, a C
+    compile on an empty cache); an expression of constants evaluated.
+    """
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
     return np.asarray(var.eval()) if is_constant(var) else None
 
 
