@@ -217,7 +217,7 @@ def test_categorical_fisher_is_the_simplex_information():
 def test_negative_binomial_alpha_information_of_cells_of_every_width():
     """Cells of means 0 to 5,000 and α 0.3 to 10⁶ in one call, each summed to its own
     tail: against ``Σ_k P(Y > k)/(α + k)² − m/(α(α + m))`` (−E of the score's
-    derivative, from SciPy's survival function) to 1e-12, or to 1e-9 of α's
+    derivative, from SciPy's survival function) to 1e-12, and to 1e-5 of α's
     Poisson-limit form ``m²/(2α⁴)`` where that identity cancels."""
     rng = np.random.default_rng(3)
     m = np.concatenate([[0.0, 1e-3, 0.5, 5000.0], np.exp(rng.normal(np.log(112), 1.2, 300))])
