@@ -1281,17 +1281,27 @@ def test_moment_derivatives_of_a_mixture_of_very_different_widths():
     np.testing.assert_allclose(derivatives[0, 1], second, rtol=1e-8, atol=1e-9)
 
 
-def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl():
+def test_stick_breaking_mixture_rsens_is_the_finite_difference_kl(monkeypatch):
     """Per draw, R-sens of x equals sqrt(KL(x+h) + KL(x−h))/h of the mixtures, with the
     weights and KL computed in NumPy/SciPy, at points where a break took the whole stick
-    (weights of exactly 0 after it: their derivative is 0, as float64 holds them)."""
+    (weights of exactly 0 after it: their derivative is 0, as float64 holds them). The
+    information, not diagonal, is whitened once for the chunk: the R-sens graph's
+    whitening is reused with the derivatives."""
     x = np.array([-0.8, 0.1, 0.9])
     model, alpha, beta = _stick_breaking_mixture(x)
     fixed = {"a": alpha, "b": beta, "g": np.arange(4.0), "d": np.linspace(-1, 1, 4)}
     idata = posterior({k: v[None, None] for k, v in fixed.items()})
+    whitenings = []
+    whitening = GenericLikelihood.whitening
+    monkeypatch.setattr(
+        GenericLikelihood,
+        "whitening",
+        lambda self, *a: whitenings.append(a) or whitening(self, *a),
+    )
     out = pm_sens.sensitivity(
         idata, model, mode="draw", progressbar=False, extend_inferencedata=False
     )["sensitivity"]
+    assert len(whitenings) == 1
 
     def mixture(xv):
         v = special.ndtr(alpha + xv * beta)
@@ -1387,7 +1397,8 @@ def test_a_mixture_whose_components_move_together_shares_one_rule(rng, monkeypat
     Its mean and variance are the closed forms' (Σ w μ_k; Σ w (σ² + μ_k²) − mean²),
     E[y]'s and E[y²]'s first derivatives too (μ_k and σ² + μ_k² in w_k, w_k and
     2 w_k μ_k in μ_k, 0 and 2 w_k σ in σ_k), their second derivatives, the entropy and
-    the Fisher information the rule's row by row. A listed mixture of a Normal and
+    the Fisher information the rule's row by row (and its whitening, each draw's
+    spread over the rows without copies). A listed mixture of a Normal and
     a Student-t moves the same way; one with a Gamma or a fixed component does not."""
     x = rng.normal(size=40)
     with pm.Model() as model:
@@ -1427,7 +1438,14 @@ def test_a_mixture_whose_components_move_together_shares_one_rule(rng, monkeypat
     entropy, mean, variance = generic.entropy_and_moments(phi)
     information = generic.fisher_information(phi)
     moments = generic.raw_moments(phi, list(range(9)), 2)
-    assert rows == [2, 2, 2]
+    # the whitening of the means: each draw's, spread over the rows without copies
+    scales, corr = generic.whitening(phi, [3, 4, 5])
+    assert rows == [2, 2, 2, 2]
+    assert scales.shape == (2, 40, 3) and corr.shape == (2, 40, 3, 3) and corr.strides[1] == 0
+    means_block = information[..., 3:6, 3:6]
+    np.testing.assert_array_equal(scales, np.sqrt(np.diagonal(means_block, 0, -2, -1)))
+    outer = scales[..., :, None] * scales[..., None, :]
+    np.testing.assert_array_equal(corr, means_block / outer)
     w, mu, s2 = weights, means, scale[..., 0] ** 2
     np.testing.assert_allclose(mean, (w * mu).sum(-1), rtol=0, atol=1e-9)
     second = (w * (s2[..., None] + mu**2)).sum(-1)

@@ -69,8 +69,9 @@ class Family:
         diag(scales) corr diag(scales)`` on them (None: corr is the identity),
         computed without forming I, so that R-sens stays finite wherever it is
         representable (a Poisson rate of 1e300, whose squared derivative
-        overflows). `diagonal_factors` builds it for a diagonal I. Without it,
-        both come from ``fisher_information``.
+        overflows); or computed on fewer rows than ``phi``'s and spread back
+        (a generic likelihood's distinct laws). `diagonal_factors` builds it
+        for a diagonal I. Without it, both come from ``fisher_information``.
     renyi_divergence : callable, optional
         ``renyi_divergence(phi_p, phi_q, alpha, **fixed) -> (...)``: the Rényi
         divergence of order ``alpha`` (≠ 1) (`pm_sens.families._renyi`); level
@@ -142,13 +143,7 @@ class Family:
         """
         if self.fisher_factors is not None:
             return self.fisher_factors(phi, given, **fixed)
-        info = self.fisher_information(phi, **fixed)[..., given, :][..., :, given]
-        scales = np.sqrt(np.maximum(np.diagonal(info, axis1=-2, axis2=-1), 0))
-        if len(given) < 2 or not np.any(info[..., ~np.eye(len(given), dtype=bool)]):
-            return scales, None
-        outer = scales[..., :, None] * scales[..., None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return scales, np.where(outer > 0, info / outer, 0.0)
+        return whitening_of(self.fisher_information(phi, **fixed), given)
 
     def graph_scales(self, xp, components, given):
         """`whitening`'s scales as expressions in the array namespace ``xp``, or None.
@@ -186,10 +181,7 @@ class Family:
             ``Jᵀ I J = Σ_mk u_m corr_mk u_k``.
         """
         given = [m for m, d in enumerate(derivatives) if d is not None]
-        scales, corr = self.whitening(phi, given, **fixed)
-        expand = (Ellipsis,) + (None,) * trailing
-        u = [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)]
-        return u, corr
+        return whitened_by(*self.whitening(phi, given, **fixed), derivatives, trailing)
 
     @property
     def has_point_masses(self) -> bool:
@@ -345,6 +337,28 @@ def reparametrize(info, jacobian):
     in which ``info`` is expressed.
     """
     return np.einsum("...ab,...ac,...cd->...bd", jacobian, info, jacobian)
+
+
+def whitening_of(info, given):
+    """`Family.whitening` from the information ``info`` (..., M, M) on ``given``."""
+    info = info[..., given, :][..., :, given]
+    scales = np.sqrt(np.maximum(np.diagonal(info, axis1=-2, axis2=-1), 0))
+    if len(given) < 2 or not np.any(info[..., ~np.eye(len(given), dtype=bool)]):
+        return scales, None
+    outer = scales[..., :, None] * scales[..., None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return scales, np.where(outer > 0, info / outer, 0.0)
+
+
+def whitened_by(scales, corr, derivatives, trailing):
+    """`Family.whitened` with the whitening (``scales``, ``corr``) already computed.
+
+    ``scales`` (..., K) are those of the K parameters whose ``derivatives``
+    are not None, in order.
+    """
+    given = [m for m, d in enumerate(derivatives) if d is not None]
+    expand = (Ellipsis,) + (None,) * trailing
+    return [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)], corr
 
 
 def diagonal_factors(*scales, in_graph=True):

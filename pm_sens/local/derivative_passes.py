@@ -14,6 +14,7 @@ from pm_sens._core.results import per_draw_shape
 from pm_sens._run.chunks import collect_draws, draw_pass, moment_pass
 from pm_sens._run.compiling import colors_for, compiled_for, dependence_of
 from pm_sens._run.output_checks import check_outputs
+from pm_sens.families._base import whitened_by
 from pm_sens.graph.compile.compiled import data_for_chunk
 from pm_sens.measures.integrated_gradients import (
     integrated_gradients_at_rows,
@@ -123,7 +124,8 @@ def rsens_measures(ctx, *, mode, family, alpha, order):
                     out["rsens"][draws] *= np.sqrt(alpha)
                 return
             # squares that over- or underflowed, or a non-diagonal information
-            chunk = _chunk_derivatives(ctx, draws)
+            whitening, chunk = chunk.whitening, _chunk_derivatives(ctx, draws)
+            chunk.whitening = whitening
         into = [out[k][draws] if k in out else None for k in ("rsens", "rsens2")]
         _draw_rsens(compiled, chunk, draws, draw_family, alpha, order, into)
 
@@ -155,10 +157,18 @@ def _draw_arrays(ctx, order):
 
 
 def _draw_rsens(compiled, chunk, draws, family, alpha, order, into=(None, None)):
-    """A chunk's per-draw R-sens and R-sens2 (None at order 1), written ``into`` if given."""
+    """A chunk's per-draw R-sens and R-sens2 (None at order 1), written ``into`` if given.
+
+    The chunk's whitening is reused where it holds one (`ChunkOutputs.whitening`).
+    """
     phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
     jac = all_components(compiled, chunk.jac, phi.shape[-1])
-    rsens = rsens_local(jac, partial(family.whitened, phi, **fixed), alpha, out=into[0])
+    whiten = (
+        partial(family.whitened, phi, **fixed)
+        if chunk.whitening is None
+        else partial(whitened_by, *chunk.whitening)
+    )
+    rsens = rsens_local(jac, whiten, alpha, out=into[0])
     if order == 1:
         return rsens, None
     hess = all_components(compiled, chunk.hess, phi.shape[-1])
@@ -223,10 +233,9 @@ def rsens_point_means(ctx, *, alpha):
         if chunk.norm is not None and compiled.norm_is_exact(chunk.norm_range):
             means[draws] = chunk.norm
             return
-        chunk = _chunk_derivatives(ctx, draws)
-        phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
-        jac = all_components(compiled, chunk.jac, phi.shape[-1])
-        means[draws] = rsens_local(jac, partial(family.whitened, phi, **fixed), 1.0).mean(1)
+        whitening, chunk = chunk.whitening, _chunk_derivatives(ctx, draws)
+        chunk.whitening = whitening
+        means[draws] = _draw_rsens(compiled, chunk, draws, family, 1.0, 1)[0].mean(1)
 
     draw_pass(ctx, compiled, ctx.points.values, "R-sens, mean over points", prepare=into_draws)
     return per_draw_shape(ctx, means * np.sqrt(alpha))

@@ -33,6 +33,10 @@ class ChunkOutputs:
     norm_range : tuple or None
         The smallest and largest of the (S, N, D) values behind ``norm``; of
         point means, the smallest and largest mean.
+    whitening : tuple or None
+        ``(scales, corr)``, `pm_sens.families.Family.whitening` of the
+        varying parameters, where ``norm``'s graph had them computed in NumPy
+        (for R-sens from the derivatives where ``norm`` is None or inexact).
     """
 
     phi: np.ndarray | None = None
@@ -42,6 +46,7 @@ class ChunkOutputs:
     fixed: dict = field(default_factory=dict)
     norm: np.ndarray | None = None
     norm_range: tuple | None = None
+    whitening: tuple | None = None
 
     def per_draw_parameters(self, n_draws):
         """Draw mode: ``phi`` (S, R, M) and the fixed parameters (S, R).

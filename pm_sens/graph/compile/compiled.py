@@ -94,7 +94,7 @@ class WhitenedNorm(CompiledPredictive):
     undefined where its derivative is finite is not missed). Else
     they are `pm_sens.families.Family.whitening` of the parameters computed
     first by the forward function (``forward``, order 0), in NumPy, and the
-    call returns what ``forward`` returns beside ``norm``; ``norm`` is None
+    call returns what ``forward`` returns beside ``norm`` and the whitening; ``norm`` is None
     where the family's information is not diagonal on the varying
     parameters. With more than one varying parameter the squares may over- or
     underflow, and a parameter may be nan: `norm_is_exact` says whether the
@@ -124,7 +124,7 @@ class WhitenedNorm(CompiledPredictive):
         else:
             result = self.forward(data_values, draw_values)
             phi, fixed = result.per_draw_parameters(len(draw_values[0]))
-            scales, corr = self.family.whitening(phi, self.varying, **fixed)
+            result.whitening = scales, corr = self.family.whitening(phi, self.varying, **fixed)
             if corr is not None:
                 return result
             arguments.append(scales)

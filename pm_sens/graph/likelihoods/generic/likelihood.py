@@ -46,7 +46,7 @@ from pytensor.tensor.random.basic import (
 )
 
 from pm_sens.families import Family
-from pm_sens.families._base import log1p_gap
+from pm_sens.families._base import log1p_gap, whitening_of
 from pm_sens.families._renyi import log_rule_term
 from pm_sens.graph.likelihoods.generic.graph import N_NODES, TAIL, LikelihoodGraph
 from pm_sens.graph.likelihoods.generic.leaves import distribution_inputs
@@ -297,6 +297,15 @@ class GenericLikelihood(LikelihoodGraph):
         with their locations rounded to 2⁻⁴⁰ of the largest (the rounding of
         ``(c_k + b x) − shift``). ``compute`` maps (U, M) rows to (U, ...).
         """
+        distinct, spread = self._distinct_rows(phi)
+        return spread(compute(distinct)).copy()
+
+    def _distinct_rows(self, phi):
+        """`_distinct`'s rows (U, M), and the function spreading (U, ...) back over phi's rows.
+
+        The spread arrays are read-only views where rows share a row's value
+        (a law that is each draw's).
+        """
         rows, keys = phi, phi
         if self.locations is not None:
             rows = phi.copy()
@@ -310,9 +319,13 @@ class GenericLikelihood(LikelihoodGraph):
         _, first, back = np.unique(
             keys.reshape(flat.shape), axis=0, return_index=True, return_inverse=True
         )
-        out = compute(flat[first])[back.ravel()]
-        out = out.reshape(*rows.shape[:-1], *out.shape[1:])
-        return np.broadcast_to(out, (*phi.shape[:-1], *out.shape[rows.ndim - 1 :])).copy()
+
+        def spread(values):
+            values = values[back.ravel()]
+            values = values.reshape(*rows.shape[:-1], *values.shape[1:])
+            return np.broadcast_to(values, (*phi.shape[:-1], *values.shape[rows.ndim - 1 :]))
+
+        return flat[first], spread
 
     def _shift(self, phi):
         """How far each row's law is moved from where `_distinct` computes it (...).
@@ -324,10 +337,22 @@ class GenericLikelihood(LikelihoodGraph):
 
     def fisher_information(self, phi):
         """``E[s sᵀ]`` (..., M, M) of the leaf parameters."""
-        return self._distinct(
-            phi,
-            lambda rows: self.expectation(rows, lambda y, logp, s: s, outer=True),
-        )
+        return self._distinct(phi, self._information)
+
+    def whitening(self, phi, given):
+        """`pm_sens.families.Family.whitening` of the leaf parameters ``given``.
+
+        Computed on the distinct rows and spread back as views: a mixture's
+        information, each draw's, would otherwise be copied to every row
+        (M × M values each) and whitened there.
+        """
+        distinct, spread = self._distinct_rows(phi)
+        scales, corr = whitening_of(self._information(distinct), given)
+        return spread(scales), None if corr is None else spread(corr)
+
+    def _information(self, rows):
+        """``E[s sᵀ]`` (U, M, M) of rows (U, M)."""
+        return self.expectation(rows, lambda y, logp, s: s, outer=True)
 
     def entropy(self, phi):
         """``−E[log p]`` (...); point masses enter with their log mass."""
@@ -537,6 +562,7 @@ class GenericLikelihood(LikelihoodGraph):
             if self.discrete
             else None,
             pmf_table=(lambda phi, **_: self.pmf_table(phi)) if self.discrete else None,
+            fisher_factors=lambda phi, given, **_: self.whitening(phi, given),
         )
 
 
