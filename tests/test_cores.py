@@ -131,6 +131,43 @@ def test_results_are_the_same_for_any_number_of_cores(large, counts, monkeypatch
             np.testing.assert_array_equal(one[var].values, three[var].values, err_msg=name)
 
 
+def test_a_small_tables_draws_are_chunks_the_cores_share(monkeypatch):
+    """A negative binomial on 30 rows, 2 × 500 draws: its draws would fit one chunk
+    of the cache's size, yet its α information is a sum over each row's counts, so the
+    draw-mode pass has chunks of 64 draws (at least `DRAW_CHUNKS` where the draws allow),
+    and two cores give the one core's values, bit for bit."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=30)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        alpha = pm.Gamma("alpha", 2, 1)
+        y = rng.negative_binomial(2, 0.1, size=30)
+        pm.NegativeBinomial("y", mu=pt.exp(2.5 + b * xd), alpha=alpha, observed=y)
+    idata = azb.from_dict(
+        {
+            "posterior": {
+                "b": 0.3 * rng.normal(size=(2, 500)),
+                "alpha": rng.gamma(4, 0.5, size=(2, 500)),
+            },
+            "observed_data": {"y": y},
+        }
+    )
+    chunks = []
+    ahead = _chunks._ahead
+    monkeypatch.setattr(
+        _chunks,
+        "_ahead",
+        lambda evaluate, starts, *a: chunks.append(list(starts)) or ahead(evaluate, starts, *a),
+    )
+    kw = {"mode": "draw", "progressbar": False, "extend_inferencedata": False}
+    one = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"].values
+    with pm_sens.set_options(cores=2):
+        two = pm_sens.sensitivity(idata, model, **kw)["sensitivity"]["rsens"].values
+    assert chunks and all(starts == list(range(0, 1000, 64)) for starts in chunks)
+    np.testing.assert_array_equal(one, two)
+
+
 @pytest.fixture(autouse=True)
 def _one_core_unless_set():
     """The tests' calls run on one core unless a test sets more (the module's default)."""

@@ -51,6 +51,14 @@ OVERLAP_SHARE = 0.1
 #: as the limit allows (most are smaller: `CACHED_CELLS`); a larger limit lets
 #: more cores work on such chunks at once
 CHUNKS_IN_MEMORY = 4
+#: a draw-mode pass has at least this many chunks where its draws allow
+#: (`SHARED_DRAWS` each at least), whatever the cores, for the cores to share:
+#: a small table's draws fit one chunk of `CACHED_CELLS`, yet a family whose
+#: information is a sum over the support or a rule per law (the negative
+#: binomial's α, a mixture) spends milliseconds per row and draw there
+DRAW_CHUNKS = 64
+#: the fewest draws of a chunk split off for the cores to share
+SHARED_DRAWS = 64
 #: chunks timed before deciding (the first call's first chunks warm up)
 _TIMED = 3
 #: arrays of a forward graph's rows (one draw) its consumers hold at once: the
@@ -117,6 +125,9 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
         if largest >= SEVERAL_PER_ROW * cells:  # K classes per row, a kernel row per point
             cells = largest
         chunk = min(chunk, max(cached // cells, min_draws, fewest))
+        if compiled.mode == "draw":
+            shared = max(SHARED_DRAWS, -(-ctx.draws.count // DRAW_CHUNKS), min_draws)
+            chunk = min(chunk, shared)
     chunk = min(chunk, -(-ctx.draws.count // steps))
     chunk_bytes = min(chunk * per_draw, budget)  # more rows than fit: blocks of them
     flags = [var in ctx.points.per_point for var in compiled.data_variables]
