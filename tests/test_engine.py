@@ -6,9 +6,11 @@ from functools import partial
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 import xarray as xr
+from pytensor.graph.traversal import applys_between
 from scipy import special
 
 import pm_sens
@@ -19,7 +21,7 @@ from pm_sens._run import chunks as _chunks
 from pm_sens._run import compiling as _compiling
 from pm_sens.graph import engine
 from pm_sens.graph.compile.compiled import data_for_chunk
-from pm_sens.graph.compile.nodes import finite_where_roots_are
+from pm_sens.graph.compile.nodes import broadcast_together, finite_where_roots_are
 from pm_sens.graph.compile.rewrites import runs_element_by_element
 from pm_sens.graph.likelihoods.generic.likelihood import GenericLikelihood
 from tests.conftest import posterior
@@ -560,9 +562,36 @@ def test_parameters_of_sums_and_products_of_inputs_and_draws_are_finite_where_th
     ):
         assert not finite_where_roots_are(undefined, roots)
     # a broadcast takes only its shape from the first input
-    broadcast_mu, broadcast_log = pt.broadcast_arrays(mu, pt.log(x[:, 0]))
-    assert finite_where_roots_are(broadcast_mu, roots)
-    assert not finite_where_roots_are(broadcast_log, roots)
+    for together in (pt.broadcast_arrays, lambda *arrays: broadcast_together(arrays)):
+        broadcast_mu, broadcast_log = together(mu, pt.log(x[:, 0]))
+        assert finite_where_roots_are(broadcast_mu, roots)
+        assert not finite_where_roots_are(broadcast_log, roots)
+
+
+def test_arrays_broadcast_together_in_linear_size_as_pytensor_broadcasts_them(rng):
+    """60 arrays of mixed shapes and dtypes, as a 20-component mixture's parameters:
+    the values, dtypes and static shapes of `pt.broadcast_arrays`, from 2n − 1
+    broadcasts where PyTensor's take n(n − 1)."""
+    shapes = [(1, 1), (None, 1), (1, None), (None, None)]
+    arrays = [
+        pt.tensor(f"a{i}", dtype=("float64", "int64")[i % 7 == 0], shape=shapes[i % 4])
+        for i in range(60)
+    ]
+    values = [
+        rng.integers(0, 9, size=[3 if n is None else 1 for n in a.type.shape]).astype(a.dtype)
+        for a in arrays
+    ]
+    ours, theirs = broadcast_together(arrays), pt.broadcast_arrays(*arrays)
+    assert [a.type for a in ours] == [a.type for a in theirs]
+    for mine, reference in zip(
+        pytensor.function(arrays, ours, mode="FAST_COMPILE")(*values),
+        pytensor.function(arrays, theirs, mode="FAST_COMPILE")(*values),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(mine, reference)
+        assert mine.shape == (3, 3)
+    assert len(list(applys_between(arrays, ours))) == 2 * 60 - 1
+    assert len(list(applys_between(arrays, theirs))) == 60 * 59
 
 
 def _one_container_per_predictor(rng, n=30, d=3):

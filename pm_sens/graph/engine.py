@@ -21,7 +21,7 @@ from pm_sens.graph.compile.backends import compiled_function
 from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
 from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
 from pm_sens.graph.compile.functions import evaluate, without_traces
-from pm_sens.graph.compile.nodes import depends_on, finite_where_roots_are
+from pm_sens.graph.compile.nodes import broadcast_together, depends_on, finite_where_roots_are
 from pm_sens.graph.likelihoods.closed_forms import VECTOR_SUPPORTS, statistic_expression
 from pm_sens.graph.likelihoods.generic.statistics import GenericStatistics, by_rule
 from pm_sens.graph.model.queries import symbolic_tensor
@@ -301,7 +301,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
         # decided before broadcasting, whose shape graphs would link every parameter to X
         components = _draw_components(predictive, params, n_classes, statistic)
         varying = [i for i, c in enumerate(components) if depends_on(c, unbatched_inputs)]
-    params = pt.broadcast_arrays(*params)
+    params = broadcast_together(params)
     batch = {placeholders[rv]: _batched(rv) for rv in free_rvs}
     per_draw = {s: _batched(s) for s in unbatched_inputs} if mode == "draw" and order else {}
     batch.update(per_draw)
@@ -314,7 +314,7 @@ def _chunk_graph(predictive, model, inputs, data_values, draw_values, mode, orde
         }
     )
     return _ChunkGraph(
-        params=pt.broadcast_arrays(*vectorize_graph(params, batch)),
+        params=broadcast_together(vectorize_graph(params, batch)),
         arguments=[symbols[v] for v in data_variables]
         + [batch[placeholders[rv]] for rv in free_rvs],
         wrts=[batch.get(s, s) for s in unbatched_inputs],

@@ -53,6 +53,24 @@ def broadcast_typed(x, shape, static):
     return Apply(Alloc(), [x, *shape], [out]).outputs[0]
 
 
+def broadcast_together(arrays):
+    """The arrays broadcast against each other, as ``pt.broadcast_arrays``, in linear size.
+
+    PyTensor broadcasts each array by every other one (a ``Second`` each):
+    n² nodes, 7,100 for a 20-component mixture's 60 parameters, which every
+    compile's rewrites then walk. Here one array of the common shape is built
+    from them all and each is broadcast by it (a ``Second`` whose first input
+    gives the shape, its second the values, as PyTensor's).
+    """
+    arrays = [pt.as_tensor_variable(x) for x in arrays]
+    if len(arrays) < 2:
+        return arrays
+    common = arrays[0]
+    for x in arrays[1:]:
+        common = pt.second(x, common)
+    return [pt.second(common, x) for x in arrays]
+
+
 #: elementwise operations that give a finite value from finite ones (up to an
 #: overflow beyond ~1e308): sums and products
 _SUMS_AND_PRODUCTS = (Add, Sub, Mul, Neg, Identity, Cast)

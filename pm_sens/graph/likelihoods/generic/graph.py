@@ -28,7 +28,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.special import LogSumExp
 
 from pm_sens.graph.compile.functions import without_traces
-from pm_sens.graph.compile.nodes import broadcast_typed
+from pm_sens.graph.compile.nodes import broadcast_together, broadcast_typed
 from pm_sens.graph.likelihoods.generic.leaves import (
     constant_parameters,
     dim_lengths,
@@ -193,7 +193,7 @@ class LikelihoodGraph:
 
     def mean(self, *params):
         """E[y] (the shape of the leaf ``params``, broadcast) by PyMC's mean; None if none."""
-        params = pt.broadcast_arrays(*(pt.as_tensor_variable(p) for p in params))
+        params = broadcast_together(params)
         dtype = upcast(*(p.dtype for p in params))
         if self._mean_of_rows(dtype) is None:
             return None
