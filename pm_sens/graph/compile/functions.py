@@ -19,7 +19,7 @@ from pm_sens.graph.compile.rewrites import compile_mode
 #: whose validation (the destroy handler) checks each candidate against the
 #: whole graph: on large graphs it takes most of the compile and saves little
 #: of the run (benchmarks/README.md, "Tuned constants")
-LARGE_GRAPH = 2_000
+LARGE_GRAPH = 1_000
 
 _TRACES = threading.Lock()
 _building = [0, None]  # builds under way, and the user's traceback limit they set aside
