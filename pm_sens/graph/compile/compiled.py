@@ -91,14 +91,15 @@ class WhitenedNorm(CompiledPredictive):
     `pm_sens.families.Family.graph_scales`) the graph computes them too, and
     the call returns ``norm`` alone: one pass over the data per chunk (the
     graph also sums each parameter over the points, so that a parameter
-    undefined where its derivative is finite is not missed). Else
-    they are `pm_sens.families.Family.whitening` of the parameters computed
-    first by the forward function (``forward``, order 0), in NumPy, and the
-    call returns what ``forward`` returns beside ``norm`` and the whitening; ``norm`` is None
-    where the family's information is not diagonal on the varying
-    parameters. With more than one varying parameter the squares may over- or
-    underflow, and a parameter may be nan: `norm_is_exact` says whether the
-    chunk's values can be used as they are.
+    undefined where its derivative is finite is not missed). Else they are
+    `pm_sens.families.Family.whitening` of the parameters computed first by
+    the forward function (``forward``, order 0), in NumPy, and the call
+    returns what ``forward`` returns beside ``norm`` and the whitening
+    (`ChunkOutputs.whitening`); ``norm`` is None where the family's
+    information is not diagonal on the varying parameters. With more than
+    one varying parameter the squares may over- or underflow, and a
+    parameter may be nan: `norm_is_exact` says whether the chunk's values
+    can be used as they are.
     """
 
     forward: CompiledPredictive | None = None
