@@ -168,8 +168,13 @@ def _between(a, b):
 
 
 def _first_between(a, b):
-    """``F_00(a, b), F_10(a, b), F_01(a, b)``."""
+    """``F_00(a, b), F_10(a, b), F_01(a, b)``.
+
+    At ``a = 0`` (no lower bound) they are ``F(0, b)`` itself: not subtracted.
+    """
     a, b = np.broadcast_arrays(a, b)
+    if not np.any(a):
+        return list(_first_moments(b))
     return [high - low for high, low in zip(_first_moments(b), _first_moments(a), strict=True)]
 
 
@@ -232,7 +237,8 @@ def entropy(phi, lower, upper):
     k, scale, a, b = _bounds(phi, lower, upper)
     mass, log_u, first = _first_between(a, b)
     total = -np.log(k / scale) * mass - (1 - 1 / k) * log_u + first
-    return total + point_mass_entropy(_log_masses(a, b))
+    masses = _log_masses(a, b)  # no lower bound (a = 0): no mass there
+    return total + point_mass_entropy(masses if np.any(a) else masses[1:])
 
 
 def _gamma_between(r, a, b):
