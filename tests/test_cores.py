@@ -134,8 +134,8 @@ def test_results_are_the_same_for_any_number_of_cores(large, counts, monkeypatch
 def test_a_small_tables_draws_are_chunks_the_cores_share(monkeypatch):
     """A negative binomial on 30 rows, 2 × 500 draws: its draws would fit one chunk
     of the cache's size, yet its α information is a sum over each row's counts, so the
-    draw-mode pass has chunks of 64 draws (at least `DRAW_CHUNKS` where the draws allow),
-    and two cores give the one core's values, bit for bit."""
+    draw-mode pass has chunks of 64 draws (`SHARED_DRAWS`; a `DRAW_CHUNKS`-th of the
+    draws where that is more), and two cores give the one core's values, bit for bit."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=30)
     with pm.Model() as model:
