@@ -7,6 +7,7 @@ from scipy import stats
 
 import pm_sens
 from pm_sens._run import compiling as _compiling
+from pm_sens.families import negative_binomial
 from tests.conftest import posterior
 
 
@@ -293,3 +294,46 @@ def test_saturated_probabilities_stay_exact(rng):
         out = pm_sens.sensitivity(idata, model, progressbar=False)["sensitivity"]
     assert record[0].filename == __file__  # attributed to the caller's line
     np.testing.assert_allclose(out["rsens"].values[:, 0], [*expected[:2], 0.0])
+
+
+def test_draw_mode_rsens_and_rsens2_whiten_each_chunk_once(monkeypatch):
+    """A negative binomial's α information is a sum over each row's counts: draw-mode
+    R-sens and R-sens2 take it once per chunk (one chunk here), not once per order.
+    R-sens of the one input is sqrt(I_μμ (∂μ)² + I_αα (∂α)²) with μ = e^{1 + b x},
+    α = e^{0.5 + g x}, I_μμ = 1/(μ(1 + μ/α)) and I_αα = Σ_k P(Y > k)/(α + k)² −
+    μ/(α(α + μ)) from SciPy's survival function."""
+    x = np.linspace(-1, 1, 12)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        g = pm.Normal("g")
+        pm.NegativeBinomial(
+            "y",
+            mu=pm.math.exp(1 + b * xd),
+            alpha=pm.math.exp(0.5 + g * xd),
+            observed=np.ones(12),
+        )
+    draws = {"b": np.array([[0.4, -0.7]]), "g": np.array([[0.3, -0.5]])}
+    calls = []
+    information = negative_binomial.alpha_information
+    monkeypatch.setattr(
+        negative_binomial,
+        "alpha_information",
+        lambda m, a, *rest: calls.append(np.shape(m)) or information(m, a, *rest),
+    )
+    out = pm_sens.sensitivity(
+        posterior(draws),
+        model,
+        mode="draw",
+        interactions=True,
+        progressbar=False,
+        extend_inferencedata=False,
+    )["sensitivity"]
+    assert len(calls) == 1
+    b, g = draws["b"][0][:, None], draws["g"][0][:, None]
+    mu, a = np.exp(1 + b * x), np.exp(0.5 + g * x)
+    k = np.arange(400)[:, None, None]
+    i_aa = (stats.nbinom.sf(k, a, a / (a + mu)) / (a + k) ** 2).sum(0) - mu / (a * (a + mu))
+    expected = np.sqrt((b * mu) ** 2 / (mu * (1 + mu / a)) + i_aa * (g * a) ** 2)
+    np.testing.assert_allclose(out["rsens"].values.reshape(2, 12), expected, rtol=1e-10)
+    assert np.isfinite(out["rsens2"].values).all()

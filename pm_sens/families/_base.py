@@ -210,15 +210,18 @@ class Family:
         to_mean_variance, family = self.mean_variance
         return family, *to_mean_variance(phi, derivatives, trailing)
 
-    def whitened_second_order(self, phi, jac, hess, **fixed):
+    def whitened_second_order(self, phi, jac, hess, whitening=None, **fixed):
         """`whitened` second derivatives (..., D, D) in the mean–variance parametrization.
 
         ``jac`` and ``hess`` are lists over the parameters as in `whitened`
-        (None where a parameter does not vary).
+        (None where a parameter does not vary); ``whitening``: `whitening` of
+        those parameters, where already computed.
         """
-        if self.whitened_hessian is None:
-            return self.whitened(phi, hess, 2, **fixed)
-        return self.whitened_hessian(phi, jac, hess, **fixed)
+        if self.whitened_hessian is not None:
+            return self.whitened_hessian(phi, jac, hess, **fixed)
+        if whitening is not None:
+            return whitened_by(*whitening, hess, 2)
+        return self.whitened(phi, hess, 2, **fixed)
 
 
 def raw_moment_family(family, parameters, matched, whitened_hessian):

@@ -159,20 +159,19 @@ def _draw_arrays(ctx, order):
 def _draw_rsens(compiled, chunk, draws, family, alpha, order, into=(None, None)):
     """A chunk's per-draw R-sens and R-sens2 (None at order 1), written ``into`` if given.
 
-    The chunk's whitening is reused where it holds one (`ChunkOutputs.whitening`).
+    The varying parameters' whitening is computed once, for both orders (the
+    chunk's own where it holds one: `ChunkOutputs.whitening`).
     """
     phi, fixed = chunk.per_draw_parameters(draws.stop - draws.start)
     jac = all_components(compiled, chunk.jac, phi.shape[-1])
-    whiten = (
-        partial(family.whitened, phi, **fixed)
-        if chunk.whitening is None
-        else partial(whitened_by, *chunk.whitening)
-    )
-    rsens = rsens_local(jac, whiten, alpha, out=into[0])
+    whitening = chunk.whitening
+    if whitening is None:
+        whitening = family.whitening(phi, [m for m, d in enumerate(jac) if d is not None], **fixed)
+    rsens = rsens_local(jac, partial(whitened_by, *whitening), alpha, out=into[0])
     if order == 1:
         return rsens, None
     hess = all_components(compiled, chunk.hess, phi.shape[-1])
-    whiten = partial(family.whitened_second_order, phi, jac, **fixed)
+    whiten = partial(family.whitened_second_order, phi, jac, whitening=whitening, **fixed)
     return rsens, rsens2_local(hess, whiten, alpha, out=into[1])
 
 
