@@ -180,7 +180,7 @@ class Family:
             ``I_mk / (s_m s_k)`` over those parameters; None when I is diagonal.
             ``Jᵀ I J = Σ_mk u_m corr_mk u_k``.
         """
-        given = [m for m, d in enumerate(derivatives) if d is not None]
+        given = varying_parameters(derivatives)
         return whitened_by(*self.whitening(phi, given, **fixed), derivatives, trailing)
 
     @property
@@ -359,9 +359,14 @@ def whitened_by(scales, corr, derivatives, trailing):
     ``scales`` (..., K) are those of the K parameters whose ``derivatives``
     are not None, in order.
     """
-    given = [m for m, d in enumerate(derivatives) if d is not None]
     expand = (Ellipsis,) + (None,) * trailing
+    given = varying_parameters(derivatives)
     return [derivatives[m] * scales[..., i][expand] for i, m in enumerate(given)], corr
+
+
+def varying_parameters(derivatives):
+    """The parameters (indices) whose ``derivatives`` are given (not None)."""
+    return [m for m, d in enumerate(derivatives) if d is not None]
 
 
 def diagonal_factors(*scales, in_graph=True):

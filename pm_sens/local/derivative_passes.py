@@ -14,7 +14,7 @@ from pm_sens._core.results import per_draw_shape
 from pm_sens._run.chunks import collect_draws, draw_pass, moment_pass
 from pm_sens._run.compiling import colors_for, compiled_for, dependence_of
 from pm_sens._run.output_checks import check_outputs
-from pm_sens.families._base import whitened_by
+from pm_sens.families._base import varying_parameters, whitened_by
 from pm_sens.graph.compile.compiled import data_for_chunk
 from pm_sens.measures.integrated_gradients import (
     integrated_gradients_at_rows,
@@ -166,7 +166,7 @@ def _draw_rsens(compiled, chunk, draws, family, alpha, order, into=(None, None))
     jac = all_components(compiled, chunk.jac, phi.shape[-1])
     whitening = chunk.whitening
     if whitening is None:
-        whitening = family.whitening(phi, [m for m, d in enumerate(jac) if d is not None], **fixed)
+        whitening = family.whitening(phi, varying_parameters(jac), **fixed)
     rsens = rsens_local(jac, partial(whitened_by, *whitening), alpha, out=into[0])
     if order == 1:
         return rsens, None
