@@ -239,3 +239,34 @@ def test_summary_ranks_the_level_pairs(varying_slopes):
     assert list(table["feature"]) == ["x:g"]
     assert list(table["kind"]) == ["rate:level"]
     assert np.isfinite(table["importance"]).all()
+
+
+def test_negative_binomial_level_pairs_are_taken_in_mean_and_variance(rng):
+    """PyMC's NB(μ, α) per draw is mapped to (m, v = μ + μ²/α) for its level pairs,
+    as R-sens2 is: with one draw, draw mode gives moment mode's values (its
+    mean–variance family) for the level × level and level × rate pairs."""
+    g, h, x = rng.integers(0, N_GROUPS, 40), rng.integers(0, N_OTHER, 40), rng.normal(size=40)
+    with pm.Model() as model:
+        xd, gd, hd = pm.Data("x", x), pm.Data("g", g), pm.Data("h", h)
+        d, b = pm.Normal("d", shape=(N_GROUPS, N_OTHER)), pm.Normal("b", shape=N_GROUPS)
+        e = pm.Normal("e", shape=N_OTHER)
+        pm.NegativeBinomial(
+            "y",
+            mu=pm.math.exp(d[gd, hd] + b[gd] * xd),
+            alpha=pm.math.exp(e[hd] + 0.3 * xd),
+            observed=np.zeros(40, dtype=int),
+        )
+    draws = {
+        "d": rng.normal(size=(1, 1, N_GROUPS, N_OTHER)),
+        "b": rng.normal(size=(1, 1, N_GROUPS)),
+        "e": rng.normal(size=(1, 1, N_OTHER)),
+    }
+    draw, moment = (
+        pm_sens.sensitivity(posterior(draws), model, mode=mode, interactions=True, **QUIET)
+        for mode in ("draw", "moment")
+    )
+    for pair in [("g", "h"), ("g", "x"), ("h", "x")]:
+        got = _draw_values(draw, *pair)[0]
+        expected = moment["sensitivity"]["rsens2"].sel(feature=pair[0], feature_bis=pair[1])
+        assert np.all(got > 0)
+        np.testing.assert_allclose(got, expected.values, rtol=1e-10)

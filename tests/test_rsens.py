@@ -337,3 +337,54 @@ def test_draw_mode_rsens_and_rsens2_whiten_each_chunk_once(monkeypatch):
     expected = np.sqrt((b * mu) ** 2 / (mu * (1 + mu / a)) + i_aa * (g * a) ** 2)
     np.testing.assert_allclose(out["rsens"].values.reshape(2, 12), expected, rtol=1e-10)
     assert np.isfinite(out["rsens2"].values).all()
+
+
+@pytest.mark.parametrize("dispersion", ["varying", "constant"])
+def test_negative_binomial_rsens2_is_taken_in_mean_and_variance(dispersion):
+    """Draw-mode R-sens2 of PyMC's NB(μ, α) is that of (m, v = μ + μ²/α): the
+    Hessians of m and v in x (closed forms of the exponentials below) under the
+    (m, v) information ``Jᵀ diag(I_μμ, I_αα) J``, J = ∂(μ, α)/∂(m, v), with
+    I_αα from SciPy's survival function (as above). v moves with μ where α is
+    constant too. With one draw, moment mode — its (m, v) family — agrees."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (15, 2))
+    g_true = 0.6 if dispersion == "varying" else 0.0
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b, c = pm.Normal("b"), pm.Normal("c")
+        eta = 1 + b * xd[:, 0] + c * xd[:, 0] * xd[:, 1]
+        log_alpha = 0.5 + g_true * xd[:, 1]
+        pm.NegativeBinomial(
+            "y", mu=pm.math.exp(eta), alpha=pm.math.exp(log_alpha), observed=np.ones(15)
+        )
+    b, c = 0.7, -0.9
+    idata = posterior({"b": np.array([[b]]), "c": np.array([[c]])})
+    calls = [
+        pm_sens.sensitivity(idata, model, mode=mode, interactions=True, progressbar=False)[
+            "sensitivity"
+        ]["rsens2"].values.reshape(15, 2, 2)
+        for mode in ("draw", "moment")
+    ]
+    x0, x1 = x[:, 0], x[:, 1]
+    eta, log_alpha = 1 + b * x0 + c * x0 * x1, 0.5 + g_true * x1
+    mu, a = np.exp(eta), np.exp(log_alpha)
+
+    def exp_hessian(value, grad, hess):  # ∂²e^f = e^f (∂f ∂fᵀ + ∂²f)
+        return value[:, None, None] * (grad[:, :, None] * grad[:, None, :] + hess)
+
+    grad_eta = np.stack([b + c * x1, c * x0], -1)
+    hess_eta = np.broadcast_to(np.array([[0.0, c], [c, 0.0]]), (15, 2, 2))
+    grad_k = 2 * grad_eta - np.array([0.0, g_true])  # k = 2η − log α: μ²/α = e^k
+    hess_m = exp_hessian(mu, grad_eta, hess_eta)
+    hess_v = hess_m + exp_hessian(mu**2 / a, grad_k, 2 * hess_eta)
+    k = np.arange(400)[:, None]
+    i_aa = (stats.nbinom.sf(k, a, a / (a + mu)) / (a + k) ** 2).sum(0) - mu / (a * (a + mu))
+    i_mm = 1 / (mu * (1 + mu / a))
+    jac = np.zeros((15, 2, 2))  # rows (μ, α), columns (m, v)
+    jac[:, 0, 0] = 1
+    jac[:, 1, 0], jac[:, 1, 1] = 2 * a / mu + (a / mu) ** 2, -((a / mu) ** 2)
+    info = np.einsum("nim,ni,nik->nmk", jac, np.stack([i_mm, i_aa], -1), jac)
+    hessians = np.stack([hess_m, hess_v], -1)  # (N, D, D, 2)
+    expected = np.sqrt(np.einsum("ndem,nmk,ndek->nde", hessians, info, hessians))
+    np.testing.assert_allclose(calls[0], expected, rtol=1e-10)
+    np.testing.assert_allclose(calls[1], calls[0], rtol=1e-10)

@@ -86,6 +86,20 @@ class Family:
         rule and whitened there (R-sens2 is not invariant to the
         parametrization; the papers pin mean–variance). Without it, `whitened`
         of ``hess``.
+    mean_variance_hessian : callable, optional
+        Families held in another parametrization whose information is costly
+        (the negative binomial's α): ``mean_variance_hessian(phi, jac, hess)
+        -> hess``, the mean–variance second derivatives pulled back to the
+        family's parameters (``J ∂²(m, v)``, ``J`` the Jacobian of the family's
+        parameters in (m, v)), which the family's own whitening — the first
+        order's — whitens to the mean–variance R-sens2.
+    mean_variance : tuple, optional
+        Families held in another parametrization: ``(to_mean_variance,
+        family)``, ``to_mean_variance(phi, derivatives, trailing) -> (phi,
+        derivatives)`` mapping the parameters and their first derivatives (by
+        the chain rule) to ``family``, the same law in mean–variance (a
+        moment-matched family's raw moments: `raw_moment_family`). Level
+        pairs (`pm_sens.measures.level_pairs`) are taken there.
     """
 
     name: str
@@ -101,6 +115,7 @@ class Family:
     pmf_table: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
+    mean_variance_hessian: Callable[..., list] | None = None
     renyi_divergence: Callable[..., np.ndarray] | None = None
     renyi_above_one: bool = True
     mean_variance: tuple | None = None
@@ -219,6 +234,11 @@ class Family:
         """
         if self.whitened_hessian is not None:
             return self.whitened_hessian(phi, jac, hess, **fixed)
+        if self.mean_variance_hessian is not None:
+            pulled = self.mean_variance_hessian(phi, jac, hess)
+            if varying_parameters(pulled) != varying_parameters(hess):
+                whitening = None  # a constant parameter moves in mean–variance
+            hess = pulled
         if whitening is not None:
             return whitened_by(*whitening, hess, 2)
         return self.whitened(phi, hess, 2, **fixed)

@@ -14,7 +14,9 @@ from pm_sens.families._base import (
     clip_positive,
     diagonal_factors,
     diagonal_matrix,
+    expanded,
     log1p_gap,
+    outer,
     reparametrize,
     stack_matrix,
 )
@@ -374,6 +376,61 @@ FAMILY = Family(
     renyi_above_one=False,
 )
 
+
+def mean_variance_hessian(phi, jac, hess):
+    """Second derivatives of (m, v = μ + μ²/α) pulled back to (μ, α).
+
+    ``J ∂²(m, v)`` with ``J = ∂(μ, α)/∂(m, v)``: its quadratic form with the
+    (μ, α) information is that of ``∂²(m, v)`` with the (m, v) information,
+    so R-sens2 in the mean–variance parametrization whitens it in (μ, α),
+    where α's information (a sum over the counts) is already computed. With
+    ``a = ∂μ/μ`` and ``c = ∂α/α`` it is ``(∂²μ, ∂²α − 2α (a − c)(a − c)ᵀ)``:
+    not 0 in α where α is constant, as v moves with μ.
+
+    Parameters
+    ----------
+    phi : ndarray (..., 2)
+        (μ, α).
+    jac, hess : lists of 2 arrays (..., D) and (..., D, D), or None where a
+        parameter does not vary
+
+    Returns
+    -------
+    list of 2 arrays (..., D, D), or None where both are None
+    """
+    if jac[0] is None and jac[1] is None:
+        return hess
+    m, a = phi[..., 0], phi[..., 1]
+    gap = 0.0
+    if jac[0] is not None:
+        gap = jac[0] / expanded(m, 1)
+    if jac[1] is not None:
+        gap = gap - jac[1] / expanded(a, 1)
+    # far in the Poisson limit (α = ∞ too) the term whitens to ~√2 (μ/α) (a − c)²
+    # (I_αα ~ μ²/(2α⁴)), nothing: held at 0 rather than let 2α overflow
+    a = np.where(a > 1e150 * (1 + m), 0.0, a)
+    pulled = -2 * expanded(a, 2) * outer(gap)
+    if hess[1] is not None:
+        pulled += hess[1]
+    return [hess[0], pulled]
+
+
+def to_mean_variance(phi, derivatives=None, trailing=0):
+    """(μ, α) → (m, v = μ + μ²/α); derivatives ``∂v = (1 + 2μ/α) ∂μ − (μ/α)² ∂α``."""
+    m, ratio = phi[..., 0], phi[..., 0] / phi[..., 1]  # ratio 0 where α = ∞ (Poisson)
+    mapped = np.stack([m, m * (1 + ratio)], -1)
+    if derivatives is None:
+        return mapped, None
+    d_mean, d_alpha = derivatives
+    d_variance = None
+    if d_mean is not None:
+        d_variance = expanded(1 + 2 * ratio, trailing) * d_mean
+    if d_alpha is not None:
+        from_alpha = -expanded(ratio**2, trailing) * d_alpha
+        d_variance = from_alpha if d_variance is None else d_variance + from_alpha
+    return mapped, [d_mean, d_variance]
+
+
 #: PyMC's own parametrization (mean μ, dispersion α), for per-draw likelihoods
 FAMILY_MEAN_ALPHA = Family(
     "negative_binomial",
@@ -389,4 +446,6 @@ FAMILY_MEAN_ALPHA = Family(
     renyi_above_one=False,
     # α's information is a sum over the support, in NumPy
     fisher_factors=diagonal_factors(_mean_scale, _alpha_scale, in_graph=False),
+    mean_variance_hessian=mean_variance_hessian,
+    mean_variance=(to_mean_variance, FAMILY),
 )
