@@ -793,3 +793,42 @@ def test_equal_rows_are_grouped_by_their_bits(rng):
     keys = np.ascontiguousarray(table).view(np.dtype((np.void, 32)))[:, 0]
     assert len(first) == len(np.unique(keys)) <= 30
     assert _equal_rows(rng.normal(size=(50, 3))) is None
+
+
+def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
+    """The curves' rows go through the draws in passes of at most ``PASS_ROWS`` rows
+    (whole grid values): a negative binomial on three inputs, every kind, with the
+    observed y, in one pass and in passes of two grid values (the last one short)
+    give the same curves."""
+    from pm_sens.uncertainty import partial_dependence as pdp_module
+
+    x = rng.normal(size=(25, 3))
+    y = rng.poisson(2.0, 25)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b, alpha = pm.Normal("b", shape=3), pm.Gamma("alpha", 2, 1)
+        pm.NegativeBinomial("y", mu=pm.math.exp(0.5 + xd @ b), alpha=alpha, observed=y)
+    idata = posterior({"b": rng.normal(0, 0.3, (2, 8, 3)), "alpha": rng.gamma(4, 1, (2, 8))})
+    idata["observed_data"] = xr.Dataset({"y": ("obs", y)})
+
+    def curves():
+        return pm_sens.partial_dependence(
+            idata,
+            model,
+            kind=("mean", "entropy", "log_likelihood"),
+            grid_resolution=7,
+            progressbar=False,
+            extend_inferencedata=False,
+        )["partial_dependence"]
+
+    one = curves()
+    passes = []
+    in_one_pass = pdp_module._pass_curves
+    monkeypatch.setattr(pdp_module, "PASS_ROWS", 50)  # two grid values of 25 points
+    monkeypatch.setattr(
+        pdp_module, "_pass_curves", lambda *args: passes.append(args[3]) or in_one_pass(*args)
+    )
+    several = curves()
+    assert passes == [50] * 10 + [25]  # 3 features × 7 grid values, 25 points each
+    for name, values in one.data_vars.items():
+        np.testing.assert_allclose(several[name].values, values.values, rtol=1e-12)

@@ -4,6 +4,8 @@ After Wood et al., "Model-agnostic variable importance for predictive
 uncertainty: an entropy-based approach".
 """
 
+from dataclasses import replace
+
 import numpy as np
 import xarray as xr
 
@@ -26,6 +28,7 @@ from pm_sens._core.results import (
 )
 from pm_sens._core.table_rows import ROW_DIM, row_indicator, table_rows
 from pm_sens._run.compiling import dependence_of
+from pm_sens._run.progress import progress_bar
 from pm_sens.graph.compile.nodes import is_float
 from pm_sens.measures.entropy import COMPONENTS
 from pm_sens.measures.permutation import MeanCurves, feature_grid, grid_features
@@ -41,6 +44,11 @@ from pm_sens.uncertainty.passes import (
 )
 
 PDP_KINDS = ("mean", "entropy", "log_likelihood")
+#: rows of the curves (points × grid values) per pass over the draws: a chunk of
+#: draws reads its rows' inputs once, and a pass over fewer rows takes more draws
+#: per chunk of the cache's size, so it reads them fewer times (measurements:
+#: benchmarks/README.md, "Tuned constants")
+PASS_ROWS = 30_000
 
 
 def _custom_grids(grid, labels, selected, integer):
@@ -180,8 +188,7 @@ def partial_dependence(  # noqa: D417 (shared parameters documented together)
     selected, grids, custom = _grids(ctx, features, grid, grid_resolution, percentiles)
     x = feature_matrix(ctx.points.values, ctx.inputs)
     points_grid = grid_features(x, selected, grids)  # (F, K, N, D)
-    rows = points_grid.reshape(-1, x.shape[1])
-    curves = _curves(ctx, kinds, values_at(ctx.points, ctx.inputs, rows), len(rows), y)
+    curves = _curves(ctx, kinds, points_grid.reshape(-1, x.shape[1]), y)
     data = _curve_variables(ctx, kinds, curves, points_grid.shape[:3], grids, ice)
     width = points_grid.shape[1]
     grid_values = np.full((len(grids), width), np.nan)
@@ -233,8 +240,34 @@ def _grids(ctx, features, grid, grid_resolution, percentiles):
     return selected, grids, custom
 
 
-def _curves(ctx, kinds, values, n_rows, y):
-    """The quantities at the R rows (every point at every grid value of every feature).
+def _curves(ctx, kinds, rows, y):
+    """`_pass_curves` at the feature rows ``rows`` (R, D), in passes of whole grid values.
+
+    The rows are every point at every grid value of every feature; a pass over
+    the draws takes at most `PASS_ROWS` of them (whole grid values), under one
+    progress bar.
+    """
+    n = ctx.points.n_points
+    per_pass = max(1, PASS_ROWS // n) * n
+    if len(rows) <= per_pass:
+        return _pass_curves(ctx, kinds, values_at(ctx.points, ctx.inputs, rows), len(rows), y)
+    parts = []
+    with progress_bar("partial dependence", len(rows), ctx.progressbar, unit="rows") as advance:
+        quiet = replace(ctx, progressbar=False)
+        for start in range(0, len(rows), per_pass):
+            block = rows[start : start + per_pass]
+            values = values_at(ctx.points, ctx.inputs, block)
+            parts.append(_pass_curves(quiet, kinds, values, len(block), y))
+            advance(len(block))
+    # each draw's PDP (S, R/N) runs along its second axis, the rest along the rows
+    return {
+        k: np.concatenate([part[k] for part in parts], axis=int(k == "mean_pdp_rows"))
+        for k in parts[0]
+    }
+
+
+def _pass_curves(ctx, kinds, values, n_rows, y):
+    """The quantities at the R rows of ``values``, in one pass over the draws.
 
     ``mean_pdp_rows`` (S, R/N): each draw's mean over the points per grid value;
     ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3),
