@@ -390,3 +390,50 @@ def test_small_calls_of_a_numba_graph_run_in_numpy_and_large_ones_compiled():
         (got,) = function(values)
         np.testing.assert_allclose(got, np.log1p(np.exp(-(values**2))) * np.sin(values), 1e-14)
         assert (function._function is not None) is compiled
+
+
+@pytest.mark.parametrize("where", ["compiled loop", "numpy"])
+def test_count_entropies_run_on_the_cores_asked_for(counts, monkeypatch, where):
+    """A count family's entropy sums run on ``cores`` threads at most: the compiled
+    loop's parallel rows on that many of Numba's threads, NumPy's rows on a second
+    thread only with two cores or more; the values the same."""
+    import numba
+
+    from pm_sens.measures import _halves, _recurrence, entropy
+
+    model, idata = counts
+    calls, kernel, walk = [], _recurrence.recursion_kernel, entropy.walk_sums
+    if where == "compiled loop":
+        monkeypatch.setattr(entropy, "NUMPY_SECONDS", 0.0)
+        monkeypatch.setattr(
+            _recurrence,
+            "recursion_kernel",
+            lambda *args: calls.append(numba.get_num_threads()) or kernel(*args),
+        )
+    else:
+        monkeypatch.setattr(entropy, "NUMPY_SECONDS", 1e9)
+        monkeypatch.setattr(_halves, "TWO_THREADS_VALUES", 1)
+        monkeypatch.setattr(_halves, "TWO_THREADS_CHUNK", 1)
+        monkeypatch.setattr(
+            entropy,
+            "walk_sums",
+            lambda *args: calls.append(threading.current_thread().name) or walk(*args),
+        )
+    values = {}
+    for cores in (1, 2):
+        calls.clear()
+        values[cores] = pm_sens.partial_dependence(
+            idata,
+            model,
+            grid_resolution=3,
+            kind="entropy",
+            cores=cores,
+            progressbar=False,
+            extend_inferencedata=False,
+        )["partial_dependence"]["entropy_ice"].values
+        assert calls
+        if where == "compiled loop":
+            assert set(calls) == {min(cores, numba.config.NUMBA_NUM_THREADS)}
+        else:
+            assert any(name.startswith("pm_sens rows") for name in calls) == (cores == 2)
+    np.testing.assert_array_equal(values[1], values[2])

@@ -5,6 +5,7 @@ at module level so that Numba's on-disk cache finds them again in the next
 process (a function built inside another is compiled anew each time).
 """
 
+import contextlib
 import threading
 
 import numba
@@ -142,6 +143,23 @@ def _walk(y0, low, high, draws, log_start, p, log_p, flags, log_y, inverse_y, ne
 #: parallel loop at once, and the kernel releases the GIL (`nogil`), so chunks
 #: evaluated in other threads meanwhile (`pm_sens._run.chunks`) could call it together
 KERNEL_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def kernel_call(cores):
+    """One call of `recursion_kernel` at a time (`KERNEL_LOCK`), on at most ``cores`` threads.
+
+    Numba's parallel loops take every thread it started (one per core) unless
+    told otherwise; the count is the calling thread's own, set back after.
+    ``cores``: None for Numba's count.
+    """
+    with KERNEL_LOCK:
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(cores or before, numba.config.NUMBA_NUM_THREADS))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
 
 
 @numba.njit(parallel=True, nogil=True, cache=True, fastmath=_FAST)

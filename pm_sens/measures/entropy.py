@@ -79,13 +79,19 @@ class EntropyAccumulator:
         runs in about `NUMPY_SECONDS` or less (by their draws × counts, from the
         windows' lowest count to each row's last) run in NumPy, others in a
         compiled loop.
+    cores : int, optional
+        The CPU cores the sums may use (half the rows on a second thread, the
+        compiled loop's threads); None: every core.
     """
 
     #: mass left out of the support sums
     TAIL = 1e-10
 
-    def __init__(self, family, n_rows, tail=TAIL, window=None, table_mean=False, draws=None):
+    def __init__(
+        self, family, n_rows, tail=TAIL, window=None, table_mean=False, draws=None, cores=None
+    ):
         self.family, self.tail, self.table_mean = family, tail, table_mean
+        self.cores = cores
         self.count = 0
         self.aleatoric_sum = np.zeros(n_rows)
         self.windowed, self.in_numpy = window is not None, False
@@ -136,7 +142,9 @@ class EntropyAccumulator:
         """
         n_draws, n_rows = phi.shape[:2]
         mean = np.empty((n_draws, n_rows)) if self.table_mean else None
-        split = bool(self.width) and on_two_threads(n_draws, n_rows, self.width)
+        split = (
+            self._two_threads and bool(self.width) and on_two_threads(n_draws, n_rows, self.width)
+        )
         least = _halves.TWO_THREADS_VALUES if split else _TABLE_LEAST
         wider = []  # per half, the blocks left for a wider table
 
@@ -251,6 +259,11 @@ class EntropyAccumulator:
         split = np.array_split(np.argsort(self.widths), _ROW_GROUPS)
         return [(rows, int(self.widths[rows].max())) for rows in split if len(rows)]
 
+    @property
+    def _two_threads(self):
+        """Whether the cores allow a second thread (`over_halves`)."""
+        return self.cores is None or self.cores >= 2
+
     def _add_by_recursion(self, phi, fixed):
         """Support sums of an (a, b, 0)-class family by its pmf recurrence.
 
@@ -259,7 +272,7 @@ class EntropyAccumulator:
         (`recursion_sums`).
         """
         if self.in_numpy:
-            split = on_two_threads(*phi.shape[:2], self.widths.mean())
+            split = self._two_threads and on_two_threads(*phi.shape[:2], self.widths.mean())
             over_halves(lambda rows: self._walk_rows(phi, fixed, rows), phi.shape[1], split)
             return
         a, b, log_base, zero, scale = self.family.pmf_recursion(phi, **fixed)
@@ -289,6 +302,7 @@ class EntropyAccumulator:
             (self.lower, upper, self.offsets),
             self.pmf_sum,
             self.aleatoric_sum,
+            self.cores,
         )
 
     def _walk_rows(self, phi, fixed, rows):
@@ -347,7 +361,7 @@ def _numpy_seconds(window, draws, poisson):
 
 
 def recursion_sums(
-    a, b, center, start, log_start, alone, zero, scale, rows, pmf_sum, aleatoric_sum
+    a, b, center, start, log_start, alone, zero, scale, rows, pmf_sum, aleatoric_sum, cores=None
 ):
     """Add draws' pmfs and ``−Σ p log p`` over each row's counts, by recurrence.
 
@@ -362,9 +376,10 @@ def recursion_sums(
     ``rows``: (lower, upper, offsets), row r's counts and where their pmf sums
     are in ``pmf_sum``, from ``offsets[r]`` (count ``lower[r]``) to
     ``offsets[r + 1]``. Adds in place to ``pmf_sum`` and to ``aleatoric_sum``
-    (R,) the sum over draws of the entropies.
+    (R,) the sum over draws of the entropies. ``cores``: the threads its
+    rows may run on (None: every core).
     """
-    from pm_sens.measures._recurrence import KERNEL_LOCK, recursion_kernel
+    from pm_sens.measures._recurrence import kernel_call, recursion_kernel
 
     shape, poisson = alone.shape, not np.any(a)
     flags = (zero is not None, scale is not None, poisson)
@@ -382,7 +397,7 @@ def recursion_sums(
     start = np.zeros(b.shape, np.int64) if start is None else by_row(start).astype(np.int64)
     lower, upper, offsets = (np.asarray(x, dtype=np.int64) for x in rows)
     counts = np.arange(1, int(upper.max(initial=0)) + 2, dtype=float)
-    with KERNEL_LOCK:
+    with kernel_call(cores):
         recursion_kernel(
             (a, b, scale, zero),
             start,

@@ -144,7 +144,12 @@ def entropy_accumulator(ctx, compiled, values, n_rows, table_mean=False, inverse
             fixed = {k: v[inverse] for k, v in fixed.items()}
         window = family.support_window(low, high, EntropyAccumulator.TAIL, **fixed)
     return EntropyAccumulator(
-        family, n_rows, window=window, table_mean=table_mean, draws=ctx.draws.count
+        family,
+        n_rows,
+        window=window,
+        table_mean=table_mean,
+        draws=ctx.draws.count,
+        cores=ctx.cores,
     )
 
 
