@@ -799,7 +799,8 @@ def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
     """The curves' rows go through the draws in passes of at most ``PASS_ROWS`` rows
     (whole grid values): a negative binomial on three inputs, every kind, with the
     observed y, in one pass and in passes of two grid values (the last one short)
-    give the same curves."""
+    give the same curves. A dask-backed posterior takes one pass (each would read
+    its draws again)."""
     from pm_sens.uncertainty import partial_dependence as pdp_module
 
     x = rng.normal(size=(25, 3))
@@ -811,9 +812,9 @@ def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
     idata = posterior({"b": rng.normal(0, 0.3, (2, 8, 3)), "alpha": rng.gamma(4, 1, (2, 8))})
     idata["observed_data"] = xr.Dataset({"y": ("obs", y)})
 
-    def curves():
+    def curves(draws=idata):
         return pm_sens.partial_dependence(
-            idata,
+            draws,
             model,
             kind=("mean", "entropy", "log_likelihood"),
             grid_resolution=7,
@@ -832,3 +833,9 @@ def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
     assert passes == [50] * 10 + [25]  # 3 features × 7 grid values, 25 points each
     for name, values in one.data_vars.items():
         np.testing.assert_allclose(several[name].values, values.values, rtol=1e-12)
+    # a dask-backed posterior is read once: one pass
+    lazy = idata.copy()
+    lazy["posterior"] = idata["posterior"].chunk({"draw": 4})
+    passes.clear()
+    curves(lazy)
+    assert passes == [525]

@@ -245,11 +245,13 @@ def _curves(ctx, kinds, rows, y):
 
     The rows are every point at every grid value of every feature; a pass over
     the draws takes at most `PASS_ROWS` of them (whole grid values), under one
-    progress bar.
+    progress bar. One pass where each pass would read the draws again from a
+    cluster (a dask-backed posterior) or compile new shapes (the JAX backends,
+    whose chunks take the rows a block at a time on the device).
     """
     n = ctx.points.n_points
     per_pass = max(1, PASS_ROWS // n) * n
-    if len(rows) <= per_pass:
+    if len(rows) <= per_pass or ctx.draws.lazy or ctx.backend != "cpu":
         return _pass_curves(ctx, kinds, values_at(ctx.points, ctx.inputs, rows), len(rows), y)
     parts = []
     with progress_bar("partial dependence", len(rows), ctx.progressbar, unit="rows") as advance:
