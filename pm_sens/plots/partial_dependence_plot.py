@@ -42,6 +42,15 @@ def _band(da, target, **kwargs):
     )
 
 
+def _ice(da, target, xvalues, **kwargs):
+    """The ICE curves of one plot, the grid values read once as an array.
+
+    arviz-plots' `multiple_lines` pairs the x values with each curve in turn: given
+    as a DataArray, they were converted once per curve (0.8 s for 30 plots of 569).
+    """
+    return multiple_lines(da, target, "grid", xvalues=np.asarray(xvalues), **kwargs)
+
+
 def _with_x(curve, grid_value):
     """Stack x (the grid values) and the curve(s) along ``plot_axis``."""
     x = grid_value.broadcast_like(curve)
@@ -127,10 +136,9 @@ def plot_partial_dependence(
         point_dim = next(d for d in curves.dims if d not in (*facets, "grid"))
         kwargs = {"color": "B2", "alpha": 0.3, "zorder": ICE_Z, **kwargs}
         pc.map(
-            multiple_lines,
+            _ice,
             "ice",
             data=xr.Dataset({kind: curves.transpose(*facets, "grid", point_dim)}),
-            x_dim="grid",
             xvalues=grid_value,
             **kwargs,
         )
