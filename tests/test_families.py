@@ -238,6 +238,17 @@ def test_negative_binomial_is_poisson_without_overdispersion():
     np.testing.assert_allclose(info, [[[0.4, 0], [0, 0]]] * 2)
 
 
+def test_negative_binomial_kl_between_poissons_is_poissons_without_a_warning():
+    """Two laws without overdispersion (v <= m: α infinite) are Poissons: their KL is
+    ``m₁ log(m₁/m₂) + m₂ − m₁``, with no floating-point warning on the way."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = negative_binomial.kl_divergence(np.array([2.0, 1.5]), np.array([2.6, 2.6]))
+    np.testing.assert_allclose(got, 2.0 * np.log(2.0 / 2.6) + 0.6, rtol=1e-12)
+
+
 def test_negative_binomial_information_is_continuous_at_the_poisson_limit():
     m = 3.0
     near = negative_binomial.fisher_information(np.array([[m, m * (1 + 1e-7)]]))[0]

@@ -261,7 +261,8 @@ def _shared_alpha(m1, a1, a2):
     so small a difference, ½ Δα² I_αα, is below the sum's own rounding, and
     the same laws computed in another order must take the same route.
     """
-    same = np.abs(a1 - a2) <= 1e-12 * np.abs(a1)
+    with np.errstate(invalid="ignore"):  # two infinite α (Poissons): not finite, left out
+        same = np.abs(a1 - a2) <= 1e-12 * np.abs(a1)
     return np.isfinite(a1) & same & (m1 > 0) & (a1 >= 1e-4 * m1)
 
 
