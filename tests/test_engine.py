@@ -384,6 +384,41 @@ def test_numba_compiles_in_the_background_when_asked_again(rng, monkeypatch):
     np.testing.assert_allclose(third, first, rtol=1e-12)
 
 
+def test_a_background_compile_shortens_the_thread_switch_interval_while_it_runs():
+    """While compiles run in the background, Python's switch interval is
+    `SWITCH_INTERVAL` (a request's NumPy calls get Python's lock back sooner);
+    the interval before is set back when the last one ends, built or failed."""
+    import sys
+    import threading
+
+    from pm_sens._run import background as _background
+
+    class Predictive:  # what the background compile reads and writes
+        compiled = {}
+
+    before = sys.getswitchinterval()
+    predictive, lock = Predictive(), threading.RLock()
+    release = {key: threading.Event() for key in ("built", "failed")}
+
+    def warm(key):  # Numba's compile: outside the lock, as long as the test says
+        release[key].wait(10)
+        if key == "failed":
+            raise RuntimeError("no Numba here")
+
+    for key in release:
+        for _ in range(2):  # the second request starts the compile
+            _background.compile_when_asked_again(predictive, key, lock, lambda k=key: k, warm)
+    assert len(_background._THREADS) == 2
+    assert sys.getswitchinterval() == pytest.approx(_background.SWITCH_INTERVAL)
+    release["failed"].set()
+    _background._THREADS[1].join()
+    assert sys.getswitchinterval() == pytest.approx(_background.SWITCH_INTERVAL)  # one still runs
+    release["built"].set()
+    _background.wait_for_compiles()
+    assert sys.getswitchinterval() == before
+    assert predictive.compiled == {"built": "built"}
+
+
 def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
     """Small moment-mode requests run op by op in NumPy, large ones compiled by
     Numba: the same numbers (to rounding) for R-sens and R-sens2, means and

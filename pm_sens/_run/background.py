@@ -11,9 +11,16 @@ use it. Not at the first request: the compile's Python work would slow that
 request down (5.2 s against 1.9 s measured), and a script that asks once does
 not need it. A compile that fails leaves the NumPy version in use (the results
 are the same to rounding).
+
+While a compile runs, Python's thread switch interval is shortened
+(`SWITCH_INTERVAL`, set back when the last compile ends): a request's NumPy
+calls release Python's lock while they compute, and the compile's Python work
+takes it; each call then waits up to the interval (5 ms by default) to get it
+back, and an op-by-op graph makes hundreds of calls per chunk.
 """
 
 import logging
+import sys
 import threading
 import weakref
 
@@ -21,6 +28,12 @@ _log = logging.getLogger("pm_sens")
 #: how many times each key was requested before its compile started, per predictive
 _REQUESTS = weakref.WeakKeyDictionary()
 _THREADS = []
+#: Python's thread switch interval (seconds) while a compile runs (measurements:
+#: benchmarks/README.md, "Tuned constants")
+SWITCH_INTERVAL = 2e-4
+#: compiles running, and the switch interval to set back when none is
+_RUNNING = {"count": 0, "interval": None}
+_RUNNING_LOCK = threading.Lock()
 
 
 def compile_when_asked_again(predictive, key, lock, build, warm):
@@ -38,6 +51,7 @@ def compile_when_asked_again(predictive, key, lock, build, warm):
             return
 
     def run():
+        _compile_started()
         try:
             with lock:  # builds graphs as the other compiles do: one at a time
                 compiled = build()
@@ -45,12 +59,31 @@ def compile_when_asked_again(predictive, key, lock, build, warm):
         except Exception as error:  # noqa: BLE001 (the NumPy version stays in use)
             _log.debug("pm_sens: the background Numba compile failed (%s)", error)
             return
+        finally:
+            _compile_ended()
         with lock:
             predictive.compiled[key] = compiled
 
     thread = threading.Thread(target=run, name="pm_sens numba compile", daemon=True)
     _THREADS.append(thread)
     thread.start()
+
+
+def _compile_started():
+    """Shorten the switch interval for the first compile that runs (`SWITCH_INTERVAL`)."""
+    with _RUNNING_LOCK:
+        if _RUNNING["count"] == 0:
+            _RUNNING["interval"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(SWITCH_INTERVAL, _RUNNING["interval"]))
+        _RUNNING["count"] += 1
+
+
+def _compile_ended():
+    """Set the switch interval back when the last running compile ends."""
+    with _RUNNING_LOCK:
+        _RUNNING["count"] -= 1
+        if _RUNNING["count"] == 0:
+            sys.setswitchinterval(_RUNNING["interval"])
 
 
 def wait_for_compiles():
