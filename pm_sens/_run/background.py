@@ -30,7 +30,7 @@ _REQUESTS = weakref.WeakKeyDictionary()
 _THREADS = []
 #: Python's thread switch interval (seconds) while a compile runs (measurements:
 #: benchmarks/README.md, "Tuned constants")
-SWITCH_INTERVAL = 2e-4
+SWITCH_INTERVAL = 5e-5
 #: compiles running, and the switch interval to set back when none is
 _RUNNING = {"count": 0, "interval": None}
 _RUNNING_LOCK = threading.Lock()
