@@ -144,3 +144,16 @@ def test_one_feature_is_the_change_of_the_statistic(rng):
     p, p_base = (special.expit(0.3 + b_draws[0, :, None] * z) for z in (x, 0.5))
     np.testing.assert_allclose(out["ig"].values[0, :, :, 0], p - p_base, rtol=1e-12)
     np.testing.assert_array_equal(out["completeness_gap"].values, 0.0)
+
+
+def test_path_nodes_are_gauss_legendre_on_the_unit_interval_and_kept_read_only():
+    """The nodes and weights, computed once per count and shared by every chunk,
+    integrate polynomials of degree 2n − 1 exactly on [0, 1] and cannot be changed."""
+    from pm_sens.measures.integrated_gradients import path_nodes
+
+    nodes, weights = path_nodes(5)
+    assert path_nodes(5)[0] is nodes
+    for k in range(10):
+        np.testing.assert_allclose(weights @ nodes**k, 1 / (k + 1), rtol=1e-14)
+    with pytest.raises(ValueError, match="read-only"):
+        nodes[0] = 0.0

@@ -7,13 +7,22 @@ Processes with non-Gaussian likelihoods".
 [0, 1]. Completeness: ``Σ_d IG_d(x) = F(x) − F(b)`` up to quadrature error.
 """
 
+import functools
+
 import numpy as np
 
 
+@functools.cache
 def path_nodes(n_steps):
-    """Gauss–Legendre nodes and weights on [0, 1]."""
+    """Gauss–Legendre nodes and weights on [0, 1] (read-only: computed once per count).
+
+    Every chunk of draws weighs its gradients by them; NumPy's ``leggauss``
+    takes about 0.4 ms, 0.3 s of a call of 800 chunks.
+    """
     t, w = np.polynomial.legendre.leggauss(n_steps)
-    return (t + 1) / 2, w / 2
+    nodes, weights = (t + 1) / 2, w / 2
+    nodes.flags.writeable = weights.flags.writeable = False
+    return nodes, weights
 
 
 def path_points(x, baseline, n_steps):
