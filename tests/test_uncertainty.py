@@ -795,13 +795,14 @@ def test_equal_rows_are_grouped_by_their_bits(rng):
     assert _equal_rows(rng.normal(size=(50, 3))) is None
 
 
-def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
-    """The curves' rows go through the draws in passes of at most ``PASS_ROWS`` rows
-    (whole grid values): a negative binomial on three inputs, every kind, with the
-    observed y, in one pass and in passes of two grid values (the last one short)
-    give the same curves. A dask-backed posterior takes one pass (each would read
-    its draws again)."""
-    from pm_sens.uncertainty import partial_dependence as pdp_module
+def test_pdp_and_permutations_in_passes_of_a_few_copies_equal_one_pass(rng, monkeypatch):
+    """The rows of the PDP (grid values) and of the permutation importance
+    (permutations) go through the draws in passes of at most ``PASS_ROWS`` rows,
+    whole copies of the points: a negative binomial on three inputs, every kind,
+    with the observed y, in one pass and in passes of two copies (the last one
+    short) give the same values. A dask-backed posterior takes one pass (each
+    would read its draws again)."""
+    from pm_sens.uncertainty import passes as passes_module
 
     x = rng.normal(size=(25, 3))
     y = rng.poisson(2.0, 25)
@@ -811,31 +812,42 @@ def test_pdp_in_passes_of_a_few_grid_values_equals_one_pass(rng, monkeypatch):
         pm.NegativeBinomial("y", mu=pm.math.exp(0.5 + xd @ b), alpha=alpha, observed=y)
     idata = posterior({"b": rng.normal(0, 0.3, (2, 8, 3)), "alpha": rng.gamma(4, 1, (2, 8))})
     idata["observed_data"] = xr.Dataset({"y": ("obs", y)})
+    quiet = dict(progressbar=False, extend_inferencedata=False)
 
-    def curves(draws=idata):
-        return pm_sens.partial_dependence(
-            draws,
-            model,
-            kind=("mean", "entropy", "log_likelihood"),
-            grid_resolution=7,
-            progressbar=False,
-            extend_inferencedata=False,
+    def both(draws=idata):
+        pdp = pm_sens.partial_dependence(
+            draws, model, kind=("mean", "entropy", "log_likelihood"), grid_resolution=7, **quiet
         )["partial_dependence"]
+        pfi = pm_sens.permutation_importance(
+            draws, model, kind=("entropy", "likelihood"), n_repeats=2, random_seed=5, **quiet
+        )["permutation_importance"]
+        return pdp, pfi
 
-    one = curves()
-    passes = []
-    in_one_pass = pdp_module._pass_curves
-    monkeypatch.setattr(pdp_module, "PASS_ROWS", 50)  # two grid values of 25 points
+    one = both()
+    rows = []
+    uncertainty_rows = passes_module.uncertainty_rows
+    monkeypatch.setattr(passes_module, "PASS_ROWS", 50)  # two copies of 25 points
     monkeypatch.setattr(
-        pdp_module, "_pass_curves", lambda *args: passes.append(args[3]) or in_one_pass(*args)
+        "pm_sens.uncertainty.partial_dependence.uncertainty_rows",
+        lambda ctx, values, n_rows, *args, **kw: (
+            rows.append(n_rows) or uncertainty_rows(ctx, values, n_rows, *args, **kw)
+        ),
     )
-    several = curves()
-    assert passes == [50] * 10 + [25]  # 3 features × 7 grid values, 25 points each
-    for name, values in one.data_vars.items():
-        np.testing.assert_allclose(several[name].values, values.values, rtol=1e-12)
+    monkeypatch.setattr(
+        "pm_sens.uncertainty.permutation_importance.uncertainty_rows",
+        lambda ctx, values, n_rows, *args, **kw: (
+            rows.append(n_rows) or uncertainty_rows(ctx, values, n_rows, *args, **kw)
+        ),
+    )
+    several = both()
+    # PDP: 3 features × 7 grid values; PFI: the points and 2 repeats × 3 features
+    assert rows == [50] * 10 + [25] + [50] * 3 + [25]
+    for got, expected in zip(several, one, strict=True):
+        for name, values in expected.data_vars.items():
+            np.testing.assert_allclose(got[name].values, values.values, rtol=1e-12)
     # a dask-backed posterior is read once: one pass
     lazy = idata.copy()
     lazy["posterior"] = idata["posterior"].chunk({"draw": 4})
-    passes.clear()
-    curves(lazy)
-    assert passes == [525]
+    rows.clear()
+    both(lazy)
+    assert rows == [525, 175]

@@ -103,9 +103,9 @@ def _row_log_density(idata, x, exposure, death):
 @pytest.mark.parametrize("passes", ["one", "per grid value"])
 def test_log_likelihood_of_each_row(survival, passes, monkeypatch):
     """The PDP's per-row curves and the likelihood PFI per row, by SciPy from the draws;
-    the curves the same in one pass over the draws or in one per grid value."""
+    the same in one pass over the draws or in one per copy of the points."""
     if passes == "per grid value":
-        monkeypatch.setattr("pm_sens.uncertainty.partial_dependence.PASS_ROWS", 1)
+        monkeypatch.setattr("pm_sens.uncertainty.passes.PASS_ROWS", 1)
     wide, _, idata = survival
     rng = np.random.default_rng(0)  # the fixture's arrays, drawn again
     x, exposure = rng.normal(size=ROWS), rng.uniform(0.2, 1.0, (ROWS, COLUMNS))

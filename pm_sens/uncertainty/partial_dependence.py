@@ -4,8 +4,6 @@ After Wood et al., "Model-agnostic variable importance for predictive
 uncertainty: an entropy-based approach".
 """
 
-from dataclasses import replace
-
 import numpy as np
 import xarray as xr
 
@@ -17,7 +15,7 @@ from pm_sens._core.arguments import (
     check_optional_positive_int,
     check_percentiles,
 )
-from pm_sens._core.points import distinct_rows, feature_matrix, values_at
+from pm_sens._core.points import distinct_rows, feature_matrix
 from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import (
     attach,
@@ -28,13 +26,13 @@ from pm_sens._core.results import (
 )
 from pm_sens._core.table_rows import ROW_DIM, row_indicator, table_rows
 from pm_sens._run.compiling import dependence_of
-from pm_sens._run.progress import progress_bar
 from pm_sens.graph.compile.nodes import is_float
 from pm_sens.measures.entropy import COMPONENTS
 from pm_sens.measures.permutation import MeanCurves, feature_grid, grid_features
 from pm_sens.uncertainty.passes import (
     check_entropy,
     feature_groups,
+    in_passes,
     mean_rows,
     observed_values,
     shares_mean,
@@ -44,11 +42,6 @@ from pm_sens.uncertainty.passes import (
 )
 
 PDP_KINDS = ("mean", "entropy", "log_likelihood")
-#: rows of the curves (points × grid values) per pass over the draws: a chunk of
-#: draws reads its rows' inputs once, and a pass over fewer rows takes more draws
-#: per chunk of the cache's size, so it reads them fewer times (measurements:
-#: benchmarks/README.md, "Tuned constants")
-PASS_ROWS = 30_000
 
 
 def _custom_grids(grid, labels, selected, integer):
@@ -243,29 +236,13 @@ def _grids(ctx, features, grid, grid_resolution, percentiles):
 def _curves(ctx, kinds, rows, y):
     """`_pass_curves` at the feature rows ``rows`` (R, D), in passes of whole grid values.
 
-    The rows are every point at every grid value of every feature; a pass over
-    the draws takes at most `PASS_ROWS` of them (whole grid values), under one
-    progress bar. One pass where each pass would read the draws again from a
-    cluster (a dask-backed posterior) or compile new shapes (the JAX backends,
-    whose chunks take the rows a block at a time on the device).
+    The rows are every point at every grid value of every feature (`in_passes`).
     """
-    n = ctx.points.n_points
-    per_pass = max(1, PASS_ROWS // n) * n
-    if len(rows) <= per_pass or ctx.draws.lazy or ctx.backend != "cpu":
-        return _pass_curves(ctx, kinds, values_at(ctx.points, ctx.inputs, rows), len(rows), y)
-    parts = []
-    with progress_bar("partial dependence", len(rows), ctx.progressbar, unit="rows") as advance:
-        quiet = replace(ctx, progressbar=False)
-        for start in range(0, len(rows), per_pass):
-            block = rows[start : start + per_pass]
-            values = values_at(ctx.points, ctx.inputs, block)
-            parts.append(_pass_curves(quiet, kinds, values, len(block), y))
-            advance(len(block))
-    # each draw's PDP (S, R/N) runs along its second axis, the rest along the rows
-    return {
-        k: np.concatenate([part[k] for part in parts], axis=int(k == "mean_pdp_rows"))
-        for k in parts[0]
-    }
+
+    def evaluate(ctx, values, copies):
+        return _pass_curves(ctx, kinds, values, copies * ctx.points.n_points, y)
+
+    return in_passes(ctx, rows, evaluate, "partial dependence", across=("mean_pdp_rows",))
 
 
 def _pass_curves(ctx, kinds, values, n_rows, y):

@@ -4,20 +4,58 @@ The predictive's entropy and log density of the observed y at many rows of
 inputs.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import xarray as xr
 
 from pm_sens._core.arguments import check_finite_array
 from pm_sens._core.context import make_context
-from pm_sens._core.points import distinct_rows
+from pm_sens._core.points import distinct_rows, values_at
 from pm_sens._core.table_rows import sum_over_rows
 from pm_sens._run.chunks import draw_pass, moment_pass
 from pm_sens._run.compiling import compiled_for, dependence_of
+from pm_sens._run.progress import progress_bar
 from pm_sens.families._compositions import check_splits
 from pm_sens.graph.likelihoods.closed_forms import default_moment_family
 from pm_sens.measures.entropy import DRAWS_TOGETHER, EntropyAccumulator, entropy_components
 from pm_sens.measures.mixture import MixtureMoments
 from pm_sens.measures.mixture_density import MixtureLogDensity, logsumexp_over_draws
+
+#: rows (copies of the points with new inputs) per pass over the draws: a chunk of
+#: draws reads its rows' inputs once, and a pass over fewer rows takes more draws
+#: per chunk of the cache's size, so it reads them fewer times (measurements:
+#: benchmarks/README.md, "Tuned constants")
+PASS_ROWS = 30_000
+
+
+def in_passes(ctx, rows, evaluate, description, across=()):
+    """``evaluate(ctx, values, copies)`` over blocks of ``rows``, its arrays joined.
+
+    ``rows`` (R, D) are copies of the N points with new feature values (a
+    permutation's, a grid value's): each pass over the draws takes at most
+    `PASS_ROWS` of them, in whole copies, under one progress bar
+    (``description``); ``values`` are its rows' data (`values_at`), ``copies``
+    how many copies they hold. ``evaluate`` returns arrays along the rows, or
+    the copies, except those named in ``across``, which are (S, ...) along
+    their second axis. One pass where each would read the draws again from a
+    cluster (a dask-backed posterior) or compile new shapes (the JAX backends,
+    whose chunks take the rows a block at a time on the device).
+    """
+    n = ctx.points.n_points
+    per_pass = max(1, PASS_ROWS // n) * n
+    if len(rows) <= per_pass or ctx.draws.lazy or ctx.backend != "cpu":
+        return evaluate(ctx, values_at(ctx.points, ctx.inputs, rows), len(rows) // n)
+    parts = []
+    with progress_bar(description, len(rows), ctx.progressbar, unit="rows") as advance:
+        quiet = replace(ctx, progressbar=False)
+        for start in range(0, len(rows), per_pass):
+            block = rows[start : start + per_pass]
+            parts.append(
+                evaluate(quiet, values_at(ctx.points, ctx.inputs, block), len(block) // n)
+            )
+            advance(len(block))
+    return {k: np.concatenate([p[k] for p in parts], axis=int(k in across)) for k in parts[0]}
 
 
 def uncertainty_context(request):

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from pm_sens._core.arguments import as_name_list, check_choice, check_optional_positive_int
-from pm_sens._core.points import feature_matrix, values_at
+from pm_sens._core.points import feature_matrix
 from pm_sens._core.request import DEFAULT_MEMORY_LIMIT, Request
 from pm_sens._core.results import attach, result_attrs
 from pm_sens._core.table_rows import row_indicator, table_rows
@@ -18,6 +18,7 @@ from pm_sens.measures.permutation import importance, permutations, permuted_feat
 from pm_sens.uncertainty.passes import (
     check_entropy,
     feature_groups,
+    in_passes,
     observed_values,
     stacked_copies,
     uncertainty_context,
@@ -153,16 +154,19 @@ def permutation_importance(
     order = permutations(n, n_repeats, len(groups), rng, block_size)
     permuted = permuted_features(x, [cols for _, cols in groups], order)
     rows = np.concatenate([x, permuted.reshape(-1, x.shape[1])])
-    copies = len(rows) // n
     table = table_rows(ctx) if y is not None else None  # a wide table: each row's cells
-    out = uncertainty_rows(
-        ctx,
-        values_at(ctx.points, ctx.inputs, rows),
-        len(rows),
-        "entropy" in kinds,
-        None if y is None else stacked_copies(y, copies),
-        by_row=None if table is None else row_indicator(table[0], len(table[1]), copies),
-    )
+
+    def evaluate(ctx, values, copies):
+        return uncertainty_rows(
+            ctx,
+            values,
+            copies * n,
+            "entropy" in kinds,
+            None if y is None else stacked_copies(y, copies),
+            by_row=None if table is None else row_indicator(table[0], len(table[1]), copies),
+        )
+
+    out = in_passes(ctx, rows, evaluate, "permutation importance")
     shape = (n_repeats, len(groups), n)
     data = {}
     if "entropy" in kinds:
