@@ -125,8 +125,13 @@ def test_integrated_gradients_of_the_joint_mean(distributed_lag):
     np.testing.assert_allclose(out["completeness_gap"].values, 0, atol=1e-10)
 
 
-def test_stacked_evaluations_keep_each_copy_a_series(distributed_lag):
-    """Partial dependence sets the whole series: ICE_i(g) = b̄ g Σ_{l ≤ i} w_l."""
+@pytest.mark.parametrize("passes", ["one", "per grid value"])
+def test_stacked_evaluations_keep_each_copy_a_series(distributed_lag, passes, monkeypatch):
+    """Partial dependence sets the whole series: ICE_i(g) = b̄ g Σ_{l ≤ i} w_l, in one
+    pass over the draws or in one per grid value (`in_passes`), the result saying
+    the dependence either way."""
+    if passes == "per grid value":
+        monkeypatch.setattr("pm_sens.uncertainty.passes.PASS_ROWS", 1)
     model, idata, x, draws = distributed_lag
     out = pm_sens.partial_dependence(idata, model, kind="mean", **QUIET)["partial_dependence"]
     grid = out["grid_value"].values[0]

@@ -47,6 +47,7 @@ def in_passes(ctx, rows, evaluate, description, across=()):
     if len(rows) <= per_pass or ctx.draws.lazy or ctx.backend != "cpu":
         return evaluate(ctx, values_at(ctx.points, ctx.inputs, rows), len(rows) // n)
     parts = []
+    dependence_of(ctx)  # found once, here: the passes' copies of the context share it
     with progress_bar(description, len(rows), ctx.progressbar, unit="rows") as advance:
         quiet = replace(ctx, progressbar=False)
         for start in range(0, len(rows), per_pass):
