@@ -734,6 +734,37 @@ def test_a_condition_per_row_masks_the_special_functions_per_draw_and_row(rng):
         assert ("GammaLn", False, None) in found
 
 
+def test_selects_on_expanded_copies_of_one_condition_mask_their_special_function(rng):
+    """A censored law's gradient as PyTensor writes it: the incomplete gamma (S, N)
+    reaches selects on the per-row condition (1, N) and on copies of it with an
+    axis added, (1, N, 1) over (S, N, D) and (1, 1, N) over (1, S, N), through
+    the same added axes. On the NumPy backend it runs only on censored rows;
+    values as PyTensor's graph."""
+    s = pt.matrix("s", shape=(None, 1))
+    z = pt.matrix("z")
+    w = pt.tensor3("w")
+    upper = pt.matrix("upper", shape=(1, None))  # the bounds are data: an input
+    censored = ~pt.isinf(upper)
+    f = pt.gammainc(s, z)
+    outputs = [
+        pt.switch(censored, f, 0.0),
+        pt.switch(censored[:, :, None], f[:, :, None] * w, 0.0),
+        pt.switch(censored[None], 2.0 * f[None], 1.0),
+    ]
+    values = [
+        rng.uniform(1.2, 2.0, (5, 1)),
+        rng.uniform(0.1, 3.0, (5, 7)),
+        rng.normal(size=(5, 7, 3)),
+        np.where(rng.random(7) < 0.5, rng.uniform(1, 4, 7), np.inf)[None],
+    ]
+    inputs = [s, z, w, upper]
+    reference = pytensor.function(inputs, outputs, mode="FAST_COMPILE")(*values)
+    function = pytensor.function(inputs, outputs, mode=compile_mode("python"))
+    for got, expected in zip(function(*values), reference, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert [masked for name, masked, _ in _special_function_nodes(function)] == [True]
+
+
 def test_an_ordered_probits_curves_are_the_same_with_special_functions_where_selected(rng):
     """An ordered probit (class probabilities from PyMC's log-CDFs) through
     partial dependence and draw-mode R-sens: the same values to 1e-13 with and

@@ -58,12 +58,13 @@ class SpecialFunctionsWhereSelected(GraphRewriter):
     """Special functions under one side of ``switch(c, a, b)`` computed where it is selected.
 
     The selects of one condition ``c`` go together (a log density's and those
-    its derivatives sink into), where ``c`` has their shape or broadcasts
-    into it (a censored law's bound per row, its parameters per draw and
-    row). A side's nodes are the elementwise ancestors of its branches used
-    by nothing else; those that apply a special function into whose shape
-    ``c`` broadcasts become `WhereSelected`. Nested selects narrow their
-    masks further.
+    its derivatives sink into, on ``c`` or on copies of it with axes added),
+    where ``c`` has their shape or broadcasts into it (a censored law's bound
+    per row, its parameters per draw and row). A side's nodes are the
+    elementwise ancestors of its branches, and the axes added to them, used by
+    nothing else; those that apply a special function into whose shape ``c``
+    broadcasts become `WhereSelected`. Nested selects narrow their masks
+    further.
     """
 
     def apply(self, fgraph):
@@ -83,13 +84,19 @@ class SpecialFunctionsWhereSelected(GraphRewriter):
 
 
 def _next_group(fgraph, done):
-    """``(c, (true side's nodes, false side's nodes))`` with a special function, or None."""
+    """``(c, (true side's nodes, false side's nodes))`` with a special function, or None.
+
+    Selects on copies of ``c`` with axes added (`_expanded_from`) join its group:
+    a gradient selects on the condition in each layout its terms take.
+    """
     groups = {}
     for node in fgraph.toposort():
-        if not is_elemwise(node, Switch) or node.inputs[0] in done:
+        if not is_elemwise(node, Switch):
             continue
-        cond = node.inputs[0]
-        if _broadcasts_into(cond, node.outputs[0]):
+        cond = _expanded_from(node.inputs[0])
+        if cond in done:
+            continue
+        if _broadcasts_into(node.inputs[0], node.outputs[0]):
             groups.setdefault(cond, []).append(node)
     for cond, selects in groups.items():
         sides = tuple(_side_nodes(fgraph, selects, k) for k in (1, 2))
@@ -104,12 +111,27 @@ def _side_nodes(fgraph, selects, k):
     selects = set(selects)
     owned = set()
     for node in reversed(io_toposort([], [s.inputs[k] for s in selects])):  # users first
-        if not isinstance(node.op, Elemwise | WhereSelected):
+        if not (isinstance(node.op, Elemwise | WhereSelected) or _adds_axes(node)):
             continue
         uses = [c for out in node.outputs for c in fgraph.clients[out]]
         if all(c in owned or (c in selects and i == k) for c, i in uses):
             owned.add(node)
     return owned
+
+
+def _adds_axes(node):
+    """Whether ``node`` only adds broadcastable axes to its input (an ``expand_dims``)."""
+    order = getattr(node.op, "new_order", None)
+    return order is not None and [i for i in order if i != "x"] == list(
+        range(len(node.inputs[0].type.shape))
+    )
+
+
+def _expanded_from(var):
+    """The variable that ``var`` is, with axes added (`_adds_axes`) stripped."""
+    while var.owner is not None and _adds_axes(var.owner):
+        var = var.owner.inputs[0]
+    return var
 
 
 def _broadcasts_into(cond, var):
