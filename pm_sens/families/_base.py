@@ -230,16 +230,15 @@ class Family:
 
         ``jac`` and ``hess`` are lists over the parameters as in `whitened`
         (None where a parameter does not vary); ``whitening``: `whitening` of
-        those parameters, where already computed.
+        the parameters whose ``jac`` is given, where already computed.
         """
         if self.whitened_hessian is not None:
             return self.whitened_hessian(phi, jac, hess, **fixed)
         if self.mean_variance_hessian is not None:
-            pulled = self.mean_variance_hessian(phi, jac, hess)
-            if varying_parameters(pulled) != varying_parameters(hess):
-                whitening = None  # a constant parameter moves in mean–variance
-            hess = pulled
-        if whitening is not None:
+            hess = self.mean_variance_hessian(phi, jac, hess)
+        # the first order's whitening holds the parameters whose jac is given; a
+        # pulled-back Hessian may have more (a constant α moves with μ in v)
+        if whitening is not None and varying_parameters(hess) == varying_parameters(jac):
             return whitened_by(*whitening, hess, 2)
         return self.whitened(phi, hess, 2, **fixed)
 
