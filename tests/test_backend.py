@@ -13,6 +13,8 @@ from pytensor.compile.ops import wrap_py
 import pm_sens
 from pm_sens._core import context as _context
 from pm_sens._core.request import Request
+from pm_sens._run import chunks as _chunks
+from pm_sens._run.chunks import equal_chunks
 from pm_sens._run.compiling import dependence_of
 from pm_sens.graph.compile import functions as _functions
 from pm_sens.graph.compile import jax_functions as _jax_functions
@@ -206,7 +208,8 @@ def test_the_rows_each_row_moves_are_found_on_the_jax_backend_as_on_the_cpu(rng,
 
 def test_blocks_of_rows_are_slices_of_one_copy_on_the_device(heteroscedastic, monkeypatch):
     """A PDP whose stacked rows are evaluated a block at a time (a small memory limit):
-    the stacked data go to the device once, each block is a slice there."""
+    the stacked data go to the device once, each block is a slice there, all of one
+    size."""
     import jax
 
     model, idata = heteroscedastic
@@ -224,7 +227,10 @@ def test_blocks_of_rows_are_slices_of_one_copy_on_the_device(heteroscedastic, mo
     )
     got = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
     stacked = [shape for shape in copied if shape[0] > 300]
-    assert len(stacked) == 1 and len({s for s in sliced if s[0] < stacked[0][0]}) >= 1
+    # blocks of more rows than the points', fewer than the stacked copies', of one
+    # size: one shape to compile
+    blocks = {s for s in sliced if 300 < s[0] < stacked[0][0]}
+    assert len(stacked) == 1 and len(blocks) == 1
     for name, var in cpu.to_dataset().data_vars.items():
         np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)
 
@@ -252,6 +258,38 @@ def test_jax_chunks_take_as_many_draws_as_the_memory_limit_holds(monkeypatch):
     # 100 draws × 20,000 rows × 4 inputs: 8 million cells, 6 CPU chunks of cache size;
     # on JAX one chunk, one call: the norm's graph computes the family's scales too
     assert [shape[0] for shape in calls if shape[0] > 8] == [100]
+
+
+@pytest.mark.parametrize(
+    ("count", "chunk", "expected"),
+    [(4000, 321, 250), (1000, 964, 500), (97, 40, 40), (80, 80, 80), (7, 3, 3)],
+)
+def test_jax_chunks_split_the_draws_equally_where_a_divisor_allows(count, chunk, expected):
+    assert equal_chunks(count, chunk) == expected
+
+
+def test_jax_compiles_one_shape_of_chunk_where_the_draws_divide_equally(
+    heteroscedastic, monkeypatch
+):
+    """80 draws in chunks of at most 30 are 4 chunks of 20 (not 30, 30, 20: two
+    shapes, each compiled by PyTensor and XLA), with the CPU backend's results."""
+    model, idata = heteroscedastic
+    kwargs = dict(mode="moment", interactions=True, **QUIET)
+    cpu = pm_sens.sensitivity(idata, model, **kwargs)["sensitivity"]
+    monkeypatch.setattr(_chunks, "_bytes_per_draw", lambda *a: 1e9 / 4 / 30)
+    compiled = []
+    real = JaxGraphFunction._function
+
+    def function(self, shapes):
+        if shapes not in self._compiled:
+            compiled.append(shapes)
+        return real(self, shapes)
+
+    monkeypatch.setattr(JaxGraphFunction, "_function", function)
+    got = pm_sens.sensitivity(idata, model, backend="jax", **kwargs)["sensitivity"]
+    assert sorted({shapes[1][0] for shapes in compiled if shapes[1][0] > 8}) == [20]
+    for name, var in cpu.data_vars.items():
+        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)
 
 
 @pytest.mark.parametrize(

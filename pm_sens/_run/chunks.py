@@ -129,6 +129,8 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
             shared = max(SHARED_DRAWS, -(-ctx.draws.count // DRAW_CHUNKS), min_draws)
             chunk = min(chunk, shared)
     chunk = min(chunk, -(-ctx.draws.count // steps))
+    if backend == "jax":
+        chunk = equal_chunks(ctx.draws.count, chunk)
     chunk_bytes = min(chunk * per_draw, budget)  # more rows than fit: blocks of them
     flags = [var in ctx.points.per_point for var in compiled.data_variables]
     if not dependence_of(ctx).local:
@@ -138,12 +140,30 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
         return chunk, None, chunk_bytes
     # fewer rows, if the memory is theirs (not a draw's covariance over the training inputs)
     block_rows = max(1, int(n_rows * budget // per_draw))
+    if backend == "jax":
+        block_rows = equal_chunks(n_rows, block_rows)
     block = [
         v[:block_rows] if flag else v
         for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
     ]
     fits = bytes_per_draw(block, block_rows)[0] <= budget
     return chunk, ((block_rows, flags) if fits else None), chunk_bytes
+
+
+def equal_chunks(count, chunk):
+    """Draws (or rows) per chunk, at most ``chunk``, that split ``count`` into equal chunks.
+
+    JAX compiles a graph once per shape of its arguments (a second of
+    PyTensor's rewrites and XLA's compile for a moment-mode graph with
+    interactions): chunks of one size compile once, where a last chunk of
+    fewer draws compiles again. The largest divisor of ``count`` from half
+    of ``chunk`` up (posteriors of 1000 or 4000 draws have many); ``chunk``
+    where there is none.
+    """
+    for size in range(chunk, chunk // 2, -1):
+        if count % size == 0:
+            return size
+    return chunk
 
 
 def _ahead(evaluate, starts, cores=2, fits=None, done=None):

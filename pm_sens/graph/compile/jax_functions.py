@@ -4,9 +4,10 @@ A chunk graph is compiled by PyTensor's JAX linker once per tuple of argument
 shapes, its arguments given those shapes as static ones: PyTensor's rewrites
 then turn every shape the graph computes (a lag's slice, a reshape, a range
 over the rows) into a constant, as JAX's compiler requires. A call has
-two or three such tuples (full chunks of draws, the last one, a last block of
-rows). The large arguments, the points' data, are copied to JAX's device at
-their first call and kept there (`DeviceArrays`); the outputs come back as
+one or two such tuples: its chunks of draws, and its blocks of rows, are of
+one size where their count allows (`pm_sens._run.chunks.equal_chunks`). The
+large arguments, the points' data, are copied to JAX's device at their first
+call and kept there (`DeviceArrays`); the outputs come back as
 NumPy arrays of the graph's dtypes. In float32 (`single_precision`) the same
 graph is traced with JAX's 64-bit types off: the copies on the device and
 every operation are single precision.
