@@ -405,6 +405,7 @@ def test_count_entropies_run_on_the_cores_asked_for(counts, monkeypatch, where):
     calls, kernel, walk = [], _recurrence.recursion_kernel, entropy.walk_sums
     if where == "compiled loop":
         monkeypatch.setattr(entropy, "NUMPY_SECONDS", 0.0)
+        monkeypatch.setattr(_recurrence, "loop_is_ready", lambda: True)
         monkeypatch.setattr(
             _recurrence,
             "recursion_kernel",

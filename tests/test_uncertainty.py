@@ -1,6 +1,9 @@
 """Uncertainty attribution: entropies, permutation importance, PDP and ICE."""
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -11,7 +14,7 @@ from scipy import special, stats
 
 import pm_sens
 from pm_sens import families
-from pm_sens.measures import _halves, entropy
+from pm_sens.measures import _halves, _recurrence, entropy
 from pm_sens.measures.entropy import EntropyAccumulator
 from pm_sens.measures.mixture_density import MixtureLogDensity
 from tests.conftest import posterior
@@ -575,10 +578,12 @@ def test_pmf_recurrence_equals_the_log_pmf_sums(rng, monkeypatch, family, phi, d
     )
 
 
-def test_support_sums_leave_numpy_where_it_would_step_through_many_counts():
+def test_support_sums_leave_numpy_where_it_would_step_through_many_counts(monkeypatch):
     """NumPy steps through the counts one call at a time: rates of 1 and 2e5 in one
     row (2e5 counts) took 2.4 s for 4 draws there, 0.26 s in the compiled loop. Such
-    a pass takes the compiled loop, a narrow one NumPy; both give the same sums."""
+    a pass takes the compiled loop (compiled already), a narrow one NumPy; both give
+    the same sums."""
+    monkeypatch.setattr(_recurrence, "loop_is_ready", lambda: True)
     family = families.MOMENT_FAMILIES["poisson"]
     sums = {}
     for name, means in (("wide", [[1.0, 5.0], [2e5, 7.0]]), ("narrow", [[1.0, 5.0], [3.0, 7.0]])):
@@ -591,6 +596,52 @@ def test_support_sums_leave_numpy_where_it_would_step_through_many_counts():
     assert not sums["wide", 2][0] and sums["narrow", 2][0]
     for name in ("wide", "narrow"):
         np.testing.assert_allclose(sums[name, 2][1:], sums[name, None][1:], rtol=1e-11)
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["loop ready", "loop to compile"])
+def test_support_sums_of_a_few_seconds_stay_in_numpy_while_the_loop_would_compile(
+    monkeypatch, ready
+):
+    """The compiled loop's first use in an environment compiles it (6 s): until it is
+    compiled or in Numba's cache, NumPy takes passes of up to `COMPILE_SECONDS` more
+    (an estimated 2.4 s here: rates of 1 and 2e5 in one row, 2 draws)."""
+    monkeypatch.setattr(_recurrence, "loop_is_ready", lambda: ready)
+    family = families.MOMENT_FAMILIES["poisson"]
+    phi = np.array([[1.0, 5.0], [2e5, 7.0]])[..., None]
+    window = family.support_window(phi.min(0), phi.max(0), EntropyAccumulator.TAIL)
+    assert (
+        entropy.NUMPY_SECONDS
+        < entropy._numpy_seconds(window, 2, True)
+        < (entropy.NUMPY_SECONDS + entropy.COMPILE_SECONDS)
+    )
+    assert EntropyAccumulator(family, 2, window=window, draws=2).in_numpy is not ready
+
+
+def test_the_loop_is_ready_once_compiled_or_in_numbas_cache(tmp_path):
+    """`loop_is_ready` in a fresh process: False with an empty Numba cache, True
+    once a process compiled the loop into it (and in that process)."""
+    script = (
+        "import sys, numpy as np\n"
+        "from pm_sens.measures import _recurrence, entropy\n"
+        "print(_recurrence.loop_is_ready())\n"
+        "if sys.argv[1] == 'compile':\n"
+        "    one = np.ones((1, 1))\n"
+        "    entropy.recursion_sums(0 * one, one, np.zeros(1, int), None, -one, one < 0, "
+        "None, None, (np.zeros(1), np.full(1, 5), np.array([0, 6])), np.zeros(6), "
+        "np.zeros(1))\n"
+        "    print(_recurrence.loop_is_ready())\n"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+
+    def run(what):
+        out = subprocess.run(
+            [sys.executable, "-c", script, what], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    assert run("compile") == ["False", "True"]
+    assert run("ask") == ["True"]
 
 
 @pytest.mark.parametrize(

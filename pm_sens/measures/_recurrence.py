@@ -162,6 +162,21 @@ def kernel_call(cores):
             numba.set_num_threads(before)
 
 
+def loop_is_ready():
+    """Whether `recursion_kernel` runs without being compiled first.
+
+    Compiled in this process, or held in Numba's on-disk cache for this source
+    (its index, read as Numba reads it: Numba has no public way to ask; an index
+    that cannot be read counts as absent).
+    """
+    if recursion_kernel.signatures:
+        return True
+    try:
+        return bool(recursion_kernel._cache._cache_file._load_index())
+    except (AttributeError, OSError):
+        return False
+
+
 @numba.njit(parallel=True, nogil=True, cache=True, fastmath=_FAST)
 def recursion_kernel(
     by_draw, start, log_start, n_alone, center, rows, flags, tables, pmf_sum, aleatoric_sum

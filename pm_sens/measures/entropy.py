@@ -36,8 +36,12 @@ DRAWS_TOGETHER = 64
 _ROW_GROUPS = 8  # rows summed in groups of similar support width
 #: a pass's support sums run in NumPy (`walk_sums`) where that takes about this
 #: long or less, else in the loop Numba compiles (`recursion_sums`: about 1 ns per
-#: draw and count, but seconds to compile the first time an environment uses it)
+#: draw and count)
 NUMPY_SECONDS = 1.5
+#: the loop's compile, the first time an environment uses it (later processes
+#: load it from Numba's cache in 0.3 s): until then NumPy also takes sums of up to
+#: this many seconds more
+COMPILE_SECONDS = 6.0
 #: `walk_sums`' cost: per draw and count — a Poisson's step adds log b − log y,
 #: other laws' take log(a + b/y) of every draw — and per count of each chunk of
 #: draws (the NumPy calls themselves, which dominate where few draws walk far)
@@ -99,9 +103,8 @@ class EntropyAccumulator:
             self.lower, upper = window
             self.widths = upper - self.lower + 1
             check_support(self.family.name, self.widths, "entropy")
-            self.in_numpy = (
-                draws is not None
-                and _numpy_seconds(window, draws, "poisson" in family.name) <= NUMPY_SECONDS
+            self.in_numpy = draws is not None and (
+                _numpy_seconds(window, draws, "poisson" in family.name) <= _numpy_limit()
             )
         else:
             self.lower = np.zeros(n_rows, dtype=int)
@@ -348,6 +351,17 @@ _NEGLIGIBLE_PMF = 1e-20
 #: a draw whose log pmf at its row's common start is below this walks from its own
 #: mode (the pmf, ~1e-261 there, can grow back by products without underflow)
 _LOG_SMALLEST_START = -600.0
+
+
+def _numpy_limit():
+    """Seconds of support sums NumPy takes rather than the compiled loop.
+
+    `NUMPY_SECONDS`, and `COMPILE_SECONDS` more where the loop would be compiled
+    first: neither compiled in this process nor found in Numba's cache.
+    """
+    from pm_sens.measures._recurrence import loop_is_ready
+
+    return NUMPY_SECONDS + (0.0 if loop_is_ready() else COMPILE_SECONDS)
 
 
 def _numpy_seconds(window, draws, poisson):
