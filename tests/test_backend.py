@@ -2,6 +2,7 @@
 JAX's CPU build, the data copied to JAX's device once, and its errors."""
 
 import importlib.util
+import threading
 
 import arviz_base as azb
 import numpy as np
@@ -141,6 +142,36 @@ def test_an_operation_jax_cannot_run_is_named_with_the_backend_that_runs_it(rng)
     pm_sens.permutation_importance(idata, model, random_seed=1, **QUIET)
     with pytest.raises(ValueError, match=r"JAX backend cannot run.*clipped.*backend='cpu'"):
         pm_sens.permutation_importance(idata, model, random_seed=1, backend="jax", **QUIET)
+
+
+def test_two_threads_calling_jax_leave_the_warning_filters_as_they_were():
+    """Python's warning filters are one list: a thread that enters the JAX calls'
+    filters while another is inside, and leaves after it, would set back the other's
+    filters at its end (PyTensor's notices then ignored in the whole process). The
+    second waits for the first instead."""
+    import warnings
+
+    before = list(warnings.filters)
+    entered, second_inside, first_left = (threading.Event() for _ in range(3))
+
+    def first():
+        with _jax_functions._jax_errors():
+            entered.set()
+            second_inside.wait(0.5)  # the second cannot enter while this one is inside
+        first_left.set()
+
+    def second():
+        entered.wait(5)
+        with _jax_functions._jax_errors():
+            second_inside.set()
+            first_left.wait(5)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert warnings.filters == before
 
 
 @pytest.mark.parametrize("value", ["tpu", 1, "JAX"])

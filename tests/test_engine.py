@@ -419,6 +419,34 @@ def test_a_background_compile_shortens_the_thread_switch_interval_while_it_runs(
     assert predictive.compiled == {"built": "built"}
 
 
+def test_a_switch_interval_set_during_a_background_compile_is_kept():
+    """The user's own switch interval, set while a compile runs, stays after it ends."""
+    import sys
+    import threading
+
+    from pm_sens._run import background as _background
+
+    class Predictive:
+        compiled = {}
+
+    before, release = sys.getswitchinterval(), threading.Event()
+    predictive, lock = Predictive(), threading.RLock()
+    for _ in range(2):  # the second request starts the compile
+        _background.compile_when_asked_again(
+            predictive, "key", lock, lambda: "built", lambda _: release.wait(10)
+        )
+    try:
+        assert sys.getswitchinterval() == pytest.approx(_background.SWITCH_INTERVAL)
+        sys.setswitchinterval(0.002)
+        release.set()
+        _background.wait_for_compiles()
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        release.set()
+        _background.wait_for_compiles()
+        sys.setswitchinterval(before)
+
+
 def test_interpreted_and_compiled_graphs_agree(rng, monkeypatch):
     """Small moment-mode requests run op by op in NumPy, large ones compiled by
     Numba: the same numbers (to rounding) for R-sens and R-sens2, means and

@@ -13,10 +13,11 @@ not need it. A compile that fails leaves the NumPy version in use (the results
 are the same to rounding).
 
 While a compile runs, Python's thread switch interval is shortened
-(`SWITCH_INTERVAL`, set back when the last compile ends): a request's NumPy
-calls release Python's lock while they compute, and the compile's Python work
-takes it; each call then waits up to the interval (5 ms by default) to get it
-back, and an op-by-op graph makes hundreds of calls per chunk.
+(`SWITCH_INTERVAL`, set back when the last compile ends unless changed
+meanwhile): a request's NumPy calls release Python's lock while they compute,
+and the compile's Python work takes it; each call then waits up to the
+interval (5 ms by default) to get it back, and an op-by-op graph makes
+hundreds of calls per chunk.
 """
 
 import logging
@@ -31,8 +32,8 @@ _THREADS = []
 #: Python's thread switch interval (seconds) while a compile runs (measurements:
 #: benchmarks/README.md, "Tuned constants")
 SWITCH_INTERVAL = 5e-5
-#: compiles running, and the switch interval to set back when none is
-_RUNNING = {"count": 0, "interval": None}
+#: compiles running, the switch interval to set back when none is, and the one set
+_RUNNING = {"count": 0, "interval": None, "set": None}
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -75,14 +76,18 @@ def _compile_started():
         if _RUNNING["count"] == 0:
             _RUNNING["interval"] = sys.getswitchinterval()
             sys.setswitchinterval(min(SWITCH_INTERVAL, _RUNNING["interval"]))
+            _RUNNING["set"] = sys.getswitchinterval()
         _RUNNING["count"] += 1
 
 
 def _compile_ended():
-    """Set the switch interval back when the last running compile ends."""
+    """Set the switch interval back when the last running compile ends.
+
+    Unless it was changed meanwhile (by the user's code): the new value stays.
+    """
     with _RUNNING_LOCK:
         _RUNNING["count"] -= 1
-        if _RUNNING["count"] == 0:
+        if _RUNNING["count"] == 0 and sys.getswitchinterval() == _RUNNING["set"]:
             sys.setswitchinterval(_RUNNING["interval"])
 
 

@@ -117,11 +117,18 @@ def single_precision():
     with (
         jax.enable_x64(False),
         jax.default_matmul_precision("float32"),
+        _WARNING_FILTERS,
         warnings.catch_warnings(),
     ):
         # the float64 the graph asks for is float32 here, as meant
         warnings.filterwarnings("ignore", message="Explicitly requested dtype float64")
         yield
+
+
+#: held while pm_sens's filters are installed: Python's warning filters are one list
+#: for the process, which `warnings.catch_warnings` saves and sets back, so two
+#: threads inside at once would set back each other's (one's filters left behind)
+_WARNING_FILTERS = threading.RLock()
 
 
 class DeviceArrays:
@@ -213,10 +220,12 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
     `ValueError` that names the backend that runs the model. The linker
     leaves out the model's parameter checks (PyMC's ``check_parameters``), as
     JAX's tracing would, and warns once per check, which the user cannot act on.
-    A device whose memory is exhausted raises a `DeviceMemoryError`.
+    A device whose memory is exhausted raises a `DeviceMemoryError`. One thread
+    at a time is inside (`_WARNING_FILTERS`).
     """
 
     def __enter__(self):
+        _WARNING_FILTERS.acquire()
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it")
@@ -226,6 +235,7 @@ class _jax_errors:  # noqa: N801 (a context manager used as a statement)
 
     def __exit__(self, kind, error, tb):
         self._warnings.__exit__(kind, error, tb)
+        _WARNING_FILTERS.release()
         if _out_of_memory(error):
             raise DeviceMemoryError(
                 "the device's memory cannot hold this chunk's arrays (JAX: "
