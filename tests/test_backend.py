@@ -291,6 +291,39 @@ def test_jax_chunks_take_as_many_draws_as_the_memory_limit_holds(monkeypatch):
     assert [shape[0] for shape in calls if shape[0] > 8] == [100]
 
 
+def test_jax_chunks_of_stacked_rows_take_several_draws_where_only_the_data_is_wide(
+    monkeypatch,
+):
+    """A PDP of a 12-input logistic regression: 24,000 stacked rows × 12 columns of
+    data, whose view with a draw axis (before the product with the coefficients)
+    holds no values of its own. The chunks take as many draws as the rows' own
+    arrays allow (8 here), not one (as if each draw copied the data)."""
+    rng = np.random.default_rng(3)
+    n, d = 200, 12
+    x = rng.normal(size=(n, d))
+    with pm.Model() as model:
+        b = pm.Normal("b", shape=d)
+        pm.Bernoulli("y", logit_p=pm.math.dot(x, b), observed=rng.integers(0, 2, n))
+    idata = azb.from_dict({"posterior": {"b": 0.3 * rng.normal(size=(2, 16, d))}})
+    kwargs = dict(grid_resolution=10, memory_limit=4e7, **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    calls = []
+    real = JaxGraphFunction.__call__
+
+    def call(self, *args):
+        calls.append([np.shape(value) for value in args])
+        return real(self, *args)
+
+    monkeypatch.setattr(JaxGraphFunction, "__call__", call)
+    got = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    # the stacked rows' calls: their coefficients' draws
+    stacked = [shapes for shapes in calls if (24_000, d) in shapes]
+    draws = {s[0] for shapes in stacked for s in shapes if s[1:] == (d,) and s[0] != 24_000}
+    assert draws == {8}
+    for name, var in cpu.to_dataset().data_vars.items():
+        np.testing.assert_allclose(got[name].values, var.values, rtol=1e-10, err_msg=name)
+
+
 @pytest.mark.parametrize(
     ("count", "chunk", "expected"),
     [(4000, 321, 250), (1000, 964, 500), (97, 40, 40), (80, 80, 80), (7, 3, 3)],

@@ -230,8 +230,13 @@ class JittedGraph:
         return list(self._jitted(*values))
 
 
-def largest_array_of(arguments, outputs, shapes):
-    """`GraphFunction.largest_array` of the graph ``arguments`` → ``outputs``, at ``shapes``."""
+def largest_array_of(arguments, outputs, shapes, views=True):
+    """`GraphFunction.largest_array` of the graph ``arguments`` → ``outputs``, at ``shapes``.
+
+    ``views=False``: arrays an operation returns as a view of its input (the
+    data with an axis added for the draws) do not count: they hold no values
+    of their own.
+    """
     typed = {
         a: pt.tensor(dtype=a.type.dtype, shape=shape)
         for a, shape in zip(arguments, shapes, strict=True)
@@ -245,9 +250,12 @@ def largest_array_of(arguments, outputs, shapes):
             )
         except Exception:  # noqa: BLE001 (a shape that needs values: not known)
             continue
-        for old, new in zip(node.outputs, rebuilt.outputs, strict=True):
+        view_map = getattr(node.op, "view_map", {})
+        for i, (old, new) in enumerate(zip(node.outputs, rebuilt.outputs, strict=True)):
             typed[old] = new
             shape = getattr(new.type, "shape", ())
+            if not views and i in view_map:
+                continue
             if len(shape) >= 3 and None not in shape:
                 largest = max(largest, math.prod(shape))
     return largest

@@ -95,11 +95,13 @@ class JaxGraphFunction:
         """Elements of the largest array of three or more dims the graph computes at ``args``.
 
         From the graph as given (XLA's compiled graph is not PyTensor's to read):
-        as large as the compiled graph's or larger, so chunks fit the memory.
+        as large as the compiled graph's or larger, so chunks fit the memory. A
+        view does not count: the data with an axis added for the draws (a
+        design matrix before its product with the coefficients) is the data.
         """
         shapes = tuple(np.shape(value) for value in args)
         if shapes not in self._largest:
-            self._largest[shapes] = largest_array_of(*self._graph, shapes)
+            self._largest[shapes] = largest_array_of(*self._graph, shapes, views=False)
         return self._largest[shapes]
 
 
