@@ -19,6 +19,7 @@ from pm_sens._run.chunks import equal_chunks
 from pm_sens._run.compiling import dependence_of
 from pm_sens.graph.compile import functions as _functions
 from pm_sens.graph.compile import jax_functions as _jax_functions
+from pm_sens.graph.compile.compiled import CompiledPredictive
 from pm_sens.graph.compile.jax_functions import DeviceArrays, JaxGraphFunction
 
 pytest.importorskip("jax")
@@ -98,6 +99,68 @@ def test_the_jax_backend_gives_the_cpu_backends_results(heteroscedastic, call, k
         assert scale > 0, name
         np.testing.assert_allclose(
             got[name].values, var.values, rtol=1e-10, atol=1e-10 * scale, err_msg=name
+        )
+
+
+def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
+    heteroscedastic, monkeypatch
+):
+    """A closed-form entropy's PDP comes back as sums over each chunk's draws (no
+    per-draw entropy, variance or parameters), equal to the Normal's closed forms:
+    aleatoric E_s[½ log 2πe + c_s + g_s v] at x₀ = v, total ½ log 2πe V with V the
+    mixture's variance E_s σ_s² + Var_s μ_s."""
+    model, idata = heteroscedastic
+    returned = []
+    real = CompiledPredictive.__call__
+
+    def recording(self, *args):
+        out = real(self, *args)
+        returned.append((out.phi, list(out.statistics), {k: v.shape for k, v in out.sums.items()}))
+        return out
+
+    monkeypatch.setattr(CompiledPredictive, "__call__", recording)
+    pdp = pm_sens.partial_dependence(
+        idata, model, features="0", grid_resolution=3, backend="jax", **QUIET
+    )["partial_dependence"]
+    rows = 3 * 300  # the 300 points at each grid value (the others: finding the dependence)
+    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
+    assert on_rows and all(
+        phi is None
+        and statistics == ["mean"]
+        and sums == {"entropy": (rows,), "mixture": (rows, 2)}
+        for phi, statistics, sums in on_rows
+    )
+    post = idata.posterior
+    x = model["X"].get_value()
+    b = post["b"].values.reshape(-1, 3)
+    c, g = post["c"].values.ravel(), post["g"].values.ravel()
+    values = pdp["grid_value"].values[0]
+    for k, v in enumerate(values):
+        moved = x.copy()
+        moved[:, 0] = v
+        mu, log_sigma = moved @ b.T, c + g * v  # (N, S), (S,)
+        aleatoric = 0.5 * np.log(2 * np.pi * np.e) + log_sigma.mean()
+        variance = np.exp(2 * log_sigma).mean() + mu.var(axis=1)
+        total = 0.5 * np.log(2 * np.pi * np.e * variance)
+        ice = pdp["entropy_ice"].values[0, k]
+        np.testing.assert_allclose(ice[:, 1], aleatoric, rtol=1e-12)
+        np.testing.assert_allclose(ice[:, 0], total, rtol=1e-12)
+
+
+def test_a_nan_in_an_entropy_summed_on_the_device_names_the_point_and_the_draws():
+    """σ = sqrt(s·x): undefined where x < 0, in the entropies JAX sums over draws."""
+    x = np.array([1.0, 2.0, 3.0])
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        s = pm.HalfNormal("s")
+        pm.Normal("y", mu=xd, sigma=pt.sqrt(s * xd), observed=x)
+    idata = azb.from_dict({"posterior": {"s": np.full((1, 4), 0.5)}, "observed_data": {"y": x}})
+    points = {"x": np.array([1.0, -2.0, 3.0])}
+    with pytest.raises(
+        ValueError, match=r"sum over draws of the per-draw entropy is nan at point 1 \(draws 0 to 3"
+    ):
+        pm_sens.permutation_importance(
+            idata, model, points=points, kind="entropy", backend="jax", **QUIET
         )
 
 

@@ -69,13 +69,15 @@ def compiled_for(
     rows=None,
     whitened=False,
     statistics=(),
+    draw_sums=(),
     parameters=True,
     colored=False,
 ):
     """The compiled chunk function for these settings, built once per predictive.
 
     ``rows``: as in `backend_for`; ``second_moment``, ``statistic``,
-    ``whitened``, ``statistics``, ``parameters``: as in `compile_predictive`.
+    ``whitened``, ``statistics``, ``draw_sums``, ``parameters``: as in
+    `compile_predictive`.
     ``colored``: the derivatives of each row of a model
     whose rows depend on other rows' inputs (`colors_for`); the same as without
     in a local model. The first call finds the model's dependence
@@ -88,6 +90,7 @@ def compiled_for(
         statistic=statistic,
         whitened=whitened,
         statistics=tuple(statistics),
+        draw_sums=tuple(draw_sums),
         parameters=parameters,
     )
     dependence = dependence_of(ctx)

@@ -192,13 +192,13 @@ def check_outputs(ctx, compiled, draws, out):
     mode the chunk of draws) and the likely cause. Infinite parameters pass:
     some are legitimate (a truncation bound) and the measures name the others.
     A chunk without parameters (built with ``parameters=False``) has its
-    per-draw statistics screened in their place.
+    per-draw statistics, and its sums over draws, screened in their place.
     """
     screened = {k: getattr(out, k) for k in ("phi", "jac", "hess")}
     screened = {k: v for k, v in screened.items() if v is not None}
-    if out.phi is None and out.statistics:
-        screened["statistics"] = list(out.statistics.values())
-    problems = [("phi", np.isnan, "is nan"), ("statistics", np.isnan, "is nan")]
+    if out.phi is None:
+        screened.update({k: list(getattr(out, k).values()) for k in ("statistics", "sums")})
+    problems = [(k, np.isnan, "is nan") for k in ("phi", "statistics", "sums")]
     problems += [(k, lambda a: ~np.isfinite(a), "is not finite") for k in ("jac", "hess")]
     for key, test, what in problems:
         if key not in screened:
@@ -216,6 +216,8 @@ def check_outputs(ctx, compiled, draws, out):
             component, rows = index[-1], index[:-1]
         elif key == "statistics":  # their position in the list, then draw, point
             names, component, rows = compiled.statistic_names, index[0], index[1:]
+        elif key == "sums":  # their position in the list, then point
+            names, component, rows = compiled.sum_names, index[0], index[1:2]
         else:  # the parameter axis first, then (draw,) point, feature(s)
             component = compiled.varying[index[0]] if compiled.mode == "draw" else index[0]
             rows = index[1 : len(index) - (1 if key == "jac" else 2)]
@@ -230,7 +232,13 @@ def check_outputs(ctx, compiled, draws, out):
             where += f", chain={chain.item()!r}, draw={draw.item()!r}"
             note = f"{count} such value(s) among {span}"
         name = f"the {'per-draw' if len(rows) == 2 else 'mixture'} {name}"
-        values = key in ("phi", "statistics")
+        if key == "sums":  # the mixture's moments are sums of the per-draw mean and variance
+            summed = {"mixture": "mean and variance"}.get(names[component], names[component])
+            name, note = (
+                f"the sum over draws of the per-draw {summed}",
+                f"{span}; {count} such value(s)",
+            )
+        values = key in ("phi", "statistics", "sums")
         quantity = name if values else f"the derivative of {name}"
         shown = "" if np.isnan(value) else f" ({value:g})"
         cause = (
@@ -240,7 +248,7 @@ def check_outputs(ctx, compiled, draws, out):
             else f"the parameter changes faster than {ctx.dtype} can hold at these inputs (an "
             "overflowing exp of the linear predictor?) or is not differentiable there"
         )
-        if len(rows) == 1:
+        if len(rows) == 1 and key != "sums":
             cause += (
                 f"; moment mode needs the mixture's mean and variance as {ctx.dtype} numbers, "
                 "mode='draw' works with the per-draw parameters, which stay finite further"

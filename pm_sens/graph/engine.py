@@ -111,6 +111,7 @@ def compile_predictive(
     second_moment,
     statistic=None,
     statistics=(),
+    draw_sums=(),
     parameters=True,
     backend="numba",
     dtype="float64",
@@ -129,11 +130,14 @@ def compile_predictive(
     mode, order 0, closed-form likelihoods): per-draw statistics returned
     alongside ``phi``, from the same evaluation; ``parameters=False`` leaves
     ``phi`` out (no stacked copy of the parameters when the caller needs only
-    the statistics). ``backend``: one of `pm_sens.graph.compile.rewrites.BACKENDS`,
-    or ``"jax"``; ``dtype``: what a JAX graph computes in (`JaxGraphFunction`).
-    ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
-    with ``forward`` the same predictive compiled with order 0 (built if None);
-    ``"means"``: each draw's mean of it over the points. ``colors`` > 1 (a
+    the statistics). ``draw_sums`` (same settings): sums over the chunk's draws
+    computed in the graph, returned after the statistics (`_draw_sums`), so that
+    a device returns arrays of the points' size only. ``backend``: one of
+    `pm_sens.graph.compile.rewrites.BACKENDS`, or ``"jax"``; ``dtype``: what a
+    JAX graph computes in (`JaxGraphFunction`). ``whitened`` (draw mode,
+    order 1): a `WhitenedNorm`, R-sens in the graph, with ``forward`` the same
+    predictive compiled with order 0 (built if None); ``"means"``: each draw's
+    mean of it over the points. ``colors`` > 1 (a
     model whose rows depend on other rows' inputs as ``dependence``, a
     `pm_sens.graph.model.dependence.Dependence`, says; derivatives, not whitened):
     the derivatives of the rows of each colour
@@ -197,6 +201,7 @@ def compile_predictive(
         names = list(predictive.parameters)
         # separate arrays: a statistic that is also a parameter is not copied
         outputs += [statistic_expression(likelihood, names, graph.params, n) for n in statistics]
+        outputs += _draw_sums(likelihood, names, graph.params, draw_sums, phi.shape[1:3])
         outputs += list(fixed.values())
     function, backend = compiled_function(
         graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend, dtype
@@ -216,6 +221,7 @@ def compile_predictive(
             second_moment=second_moment,
             statistic=statistic,
             statistics=tuple(statistics),
+            draw_sums=tuple(draw_sums),
             parameters=parameters,
             backend=backend,
             dtype=dtype,
@@ -350,6 +356,33 @@ def _components(predictive, graph, mode, second_moment, statistic):
     # draw mode: components first, each one contiguous (`CompiledPredictive`)
     phi = pt.stack(components, axis=0 if mode == "draw" else -1)
     return phi, components, varying
+
+
+def _draw_sums(likelihood, parameter_names, params, names, shape):
+    """Per name, a sum over the chunk's draws of per-draw statistics (N,) or (N, 2).
+
+    ``"entropy"``: the per-draw entropies summed (N,). ``"mixture"``: the
+    chunk's mixture mean and variance (N, 2), by the law of total variance
+    over its draws (as `pm_sens.measures.mixture.MixtureMoments.add_draws`
+    forms them from per-draw values). Each statistic is broadcast to the
+    chunk's ``shape`` (draws, points) first: one that does not vary with the
+    draws still counts once per draw.
+    """
+
+    def per_draw(name):
+        value = statistic_expression(likelihood, parameter_names, params, name)
+        return pt.broadcast_to(value, shape)
+
+    outputs = []
+    for name in names:
+        if name == "entropy":
+            outputs.append(per_draw("entropy").sum(0))
+            continue
+        mean, variance = per_draw("mean"), per_draw("variance")
+        center = mean.mean(0)
+        spread = pt.sqr(mean - center).mean(0)
+        outputs.append(pt.stack([center, variance.mean(0) + spread], -1))
+    return outputs
 
 
 def _derivative_outputs(graph, components, mode, order, backend, colors):

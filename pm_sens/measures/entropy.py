@@ -241,8 +241,12 @@ class EntropyAccumulator:
 
     def add_entropies(self, entropy):
         """Continuous families: add draws by their per-draw entropies (S, R)."""
-        self.count += len(entropy)
-        self.aleatoric_sum += entropy.sum(0)
+        self.add_entropy_sums(len(entropy), entropy.sum(0))
+
+    def add_entropy_sums(self, count, entropy_sum):
+        """Continuous families: add ``count`` draws by their entropies' sum (R,)."""
+        self.count += count
+        self.aleatoric_sum += entropy_sum
 
     def _widen(self, width):
         """Without a window: make every row's counts ``0..width − 1`` at least."""

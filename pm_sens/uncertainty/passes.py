@@ -311,7 +311,14 @@ class _RowSums:
         self.entropy_in_graph = (
             entropy and likelihood.entropy is not None and observed_rows is None
         )
-        if self.entropy_in_graph:
+        # on a device, their sums over each chunk's draws too, and the mixture's
+        # moments: only arrays of the rows' size come back
+        self.sums_in_graph = self.entropy_in_graph and ctx.backend != "cpu"
+        draw_sums = ()
+        if self.sums_in_graph:
+            statistics = ["mean"] if own_mean else []
+            draw_sums = ("entropy", "mixture") if self.mixture is not None else ("entropy",)
+        elif self.entropy_in_graph:
             statistics.append("entropy")
         self.compiled = compiled_for(
             ctx,
@@ -319,6 +326,7 @@ class _RowSums:
             0,
             rows=n_rows,
             statistics=tuple(statistics),
+            draw_sums=draw_sums,
             parameters=not self.entropy_in_graph,
         )
         self.accumulator = None
@@ -342,7 +350,9 @@ class _RowSums:
     def chunk_sums(self, draws, chunk):
         """The chunk's own sums over its draws, where it was evaluated (`merge` adds them)."""
         sums = {"count": draws.stop - draws.start, "mean": None}
-        if self.entropy_in_graph:
+        if self.sums_in_graph:
+            sums["entropy"], sums["mixture"] = chunk.sums["entropy"], chunk.sums.get("mixture")
+        elif self.entropy_in_graph:
             sums["entropy"] = chunk.statistics["entropy"]
         else:
             phi, fixed = chunk.per_draw_parameters(sums["count"])
@@ -363,13 +373,15 @@ class _RowSums:
                     sums["row_density"] = logsumexp_over_draws(by_row)
         if not self.table_mean and "mean" in chunk.statistics:
             sums["mean"] = chunk.statistics["mean"]
-        if self.mixture is not None and not self.rule:
+        if self.mixture is not None and not (self.rule or self.sums_in_graph):
             sums["mixture_mean"], sums["variance"] = sums["mean"], chunk.statistics["variance"]
         return sums
 
     def merge(self, draws, sums):
         """Add a chunk's sums to the totals: one chunk after another, in the draws' order."""
-        if self.entropy_in_graph or self.rule:
+        if self.sums_in_graph:
+            self.accumulator.add_entropy_sums(sums["count"], sums["entropy"])
+        elif self.entropy_in_graph or self.rule:
             self.accumulator.add_entropies(sums["entropy"])
         elif self.accumulator is not None:
             self.accumulator.merge(sums["entropy"])
@@ -379,7 +391,9 @@ class _RowSums:
                 self.row_density.add_sums(sums["count"], sums["row_density"])
         if self.add_mean is not None:
             self.add_mean(draws, sums["mean"])
-        if self.mixture is not None:
+        if self.sums_in_graph and self.mixture is not None:
+            self.mixture.add(sums["count"], sums["mixture"])
+        elif self.mixture is not None:
             self.mixture.add_draws(sums["mixture_mean"], sums["variance"])
 
     def results(self):

@@ -72,19 +72,35 @@ def _calls(case):
         "permutation_importance": lambda backend, dtype=None: pm_sens.permutation_importance(
             case.idata, case.model, n_repeats=2, random_seed=1, backend=backend, dtype=dtype, **kw
         )["permutation_importance"],
-        "partial_dependence": lambda backend, dtype=None: pm_sens.partial_dependence(
-            case.idata,
-            case.model,
-            kind=("mean", "entropy", "log_likelihood"),
-            grid_resolution=3,
-            backend=backend,
-            dtype=dtype,
-            **kw,
-        )["partial_dependence"],
+        "partial_dependence": lambda backend, dtype=None: _both_pdp_routes(
+            case, backend, dtype, kw
+        ),
         "integrated_gradients": lambda backend, dtype=None: pm_sens.integrated_gradients(
             case.idata, case.model, n_steps=4, backend=backend, dtype=dtype, **kw
         )["attribution"],
     }
+
+
+def _both_pdp_routes(case, backend, dtype, kw):
+    """`partial_dependence` of every kind (the entropies from the per-draw parameters,
+    beside the log density of y), and of the default kinds (a closed-form entropy
+    summed over draws in the graph), the latter's variables named ``*_default``."""
+
+    def pdp(kind):
+        return pm_sens.partial_dependence(
+            case.idata,
+            case.model,
+            kind=kind,
+            grid_resolution=3,
+            backend=backend,
+            dtype=dtype,
+            **kw,
+        )["partial_dependence"]
+
+    every = pdp(("mean", "entropy", "log_likelihood"))
+    default = pdp(("mean", "entropy")).to_dataset()
+    every.update(default.rename({name: f"{name}_default" for name in default.data_vars}))
+    return every
 
 
 def _assert_equal(got, expected, where):

@@ -24,6 +24,10 @@ class ChunkOutputs:
     statistics : dict of str to ndarray
         Draw mode, per name a per-draw statistic (S, N) computed in the same
         evaluation as ``phi``.
+    sums : dict of str to ndarray
+        Draw mode, per name a sum over the chunk's draws computed in the graph
+        (`pm_sens.graph.engine.compile_predictive`'s ``draw_sums``), the points
+        first: (N,) or (N, 2).
     fixed : dict of str to ndarray
         Parameters held fixed by the family (Binomial ``n``), (S, N) or (N,).
     norm : ndarray or None
@@ -43,6 +47,7 @@ class ChunkOutputs:
     jac: object = None
     hess: object = None
     statistics: dict = field(default_factory=dict)
+    sums: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)
     norm: np.ndarray | None = None
     norm_range: tuple | None = None
@@ -77,6 +82,7 @@ class ChunkOutputs:
         if self.phi is not None:  # None where the graph returns statistics only
             self.read_rows(inverse)
         self.statistics = {k: np.take(v, inverse, axis=1) for k, v in self.statistics.items()}
+        self.sums = {k: np.take(v, inverse, axis=0) for k, v in self.sums.items()}
 
     @classmethod
     def joined(cls, parts):
@@ -90,6 +96,7 @@ class ChunkOutputs:
 
         joined = cls(
             statistics={k: join([p.statistics[k] for p in parts], -1) for k in first.statistics},
+            sums={k: join([p.sums[k] for p in parts], 0) for k in first.sums},
             fixed={k: join([p.fixed[k] for p in parts], -1) for k in first.fixed},
         )
         for name, axis in (("phi", -2), ("jac", -2), ("hess", -3)):

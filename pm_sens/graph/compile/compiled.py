@@ -40,6 +40,11 @@ class CompiledPredictive:
         """Names of the per-draw statistics returned alongside ``phi``."""
         return self.settings.get("statistics", ())
 
+    @property
+    def sum_names(self):
+        """Names of the sums over the chunk's draws returned after the statistics."""
+        return self.settings.get("draw_sums", ())
+
     def __call__(self, data_values, draw_values):
         """Evaluate on data arrays (in ``data_variables`` order) and draw arrays."""
         rest = list(self.run(*data_values, *draw_values))
@@ -51,9 +56,10 @@ class CompiledPredictive:
         for name in ["jac", "hess"][: self.order]:
             parts, rest = rest[:width], rest[width:]
             setattr(result, name, parts[0] if self.mode == "moment" else parts)
-        width = len(self.statistic_names)
-        result.statistics = dict(zip(self.statistic_names, rest[:width], strict=True))
-        result.fixed = dict(zip(self.fixed_names, rest[width:], strict=True))
+        for names, field_name in ((self.statistic_names, "statistics"), (self.sum_names, "sums")):
+            values, rest = rest[: len(names)], rest[len(names) :]
+            setattr(result, field_name, dict(zip(names, values, strict=True)))
+        result.fixed = dict(zip(self.fixed_names, rest, strict=True))
         if self.settings.get("colors", 1) > 1:
             result.read_rows(self.settings["dependence"].rows_read(result.phi.shape[-2]))
         return result
