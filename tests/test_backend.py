@@ -10,6 +10,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.ops import wrap_py
+from scipy import special
 
 import pm_sens
 from pm_sens._core import context as _context
@@ -102,6 +103,22 @@ def test_the_jax_backend_gives_the_cpu_backends_results(heteroscedastic, call, k
         )
 
 
+def _recorded_outputs(monkeypatch):
+    """A list that each compiled predictive's call appends its outputs to: the
+    parameters, the statistics' names, and the sums' shapes with the chunk's draws."""
+    returned = []
+    real = CompiledPredictive.__call__
+
+    def recording(self, data_values, draw_values):
+        out = real(self, data_values, draw_values)
+        sums = {k: v.shape for k, v in out.sums.items()}
+        returned.append((out.phi, list(out.statistics), (sums, len(draw_values[0]))))
+        return out
+
+    monkeypatch.setattr(CompiledPredictive, "__call__", recording)
+    return returned
+
+
 def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
     heteroscedastic, monkeypatch
 ):
@@ -110,15 +127,7 @@ def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
     aleatoric E_s[½ log 2πe + c_s + g_s v] at x₀ = v, total ½ log 2πe V with V the
     mixture's variance E_s σ_s² + Var_s μ_s."""
     model, idata = heteroscedastic
-    returned = []
-    real = CompiledPredictive.__call__
-
-    def recording(self, *args):
-        out = real(self, *args)
-        returned.append((out.phi, list(out.statistics), {k: v.shape for k, v in out.sums.items()}))
-        return out
-
-    monkeypatch.setattr(CompiledPredictive, "__call__", recording)
+    returned = _recorded_outputs(monkeypatch)
     pdp = pm_sens.partial_dependence(
         idata, model, features="0", grid_resolution=3, backend="jax", **QUIET
     )["partial_dependence"]
@@ -126,9 +135,15 @@ def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
     on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
     assert on_rows and all(
         phi is None
-        and statistics == ["mean"]
-        and sums == {"entropy": (rows,), "mixture": (rows, 2)}
-        for phi, statistics, sums in on_rows
+        and not statistics
+        and sums
+        == {
+            "entropy": (rows,),
+            "mixture": (rows, 2),
+            "point_means": (size, 3),
+            "mean_sum": (rows,),
+        }
+        for phi, statistics, (sums, size) in on_rows
     )
     post = idata.posterior
     x = model["X"].get_value()
@@ -147,6 +162,50 @@ def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
         np.testing.assert_allclose(ice[:, 0], total, rtol=1e-12)
 
 
+@pytest.mark.parametrize("logit", [True, False])
+def test_an_accelerator_sums_a_bernoullis_tables_over_draws_on_the_device(logit, monkeypatch):
+    """Bernoulli entropies (logit_p= or p=): on an accelerator the pmf tables are summed
+    in the graph (nothing per draw comes back but the means the curves need), and the
+    PDP's entropies are H(E_s p_s) and E_s H(p_s), as on the CPU backend."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(50, 2)), rng.integers(0, 2, 50)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=2)
+        eta = xd @ b
+        if logit:
+            pm.Bernoulli("y", logit_p=eta, observed=y)
+        else:
+            pm.Bernoulli("y", p=pm.math.sigmoid(eta), observed=y)
+    beta = 3 * rng.normal(size=(2, 10, 2))
+    idata = azb.from_dict({"posterior": {"b": beta}, "observed_data": {"y": y}})
+    kwargs = dict(features="0", grid_resolution=3, **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    monkeypatch.setattr(_jax_functions, "on_an_accelerator", lambda: True)
+    returned = _recorded_outputs(monkeypatch)
+    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    rows = 3 * 50
+    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
+    assert on_rows and all(
+        phi is None
+        and not statistics
+        and sums == {"table": (rows, 3), "point_means": (size, 3), "mean_sum": (rows,)}
+        for phi, statistics, (sums, size) in on_rows
+    )
+    for name in ("mean_ice", "entropy_ice", "entropy_pdp"):
+        np.testing.assert_allclose(jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name)
+    for k, v in enumerate(jax["grid_value"].values[0]):
+        moved = x.copy()
+        moved[:, 0] = v
+        p = 1 / (1 + np.exp(-(moved @ beta.reshape(-1, 2).T)))  # (N, S)
+        entropy = special.entr(p) + special.entr(1 - p)
+        p_bar = p.mean(1)
+        total = special.entr(p_bar) + special.entr(1 - p_bar)
+        ice = jax["entropy_ice"].values[0, k]
+        np.testing.assert_allclose(ice[:, 1], entropy.mean(1), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(ice[:, 0], total, rtol=1e-10, atol=1e-14)
+
+
 def test_a_nan_in_an_entropy_summed_on_the_device_names_the_point_and_the_draws():
     """σ = sqrt(s·x): undefined where x < 0, in the entropies JAX sums over draws."""
     x = np.array([1.0, 2.0, 3.0])
@@ -156,9 +215,8 @@ def test_a_nan_in_an_entropy_summed_on_the_device_names_the_point_and_the_draws(
         pm.Normal("y", mu=xd, sigma=pt.sqrt(s * xd), observed=x)
     idata = azb.from_dict({"posterior": {"s": np.full((1, 4), 0.5)}, "observed_data": {"y": x}})
     points = {"x": np.array([1.0, -2.0, 3.0])}
-    with pytest.raises(
-        ValueError, match=r"sum over draws of the per-draw entropy is nan at point 1 \(draws 0 to 3"
-    ):
+    message = r"sum over draws of the per-draw entropy is nan at point 1 \(draws 0 to 3"
+    with pytest.raises(ValueError, match=message):
         pm_sens.permutation_importance(
             idata, model, points=points, kind="entropy", backend="jax", **QUIET
         )

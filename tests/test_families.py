@@ -1025,3 +1025,35 @@ def test_zero_inflated_kl_of_far_apart_laws_is_finite_and_exact():
         expected = np.sum(np.exp(log_p) * (log_p - log_q))
         got = ZERO_INFLATED_POISSON.kl_divergence(np.array([psi, mu1]), np.array([psi, mu2]))
         np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("family", "columns"),
+    [
+        # logits to ±800 and beyond (σ rounds to 0 or 1; exp overflows past 709)
+        ("BERNOULLI_LOGIT", np.array([-1e4, -800.0, -40.0, -1.0, 0.0, 1e-9, 2.5, 40.0, 750.0])),
+        ("MOMENT", np.array([0.0, 1e-300, 1e-9, 0.3, 0.5, 1 - 1e-12, 1.0])),
+    ],
+)
+def test_bernoulli_tables_written_for_a_graph_are_the_numpy_tables(family, columns):
+    """`graph_pmf_table`, compiled by PyTensor (as a device sums it), against the NumPy
+    `pmf_table` the CPU backend uses, and against SciPy's entropy."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    family = (
+        families.MOMENT_FAMILIES["bernoulli"] if family == "MOMENT" else families.BERNOULLI_LOGIT
+    )
+    x = pt.vector("x")
+    pmf, entropy = family.graph_pmf_table(pt, x)
+    with np.errstate(over="ignore"):
+        got = pytensor.function([x], [*pmf, entropy])(columns)
+        (q, p), expected = family.pmf_table(columns[:, None])
+    np.testing.assert_allclose(got[0], q, rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(got[1], p, rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(got[2], expected, rtol=1e-14, atol=1e-300)
+    probability = p if family is families.BERNOULLI_LOGIT else columns
+    # p kept off 0 and 1 (`clip_probability`): an entropy of 1e-16 where SciPy has 0
+    np.testing.assert_allclose(
+        got[2], stats.bernoulli(probability).entropy(), rtol=1e-9, atol=1e-15
+    )

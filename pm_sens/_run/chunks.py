@@ -138,10 +138,13 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
         return chunk, (ctx.points.n_points, flags), chunk_bytes
     if per_draw <= budget or whole_rows:
         return chunk, None, chunk_bytes
-    # fewer rows, if the memory is theirs (not a draw's covariance over the training inputs)
-    block_rows = max(1, int(n_rows * budget // per_draw))
+    # fewer rows, if the memory is theirs (not a draw's covariance over the training
+    # inputs); whole copies of the points where the graph averages over each copy
+    copy = compiled.settings.get("points_per_copy") or 1
+    block_rows = max(1, int(n_rows * budget // per_draw) // copy)
     if backend == "jax":
-        block_rows = equal_chunks(n_rows, block_rows)
+        block_rows = equal_chunks(n_rows // copy, block_rows)
+    block_rows *= copy
     block = [
         v[:block_rows] if flag else v
         for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)

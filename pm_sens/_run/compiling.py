@@ -70,14 +70,15 @@ def compiled_for(
     whitened=False,
     statistics=(),
     draw_sums=(),
+    points_per_copy=None,
     parameters=True,
     colored=False,
 ):
     """The compiled chunk function for these settings, built once per predictive.
 
     ``rows``: as in `backend_for`; ``second_moment``, ``statistic``,
-    ``whitened``, ``statistics``, ``draw_sums``, ``parameters``: as in
-    `compile_predictive`.
+    ``whitened``, ``statistics``, ``draw_sums``, ``points_per_copy``,
+    ``parameters``: as in `compile_predictive`.
     ``colored``: the derivatives of each row of a model
     whose rows depend on other rows' inputs (`colors_for`); the same as without
     in a local model. The first call finds the model's dependence
@@ -91,6 +92,7 @@ def compiled_for(
         whitened=whitened,
         statistics=tuple(statistics),
         draw_sums=tuple(draw_sums),
+        points_per_copy=points_per_copy,
         parameters=parameters,
     )
     dependence = dependence_of(ctx)

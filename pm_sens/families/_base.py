@@ -63,6 +63,11 @@ class Family:
         (pmf, entropy)``, the probabilities of 0..W−1 (W arrays (...)) and the
         entropy (...), in closed form. Lets support sums take them per draw
         instead of a log pmf per count.
+    graph_pmf_table : callable, optional
+        `pmf_table` written for any array namespace: ``graph_pmf_table(xp,
+        *columns) -> (pmf, entropy)`` of the parameters' columns, so that a
+        compiled graph sums the tables over draws on a device
+        (`pm_sens.graph.engine.compile_predictive`'s ``draw_sums``).
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -113,6 +118,7 @@ class Family:
     support_window: Callable[..., tuple] | None = None
     pmf_recursion: Callable[..., tuple] | None = None
     pmf_table: Callable[..., tuple] | None = None
+    graph_pmf_table: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
     mean_variance_hessian: Callable[..., list] | None = None

@@ -74,6 +74,12 @@ def pmf_table(phi):
     return (q, p), special.entr(p) + special.entr(q)
 
 
+def graph_pmf_table(xp, *columns):
+    """`pmf_table` in the namespace ``xp`` (p and q kept off 0, so ``p log p`` is 0 there)."""
+    p, q = _probabilities(xp, *columns)
+    return (q, p), -(p * xp.log(p) + q * xp.log(q))
+
+
 def renyi_divergence(phi_p, phi_q, alpha):
     """Rényi divergence of order α over {0, 1}."""
     return renyi_from_log_masses(
@@ -95,6 +101,7 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     pmf_table=pmf_table,
+    graph_pmf_table=graph_pmf_table,
     fisher_factors=fisher_factors,
     renyi_divergence=renyi_divergence,
 )
@@ -184,6 +191,14 @@ def pmf_table_logit(phi):
     return (q, p), entropy
 
 
+def graph_pmf_table_logit(xp, eta):
+    """`pmf_table_logit` in the namespace ``xp``, by the same steps without writing in place."""
+    e_plus, e_minus = xp.exp(eta), xp.exp(-eta)
+    q, p = 1 / (1 + e_plus), 1 / (1 + e_minus)
+    entropy = xp.minimum(xp.abs(eta), 800.0) * xp.minimum(p, q)
+    return (q, p), entropy + xp.log1p(xp.minimum(e_plus, e_minus))
+
+
 def renyi_divergence_logit(phi_p, phi_q, alpha):
     """Rényi divergence of order α from the log masses ``−softplus(∓η)``, exact in the tails."""
     return renyi_from_log_masses(_log_masses_logit(phi_p), _log_masses_logit(phi_q), alpha)
@@ -215,6 +230,7 @@ FAMILY_LOGIT = Family(
     log_density_logit,
     support_upper=support_upper,
     pmf_table=pmf_table_logit,
+    graph_pmf_table=graph_pmf_table_logit,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
     renyi_divergence=renyi_divergence_logit,

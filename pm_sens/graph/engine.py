@@ -112,6 +112,7 @@ def compile_predictive(
     statistic=None,
     statistics=(),
     draw_sums=(),
+    points_per_copy=None,
     parameters=True,
     backend="numba",
     dtype="float64",
@@ -132,17 +133,18 @@ def compile_predictive(
     ``phi`` out (no stacked copy of the parameters when the caller needs only
     the statistics). ``draw_sums`` (same settings): sums over the chunk's draws
     computed in the graph, returned after the statistics (`_draw_sums`), so that
-    a device returns arrays of the points' size only. ``backend``: one of
-    `pm_sens.graph.compile.rewrites.BACKENDS`, or ``"jax"``; ``dtype``: what a
-    JAX graph computes in (`JaxGraphFunction`). ``whitened`` (draw mode,
-    order 1): a `WhitenedNorm`, R-sens in the graph, with ``forward`` the same
-    predictive compiled with order 0 (built if None); ``"means"``: each draw's
-    mean of it over the points. ``colors`` > 1 (a
-    model whose rows depend on other rows' inputs as ``dependence``, a
-    `pm_sens.graph.model.dependence.Dependence`, says; derivatives, not whitened):
-    the derivatives of the rows of each colour
-    (`pm_sens.graph.compile.derivatives.point_derivatives`), with the parameters of
-    the rows they belong to.
+    a device returns arrays of the points' size only (``points_per_copy``: the
+    points of each copy of them the rows hold, for per-copy means).
+    ``backend``: one of `pm_sens.graph.compile.rewrites.BACKENDS`, or
+    ``"jax"``; ``dtype``: what a JAX graph computes in (`JaxGraphFunction`).
+    ``whitened`` (draw mode, order 1): a `WhitenedNorm`, R-sens in the graph,
+    with ``forward`` the same predictive compiled with order 0 (built if
+    None); ``"means"``: each draw's mean of it over the points. ``colors`` > 1
+    (a model whose rows depend on other rows' inputs as ``dependence``, a
+    `pm_sens.graph.model.dependence.Dependence`, says; derivatives, not
+    whitened): the derivatives of the rows of each colour
+    (`pm_sens.graph.compile.derivatives.point_derivatives`), with the
+    parameters of the rows they belong to.
     """
     if colors > 1 and (order == 0 or whitened):
         raise NotImplementedError("colored derivatives are derivatives, not whitened")
@@ -201,7 +203,15 @@ def compile_predictive(
         names = list(predictive.parameters)
         # separate arrays: a statistic that is also a parameter is not copied
         outputs += [statistic_expression(likelihood, names, graph.params, n) for n in statistics]
-        outputs += _draw_sums(likelihood, names, graph.params, draw_sums, phi.shape[1:3])
+        outputs += _draw_sums(
+            likelihood,
+            names,
+            graph.params,
+            all_components,
+            draw_sums,
+            phi.shape[1:3],
+            points_per_copy,
+        )
         outputs += list(fixed.values())
     function, backend = compiled_function(
         graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend, dtype
@@ -222,6 +232,7 @@ def compile_predictive(
             statistic=statistic,
             statistics=tuple(statistics),
             draw_sums=tuple(draw_sums),
+            points_per_copy=points_per_copy,
             parameters=parameters,
             backend=backend,
             dtype=dtype,
@@ -358,15 +369,20 @@ def _components(predictive, graph, mode, second_moment, statistic):
     return phi, components, varying
 
 
-def _draw_sums(likelihood, parameter_names, params, names, shape):
-    """Per name, a sum over the chunk's draws of per-draw statistics (N,) or (N, 2).
+def _draw_sums(likelihood, parameter_names, params, components, names, shape, points_per_copy):
+    """Per name, a sum over the chunk's draws (or points) of per-draw values.
 
     ``"entropy"``: the per-draw entropies summed (N,). ``"mixture"``: the
     chunk's mixture mean and variance (N, 2), by the law of total variance
     over its draws (as `pm_sens.measures.mixture.MixtureMoments.add_draws`
-    forms them from per-draw values). Each statistic is broadcast to the
-    chunk's ``shape`` (draws, points) first: one that does not vary with the
-    draws still counts once per draw.
+    forms them from per-draw values). ``"table"``: a discrete family's pmf
+    tables summed (N, W), then its entropies summed (N, 1)
+    (`Family.graph_pmf_table` of the family's ``components``). ``"mean_sum"``:
+    the per-draw means summed (N,); ``"point_means"``: each draw's mean of them
+    over the points of each copy (S, N / ``points_per_copy``), as
+    `pm_sens.measures.permutation.MeanCurves` takes them. Each value is
+    broadcast to the chunk's ``shape`` (draws, points) first: one that does not
+    vary with the draws still counts once per draw.
     """
 
     def per_draw(name):
@@ -377,11 +393,20 @@ def _draw_sums(likelihood, parameter_names, params, names, shape):
     for name in names:
         if name == "entropy":
             outputs.append(per_draw("entropy").sum(0))
-            continue
-        mean, variance = per_draw("mean"), per_draw("variance")
-        center = mean.mean(0)
-        spread = pt.sqr(mean - center).mean(0)
-        outputs.append(pt.stack([center, variance.mean(0) + spread], -1))
+        elif name == "table":
+            pmf, entropy = likelihood.draw_family.graph_pmf_table(pt, *components)
+            sums = [pt.broadcast_to(x, shape).sum(0) for x in (*pmf, entropy)]
+            outputs.append(pt.stack(sums, -1))
+        elif name == "mean_sum":
+            outputs.append(per_draw("mean").sum(0))
+        elif name == "point_means":
+            mean = per_draw("mean")
+            outputs.append(mean.reshape((shape[0], -1, points_per_copy)).mean(2))
+        else:
+            mean, variance = per_draw("mean"), per_draw("variance")
+            center = mean.mean(0)
+            spread = pt.sqr(mean - center).mean(0)
+            outputs.append(pt.stack([center, variance.mean(0) + spread], -1))
     return outputs
 
 

@@ -239,6 +239,17 @@ class EntropyAccumulator:
             by_row = self.pmf_sum.reshape(len(self.widths), -1)
             by_row[:, : part.width] += part.pmf_sum.reshape(len(part.widths), -1)
 
+    def add_table_sums(self, count, table):
+        """Add ``count`` draws by their pmf tables' and entropies' sums (R, W + 1).
+
+        The tables of counts 0..W−1 held whole (no window), summed over the
+        draws where they were computed (on a device), the entropies' sum last.
+        """
+        width = table.shape[1] - 1
+        self._widen(width)
+        self.pmf_sum.reshape(len(self.widths), -1)[:, :width] += table[:, :width]
+        self.add_entropy_sums(count, table[:, width])
+
     def add_entropies(self, entropy):
         """Continuous families: add draws by their per-draw entropies (S, R)."""
         self.add_entropy_sums(len(entropy), entropy.sum(0))

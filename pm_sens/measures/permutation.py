@@ -88,5 +88,13 @@ class MeanCurves:
         size, outcomes = draws.stop - draws.start, self.ice.shape[1:]
         mean = np.broadcast_to(mean, (size, *self.ice.shape))
         mean = mean.reshape(size, -1, self.n_points, *outcomes)
-        self.pdp[draws] = mean.mean(2)
-        self.ice += mean.sum(0).reshape(self.ice.shape)
+        self.add_sums(draws, mean.mean(2), mean.sum(0).reshape(self.ice.shape))
+
+    def add_sums(self, draws, point_means, mean_sum):
+        """Add draws by their means' averages over each copy's points and sum over draws.
+
+        ``point_means`` (size, R/N[, K]) of the draws ``draws`` (a slice),
+        ``mean_sum`` (R[, K]).
+        """
+        self.pdp[draws] = point_means
+        self.ice += mean_sum

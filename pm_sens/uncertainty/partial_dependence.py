@@ -287,6 +287,7 @@ def _pass_curves(ctx, kinds, values, n_rows, y):
             add,
             by_row,
             repeats=y is not None,
+            curves=curves if add is not None and distinct is None else None,
         )
         out.update({k: v if distinct is None else v[inverse] for k, v in rows.items()})
     if curves is not None:

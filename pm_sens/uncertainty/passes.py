@@ -17,6 +17,7 @@ from pm_sens._run.chunks import draw_pass, moment_pass
 from pm_sens._run.compiling import compiled_for, dependence_of
 from pm_sens._run.progress import progress_bar
 from pm_sens.families._compositions import check_splits
+from pm_sens.graph.compile import jax_functions
 from pm_sens.graph.likelihoods.closed_forms import default_moment_family
 from pm_sens.measures.entropy import DRAWS_TOGETHER, EntropyAccumulator, entropy_components
 from pm_sens.measures.mixture import MixtureMoments
@@ -240,13 +241,24 @@ def _mean_from_tables(ctx, entropy):
 
 
 def uncertainty_rows(
-    ctx, values, n_rows, entropy, observed_rows, add_mean=None, by_row=None, repeats=True
+    ctx,
+    values,
+    n_rows,
+    entropy,
+    observed_rows,
+    add_mean=None,
+    by_row=None,
+    repeats=True,
+    curves=None,
 ):
     """Per row: entropy components (R, 3) and mixture log density (R,), as requested.
 
     ``add_mean(draws, mean)``, given where `shares_mean`, is also called with
     each chunk's per-draw predictive mean (S, R), from the same evaluation of
-    the predictive. ``by_row``: a wide table's `row_indicator`,
+    the predictive; ``curves``, the `pm_sens.measures.permutation.MeanCurves`
+    of these rows that ``add_mean`` adds to, if it is: where a device sums the
+    entropies, it computes the curves' sums too (`MeanCurves.add_sums`), and
+    ``add_mean`` is not called. ``by_row``: a wide table's `row_indicator`,
     for ``log_likelihood_row``, the mixture log density of each table row's
     cells together. Rows that repeat another are evaluated once
     (`_distinct_evaluation`); ``repeats=False``: the caller has already kept
@@ -255,7 +267,7 @@ def uncertainty_rows(
     evaluated, inverse = values, None
     if repeats:
         evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
-    sums = _RowSums(ctx, values, n_rows, entropy, observed_rows, add_mean, by_row)
+    sums = _RowSums(ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves)
     if entropy:
         sums.accumulator = entropy_accumulator(
             ctx, sums.compiled, evaluated, n_rows, sums.table_mean, inverse
@@ -279,20 +291,29 @@ class _RowSums:
     """What a pass of `uncertainty_rows` computes per row and draw, and its totals.
 
     Which statistics the graph computes beside the parameters (or instead of
-    them: the entropies in the graph), from the likelihood and what was asked.
-    `chunk_sums` runs where a chunk was evaluated, on its own draws; `merge`
-    adds a chunk's sums to the totals in the draws' order; `results` gives
-    them. ``accumulator``: the entropies' `EntropyAccumulator`, set by the
-    caller (its support window is found on the compiled graph), None without
+    them: the entropies in the graph), from the likelihood and what was asked;
+    on a device, which of their sums over draws it computes too
+    (`pm_sens.graph.engine.compile_predictive`'s ``draw_sums``). `chunk_sums`
+    runs where a chunk was evaluated, on its own draws; `merge` adds a chunk's
+    sums to the totals in the draws' order; `results` gives them.
+    ``accumulator``: the entropies' `EntropyAccumulator`, set by the caller
+    (its support window is found on the compiled graph), None without
     entropies.
     """
 
-    def __init__(self, ctx, values, n_rows, entropy, observed_rows, add_mean, by_row):
+    def __init__(self, ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves):
         self.ctx, self.values, self.n_rows = ctx, values, n_rows
         self.observed_rows, self.add_mean, self.by_row = observed_rows, add_mean, by_row
         self.likelihood = likelihood = ctx.predictive.likelihood
         self.family = likelihood.draw_family
-        self.table_mean = add_mean is not None and _mean_from_tables(ctx, entropy)
+        # on a device, a discrete family's pmf tables summed over each chunk's draws
+        # in the graph, where no other measure needs the parameters
+        self.tables_in_graph = (
+            ctx.backend != "cpu" and _device_tables(ctx, entropy) and observed_rows is None
+        )
+        self.table_mean = (
+            add_mean is not None and _mean_from_tables(ctx, entropy) and not self.tables_in_graph
+        )
         self.rule = _one_rule(likelihood, entropy)
         self.rule_mean = self.rule and likelihood.mean is None
         own_mean = add_mean is not None and not (self.table_mean or self.rule_mean)
@@ -313,13 +334,17 @@ class _RowSums:
         )
         # on a device, their sums over each chunk's draws too, and the mixture's
         # moments: only arrays of the rows' size come back
-        self.sums_in_graph = self.entropy_in_graph and ctx.backend != "cpu"
-        draw_sums = ()
-        if self.sums_in_graph:
+        self.entropy_sums_in_graph = self.entropy_in_graph and ctx.backend != "cpu"
+        draw_sums = ("table",) if self.tables_in_graph else ()
+        if self.entropy_sums_in_graph:
             statistics = ["mean"] if own_mean else []
             draw_sums = ("entropy", "mixture") if self.mixture is not None else ("entropy",)
         elif self.entropy_in_graph:
             statistics.append("entropy")
+        # the curves' sums beside the entropies' (their sums screen the same values)
+        self.curves = curves if own_mean and draw_sums else None
+        if self.curves is not None:
+            statistics, draw_sums = [], (*draw_sums, "point_means", "mean_sum")
         self.compiled = compiled_for(
             ctx,
             "draw",
@@ -327,7 +352,8 @@ class _RowSums:
             rows=n_rows,
             statistics=tuple(statistics),
             draw_sums=draw_sums,
-            parameters=not self.entropy_in_graph,
+            points_per_copy=None if self.curves is None else self.curves.n_points,
+            parameters=not (self.entropy_in_graph or self.tables_in_graph),
         )
         self.accumulator = None
         self.log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
@@ -350,8 +376,10 @@ class _RowSums:
     def chunk_sums(self, draws, chunk):
         """The chunk's own sums over its draws, where it was evaluated (`merge` adds them)."""
         sums = {"count": draws.stop - draws.start, "mean": None}
-        if self.sums_in_graph:
+        if self.entropy_sums_in_graph:
             sums["entropy"], sums["mixture"] = chunk.sums["entropy"], chunk.sums.get("mixture")
+        elif self.tables_in_graph:
+            sums["table"] = chunk.sums["table"]
         elif self.entropy_in_graph:
             sums["entropy"] = chunk.statistics["entropy"]
         else:
@@ -371,16 +399,20 @@ class _RowSums:
                 if self.row_density is not None:
                     by_row = sum_over_rows(cells, self.by_row)
                     sums["row_density"] = logsumexp_over_draws(by_row)
+        if self.curves is not None:
+            sums["curves"] = chunk.sums["point_means"], chunk.sums["mean_sum"]
         if not self.table_mean and "mean" in chunk.statistics:
             sums["mean"] = chunk.statistics["mean"]
-        if self.mixture is not None and not (self.rule or self.sums_in_graph):
+        if self.mixture is not None and not (self.rule or self.entropy_sums_in_graph):
             sums["mixture_mean"], sums["variance"] = sums["mean"], chunk.statistics["variance"]
         return sums
 
     def merge(self, draws, sums):
         """Add a chunk's sums to the totals: one chunk after another, in the draws' order."""
-        if self.sums_in_graph:
+        if self.entropy_sums_in_graph:
             self.accumulator.add_entropy_sums(sums["count"], sums["entropy"])
+        elif self.tables_in_graph:
+            self.accumulator.add_table_sums(sums["count"], sums["table"])
         elif self.entropy_in_graph or self.rule:
             self.accumulator.add_entropies(sums["entropy"])
         elif self.accumulator is not None:
@@ -389,9 +421,11 @@ class _RowSums:
             self.log_density.add_sums(sums["count"], sums["log_density"])
             if self.row_density is not None:
                 self.row_density.add_sums(sums["count"], sums["row_density"])
-        if self.add_mean is not None:
+        if self.curves is not None:
+            self.curves.add_sums(draws, *sums["curves"])
+        elif self.add_mean is not None:
             self.add_mean(draws, sums["mean"])
-        if self.sums_in_graph and self.mixture is not None:
+        if self.entropy_sums_in_graph and self.mixture is not None:
             self.mixture.add(sums["count"], sums["mixture"])
         elif self.mixture is not None:
             self.mixture.add_draws(sums["mixture_mean"], sums["variance"])
@@ -415,6 +449,22 @@ class _RowSums:
             total = self.matched.entropy(mixture.phi)
         out["entropy"] = entropy_components(total, self.accumulator.aleatoric())
         return out
+
+
+def _device_tables(ctx, entropy):
+    """Whether a device sums the entropies' pmf tables over draws in the graph.
+
+    Those of a discrete family with a table written for any array namespace
+    (`Family.graph_pmf_table`: the Bernoulli's) over its counts held whole (no
+    support window), one outcome per point, on an accelerator
+    (`on_an_accelerator`).
+    """
+    family = ctx.predictive.likelihood.draw_family
+    return (
+        _mean_from_tables(ctx, entropy)
+        and family.graph_pmf_table is not None
+        and jax_functions.on_an_accelerator()
+    )
 
 
 def _one_rule(likelihood, entropy):

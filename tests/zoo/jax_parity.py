@@ -9,7 +9,9 @@ naming the operation JAX cannot run.
 time on both backends (every model when none is named); with ``--float32``,
 each function's largest relative difference between ``dtype="float32"`` on
 the JAX backend and the CPU backend's float64, per variable (the accuracy the
-JAX how-to reports).
+JAX how-to reports); with ``--as-accelerator``, what the JAX backend does on a
+GPU only (`pm_sens.graph.compile.jax_functions.on_an_accelerator`) is done on
+JAX's CPU build.
 """
 
 import sys
@@ -21,6 +23,7 @@ import pymc as pm
 import pytest
 
 import pm_sens
+from pm_sens.graph.compile import jax_functions
 from pm_sens.graph.model import queries
 from tests.zoo._registry import EVALUATING
 from tests.zoo.run import QUIET, _foreign, _interactions_mode
@@ -207,7 +210,10 @@ def main(names):
     from tests.zoo._registry import ZOO
 
     single = "--float32" in names
-    names = [name for name in names if name != "--float32"]
+    if "--as-accelerator" in names:
+        # what runs on a GPU only (`jax_functions.on_an_accelerator`), on JAX's CPU build
+        jax_functions.on_an_accelerator = lambda: True
+    names = [name for name in names if not name.startswith("--")]
     totals = np.zeros(2)
     for name in names or sorted(ZOO):
         try:

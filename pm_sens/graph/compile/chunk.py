@@ -27,7 +27,8 @@ class ChunkOutputs:
     sums : dict of str to ndarray
         Draw mode, per name a sum over the chunk's draws computed in the graph
         (`pm_sens.graph.engine.compile_predictive`'s ``draw_sums``), the points
-        first: (N,) or (N, 2).
+        first: (N,) or (N, W); or per draw a mean over the points of each copy
+        of them (S, copies), which needs whole copies at once.
     fixed : dict of str to ndarray
         Parameters held fixed by the family (Binomial ``n``), (S, N) or (N,).
     norm : ndarray or None
@@ -96,7 +97,12 @@ class ChunkOutputs:
 
         joined = cls(
             statistics={k: join([p.statistics[k] for p in parts], -1) for k in first.statistics},
-            sums={k: join([p.sums[k] for p in parts], 0) for k in first.sums},
+            # the rows first, but a draw's means over each copy's points: sets of
+            # rows are then whole copies (a series' copies, one at a time)
+            sums={
+                k: join([p.sums[k] for p in parts], -1 if k == "point_means" else 0)
+                for k in first.sums
+            },
             fixed={k: join([p.fixed[k] for p in parts], -1) for k in first.fixed},
         )
         for name, axis in (("phi", -2), ("jac", -2), ("hess", -3)):

@@ -105,6 +105,19 @@ class JaxGraphFunction:
         return self._largest[shapes]
 
 
+def on_an_accelerator():
+    """Whether JAX's default device is an accelerator (a GPU), not the host's CPU.
+
+    Work that moves from NumPy into a graph to save copies off the device (a
+    discrete family's pmf tables, summed over draws there) is done so only on
+    an accelerator: on the CPU the arrays are in the host's memory already,
+    and NumPy computes the tables faster than XLA does there.
+    """
+    import jax
+
+    return jax.default_backend() != "cpu"
+
+
 @contextlib.contextmanager
 def single_precision():
     """JAX's arrays and operations in 32 bits, matrix products in full float32.
