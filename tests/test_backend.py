@@ -164,11 +164,15 @@ def test_jax_sums_the_entropies_and_the_mixture_over_draws_on_the_device(
 
 @pytest.mark.parametrize("logit", [True, False])
 def test_an_accelerator_sums_a_bernoullis_tables_over_draws_on_the_device(logit, monkeypatch):
-    """Bernoulli entropies (logit_p= or p=): on an accelerator the pmf tables are summed
-    in the graph (nothing per draw comes back but the means the curves need), and the
-    PDP's entropies are H(E_s p_s) and E_s H(p_s), as on the CPU backend."""
+    """Bernoulli entropies and log likelihoods (logit_p= or p=): on an accelerator the
+    pmf tables and their logs are summed in the graph (nothing per draw comes back but
+    the means the curves need), and the PDP's entropies are H(E_s p_s) and E_s H(p_s),
+    its log likelihood log E_s p_s(y), as on the CPU backend; so are permutation
+    importance's, with nothing per draw coming back."""
     rng = np.random.default_rng(3)
-    x, y = rng.normal(size=(50, 2)), rng.integers(0, 2, 50)
+    # each point twice: rows the CPU backend evaluates once, an accelerator every time,
+    # so that the curves' sums are taken there
+    x, y = np.repeat(rng.normal(size=(25, 2)), 2, axis=0), rng.integers(0, 2, 50)
     with pm.Model() as model:
         xd = pm.Data("X", x)
         b = pm.Normal("b", shape=2)
@@ -179,21 +183,32 @@ def test_an_accelerator_sums_a_bernoullis_tables_over_draws_on_the_device(logit,
             pm.Bernoulli("y", p=pm.math.sigmoid(eta), observed=y)
     beta = 3 * rng.normal(size=(2, 10, 2))
     idata = azb.from_dict({"posterior": {"b": beta}, "observed_data": {"y": y}})
-    kwargs = dict(features="0", grid_resolution=3, **QUIET)
-    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    # the CPU backend's calls below ignore it
     monkeypatch.setattr(_jax_functions, "on_an_accelerator", lambda: True)
     returned = _recorded_outputs(monkeypatch)
-    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
     rows = 3 * 50
-    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
-    assert on_rows and all(
-        phi is None
-        and not statistics
-        and sums == {"table": (rows, 3), "point_means": (size, 3), "mean_sum": (rows,)}
-        for phi, statistics, (sums, size) in on_rows
-    )
-    for name in ("mean_ice", "entropy_ice", "entropy_pdp"):
-        np.testing.assert_allclose(jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name)
+    table = {"table": (rows, 3)}
+    curves = {"point_means": (None, 3), "mean_sum": (rows,)}
+    # the default kinds (the rows' repeats not evaluated apart on the CPU), then the
+    # observed y's log likelihood too
+    for kind, on_device in (
+        (("mean", "entropy"), table | curves),
+        (("mean", "entropy", "log_likelihood"), table | {"log_table": (rows, 2)} | curves),
+    ):
+        kwargs = dict(features="0", grid_resolution=3, kind=kind, **QUIET)
+        cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+        returned.clear()
+        jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)
+        jax = jax["partial_dependence"]
+        on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
+        assert on_rows and all(
+            phi is None and not statistics and sums == on_device | {"point_means": (size, 3)}
+            for phi, statistics, (sums, size) in on_rows
+        )
+        for name in jax.data_vars:
+            np.testing.assert_allclose(
+                jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name
+            )
     for k, v in enumerate(jax["grid_value"].values[0]):
         moved = x.copy()
         moved[:, 0] = v
@@ -204,6 +219,118 @@ def test_an_accelerator_sums_a_bernoullis_tables_over_draws_on_the_device(logit,
         ice = jax["entropy_ice"].values[0, k]
         np.testing.assert_allclose(ice[:, 1], entropy.mean(1), rtol=1e-10, atol=1e-14)
         np.testing.assert_allclose(ice[:, 0], total, rtol=1e-10, atol=1e-14)
+        log_likelihood = np.log(np.where(y == 1, p_bar, (1 - p).mean(1)))
+        np.testing.assert_allclose(
+            jax["log_likelihood_ice"].values[0, k], log_likelihood, rtol=1e-10
+        )
+    pfi = dict(n_repeats=2, random_seed=1, **QUIET)
+    cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
+    returned.clear()
+    jax = pm_sens.permutation_importance(idata, model, backend="jax", **pfi)
+    assert returned and all(phi is None and not statistics for phi, statistics, _ in returned)
+    for name in ("entropy_pfi", "likelihood_pfi"):
+        np.testing.assert_allclose(
+            jax["permutation_importance"][name].values, cpu[name].values, rtol=1e-12, atol=1e-15
+        )
+
+
+@pytest.mark.parametrize(
+    "kind", [("mean", "entropy"), ("mean", "entropy", "log_likelihood")], ids=["default", "all"]
+)
+def test_an_accelerator_evaluates_repeated_rows_once_where_few_are_distinct(kind, monkeypatch):
+    """A one-input logistic regression: at each grid value every point is the same row,
+    so an accelerator evaluates the distinct rows only, as the CPU does (their tables
+    and log tables spread back to the points, the observed y read at each), and the
+    curves' means come back per draw (sums over rows spread back from distinct ones
+    would be wrong); the PDP is the CPU backend's (an epistemic entropy, a difference,
+    to rounding)."""
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(size=40), rng.integers(0, 2, 40)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b = pm.Normal("b")
+        pm.Bernoulli("y", logit_p=b * xd, observed=y)
+    idata = azb.from_dict({"posterior": {"b": rng.normal(size=(1, 8))}, "observed_data": {"y": y}})
+    kwargs = dict(grid_resolution=5, kind=kind, **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    monkeypatch.setattr(_jax_functions, "on_an_accelerator", lambda: True)
+    returned = _recorded_outputs(monkeypatch)
+    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    on_device = [(statistics, sums) for phi, statistics, (sums, _) in returned if phi is None]
+    assert [sums["table"][0] for _, sums in on_device] == [5]  # a row per grid value
+    assert all(
+        "mean" in statistics and "point_means" not in sums for statistics, sums in on_device
+    )
+    for name in jax.data_vars:
+        scale = np.abs(cpu[name].values).max()
+        np.testing.assert_allclose(
+            jax[name].values, cpu[name].values, rtol=1e-12, atol=1e-14 * scale, err_msg=name
+        )
+
+
+def test_an_accelerator_sums_a_categoricals_tables_over_draws_on_the_device(monkeypatch):
+    """Softmax regression over 3 classes: on an accelerator the class probabilities, their
+    logs and the entropies are summed in the graph; the PDP's entropies are H(E_s p_s)
+    and E_s H(p_s) and its log likelihood log E_s p_s(y), as on the CPU backend."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(40, 2)), rng.integers(0, 3, 40)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        b = pm.Normal("b", shape=(2, 3))
+        pm.Categorical("y", p=pm.math.softmax(xd @ b, axis=1), observed=y)
+    beta = 2 * rng.normal(size=(1, 12, 2, 3))
+    idata = azb.from_dict({"posterior": {"b": beta}, "observed_data": {"y": y}})
+    monkeypatch.setattr(_jax_functions, "on_an_accelerator", lambda: True)
+    returned = _recorded_outputs(monkeypatch)
+    kwargs = dict(features="0", grid_resolution=3, kind=("entropy", "log_likelihood"), **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    returned.clear()
+    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)
+    jax = jax["partial_dependence"]
+    rows = 3 * 40
+    # the device's sums (the others: finding the dependence on the points)
+    on_device = [sums for phi, statistics, (sums, _) in returned if phi is None]
+    assert on_device == [{"table": (rows, 4), "log_table": (rows, 3)}]
+    assert not [out for out in returned if out[0] is not None and out[0].shape[-2] == rows]
+    for name in jax.data_vars:
+        np.testing.assert_allclose(jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name)
+    for k, v in enumerate(jax["grid_value"].values[0]):
+        moved = x.copy()
+        moved[:, 0] = v
+        p = special.softmax(np.einsum("nd,sdk->snk", moved, beta[0]), axis=-1)  # (S, N, K)
+        entropy = special.entr(p).sum(-1)
+        p_bar = p.mean(0)
+        ice = jax["entropy_ice"].values[0, k]
+        np.testing.assert_allclose(ice[:, 1], entropy.mean(0), rtol=1e-10)
+        np.testing.assert_allclose(ice[:, 0], special.entr(p_bar).sum(-1), rtol=1e-10)
+        np.testing.assert_allclose(
+            jax["log_likelihood_ice"].values[0, k],
+            np.log(p_bar[np.arange(40), y]),
+            rtol=1e-10,
+        )
+
+
+@pytest.mark.parametrize(
+    ("kind", "memory_limit", "rows"), [("entropy", 2e6, 90), (None, 1.2e7, 300)]
+)
+def test_sums_over_draws_take_every_draw_at_once_and_the_rows_in_blocks(
+    heteroscedastic, monkeypatch, kind, memory_limit, rows
+):
+    """A graph that returns sums over its draws only takes every draw in one chunk, and
+    as many rows as fit the memory limit with them (whole copies of the points where it
+    averages the mean over each: the default kinds' curves), so that the arrays that come
+    back are of the rows' size once; the PDP is the CPU backend's."""
+    model, idata = heteroscedastic
+    kwargs = dict(features="0", grid_resolution=3, memory_limit=memory_limit, **QUIET)
+    if kind is not None:
+        kwargs["kind"] = kind
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    returned = _recorded_outputs(monkeypatch)
+    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    sums = [(sums["entropy"][0], draws) for _, _, (sums, draws) in returned if sums]
+    assert sums == [(rows, 80)] * (900 // rows)
+    for name in jax.data_vars:
+        np.testing.assert_allclose(jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name)
 
 
 def test_a_nan_in_an_entropy_summed_on_the_device_names_the_point_and_the_draws():

@@ -1036,8 +1036,9 @@ def test_zero_inflated_kl_of_far_apart_laws_is_finite_and_exact():
     ],
 )
 def test_bernoulli_tables_written_for_a_graph_are_the_numpy_tables(family, columns):
-    """`graph_pmf_table`, compiled by PyTensor (as a device sums it), against the NumPy
-    `pmf_table` the CPU backend uses, and against SciPy's entropy."""
+    """`graph_pmf_table` and `graph_log_pmf_table`, compiled by PyTensor (as a device
+    sums them), against the NumPy `pmf_table` and `log_density` the CPU backend uses,
+    and against SciPy's entropy and log pmf."""
     import pytensor
     import pytensor.tensor as pt
 
@@ -1057,3 +1058,38 @@ def test_bernoulli_tables_written_for_a_graph_are_the_numpy_tables(family, colum
     np.testing.assert_allclose(
         got[2], stats.bernoulli(probability).entropy(), rtol=1e-9, atol=1e-15
     )
+    # the log tables, against the log density the CPU backend reads at y, and SciPy's
+    log_q, log_p = pytensor.function([x], list(family.graph_log_pmf_table(pt, x)))(columns)
+    for y, got_log in ((0, log_q), (1, log_p)):
+        with np.errstate(divide="ignore", over="ignore"):
+            expected = family.log_density(columns[:, None], np.full(len(columns), y))
+        np.testing.assert_allclose(got_log, expected, rtol=1e-15)
+        # where SciPy's logpmf sees p off 0 and 1 (it rounds σ(η) first; we clip p)
+        exact = (probability > 0) & (probability < 1 - 1e-9)
+        scipy = stats.bernoulli(probability[exact]).logpmf(y)
+        np.testing.assert_allclose(got_log[exact], scipy, rtol=1e-12, atol=1e-15)
+
+
+def test_categorical_tables_written_for_a_graph_are_the_numpy_tables(rng):
+    """`graph_pmf_table` and `graph_log_pmf_table` of K = 4 class probabilities (rows
+    with a class of probability 0 and 1 among them), compiled by PyTensor, against the
+    NumPy `pmf_table` and `log_density`, and SciPy's entropy."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    family = families.MOMENT_FAMILIES["categorical"]
+    phi = rng.dirichlet(np.ones(4), size=6)
+    phi[0] = [0.0, 0.3, 0.7, 0.0]
+    phi[1] = [0.0, 0.0, 1.0, 0.0]
+    columns = [pt.vector(f"p{k}") for k in range(4)]
+    pmf, entropy = family.graph_pmf_table(pt, *columns)
+    log_pmf = family.graph_log_pmf_table(pt, *columns)
+    got = pytensor.function(columns, [*pmf, entropy, *log_pmf])(*phi.T)
+    expected_pmf, expected_entropy = family.pmf_table(phi)
+    for k in range(4):
+        np.testing.assert_array_equal(got[k], expected_pmf[k])
+        with np.errstate(divide="ignore"):
+            log_density = family.log_density(phi, np.full(6, k))
+        np.testing.assert_allclose(got[5 + k], log_density, rtol=1e-15)
+    np.testing.assert_allclose(got[4], expected_entropy, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(got[4], stats.entropy(phi, axis=1), rtol=1e-12, atol=1e-300)

@@ -733,6 +733,48 @@ def test_logsumexp_over_draws_against_scipy(rng):
     assert logsumexp_over_draws(x)[2] == np.inf
 
 
+def test_logsumexp_over_draws_in_a_graph_is_numpys(rng):
+    """The graph's sum over draws in log space (what a device computes) as NumPy's,
+    where exp underflows, on rows of −inf and with +inf."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pm_sens.graph.engine import _logsumexp_over_draws
+    from pm_sens.measures.mixture_density import logsumexp_over_draws
+
+    x = rng.normal(size=(30, 5)) - 1000
+    x[:, 1] = -np.inf
+    x[4, 2] = np.inf
+    values = pt.matrix("x")
+    got = pytensor.function([values], _logsumexp_over_draws(values))(x)
+    np.testing.assert_array_equal(np.isinf(got), [False, True, True, False, False])
+    np.testing.assert_allclose(got, logsumexp_over_draws(x), rtol=1e-14)
+
+
+def test_mixture_log_density_reads_the_observed_count_from_each_counts_sums(rng):
+    """Bernoulli draws summed per outcome over chunks (as a device returns them), read
+    at y: the mixture log density of the per-draw log densities, −inf at a y outside
+    {0, 1} (2, 0.5, nan) as `log_density` gives it; bool y as 0 and 1."""
+    from pm_sens.families.bernoulli import FAMILY
+    from pm_sens.measures.mixture_density import logsumexp_over_draws
+
+    p = rng.uniform(size=(40, 7))[..., None]
+    y = np.array([0.0, 1.0, 1.0, 2.0, 0.5, np.nan, 0.0])
+    expected = MixtureLogDensity(7)
+    got = MixtureLogDensity(7)
+    for chunk in np.array_split(p, 3):
+        expected.add(FAMILY.log_density(chunk, y))
+        log_table = np.stack(
+            [logsumexp_over_draws(np.log(t)) for t in (1 - chunk[..., 0], chunk[..., 0])], -1
+        )
+        got.add_count_sums(len(chunk), log_table, y)
+    assert np.isneginf(expected.value()[3:6]).all()
+    np.testing.assert_allclose(got.value(), expected.value(), rtol=1e-14)
+    flags = MixtureLogDensity(2)
+    flags.add_count_sums(40, log_table[:2], np.array([False, True]))
+    np.testing.assert_allclose(flags.value(), log_table[[0, 1], [0, 1]] - np.log(40))
+
+
 def test_pdp_evaluates_repeated_rows_once_with_the_same_curves(rng, monkeypatch):
     """A Poisson regression on one input: every point at a grid value is the same
     row, evaluated once (`distinct_rows` finds one per grid value, and the

@@ -136,21 +136,40 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
     if not dependence_of(ctx).local:
         # a series is evaluated one stacked copy at a time
         return chunk, (ctx.points.n_points, flags), chunk_bytes
-    if per_draw <= budget or whole_rows:
+    if whole_rows:
+        return chunk, None, chunk_bytes
+
+    def blocks_of_rows(draws):
+        """Rows per block for chunks of ``draws`` draws under the budget, None if none fit.
+
+        Whole copies of the points where the graph averages over each copy.
+        """
+        copy = compiled.settings.get("points_per_copy") or 1
+        block_rows = max(1, int(n_rows * budget // (per_draw * draws)) // copy)
+        if backend == "jax":
+            block_rows = equal_chunks(n_rows // copy, block_rows)
+        block_rows *= copy
+        block = [
+            v[:block_rows] if flag else v
+            for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
+        ]
+        return block_rows if bytes_per_draw(block, block_rows)[0] * draws <= budget else None
+
+    # a graph whose outputs are sums over the chunk's draws brings back arrays of
+    # the rows' size per chunk: every draw in one chunk, the rows in blocks
+    settings = compiled.settings
+    per_draw_outputs = settings.get("statistics") or settings.get("parameters", True)
+    if backend == "jax" and settings.get("draw_sums") and not per_draw_outputs:
+        every_draw = equal_chunks(ctx.draws.count, -(-ctx.draws.count // steps))
+        block_rows = blocks_of_rows(every_draw)
+        if block_rows is not None:
+            return every_draw, (block_rows, flags), min(every_draw * per_draw, budget)
+    if per_draw <= budget:
         return chunk, None, chunk_bytes
     # fewer rows, if the memory is theirs (not a draw's covariance over the training
-    # inputs); whole copies of the points where the graph averages over each copy
-    copy = compiled.settings.get("points_per_copy") or 1
-    block_rows = max(1, int(n_rows * budget // per_draw) // copy)
-    if backend == "jax":
-        block_rows = equal_chunks(n_rows // copy, block_rows)
-    block_rows *= copy
-    block = [
-        v[:block_rows] if flag else v
-        for v, flag in zip(data_for_chunk(compiled, values), flags, strict=True)
-    ]
-    fits = bytes_per_draw(block, block_rows)[0] <= budget
-    return chunk, ((block_rows, flags) if fits else None), chunk_bytes
+    # inputs)
+    block_rows = blocks_of_rows(1)
+    return chunk, (None if block_rows is None else (block_rows, flags)), chunk_bytes
 
 
 def equal_chunks(count, chunk):

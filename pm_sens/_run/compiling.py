@@ -15,6 +15,7 @@ import numpy as np
 from pm_sens._core.arguments import inform_once
 from pm_sens._run.background import compile_when_asked_again
 from pm_sens._run.output_checks import PROBED_DRAWS, PROBED_ROWS, find_dependence
+from pm_sens.graph.compile import jax_functions
 from pm_sens.graph.compile.compiled import data_for_chunk
 from pm_sens.graph.compile.rewrites import excluded as excluded_rewrites
 from pm_sens.graph.engine import compile_predictive
@@ -164,6 +165,14 @@ def _warm(ctx):
         compiled(data_for_chunk(compiled, ctx.points.values), draws, **given)
 
     return warm
+
+
+def on_an_accelerator(ctx):
+    """Whether the request's graphs run on an accelerator (the JAX backend on a GPU).
+
+    See `pm_sens.graph.compile.jax_functions.on_an_accelerator`.
+    """
+    return ctx.backend != "cpu" and jax_functions.on_an_accelerator()
 
 
 def dependence_of(ctx):

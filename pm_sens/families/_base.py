@@ -68,6 +68,12 @@ class Family:
         *columns) -> (pmf, entropy)`` of the parameters' columns, so that a
         compiled graph sums the tables over draws on a device
         (`pm_sens.graph.engine.compile_predictive`'s ``draw_sums``).
+    graph_log_pmf_table : callable, optional
+        The log pmf of 0..W−1 written for any array namespace:
+        ``graph_log_pmf_table(xp, *columns) -> log_pmf`` (W arrays (...), as
+        ``log_density`` gives them: −inf where a probability is 0), so that a
+        compiled graph sums each count's density over draws (in log space) and
+        the observed count's is read from them.
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -119,6 +125,7 @@ class Family:
     pmf_recursion: Callable[..., tuple] | None = None
     pmf_table: Callable[..., tuple] | None = None
     graph_pmf_table: Callable[..., tuple] | None = None
+    graph_log_pmf_table: Callable[..., tuple] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
     mean_variance_hessian: Callable[..., list] | None = None

@@ -80,6 +80,12 @@ def graph_pmf_table(xp, *columns):
     return (q, p), -(p * xp.log(p) + q * xp.log(q))
 
 
+def graph_log_pmf_table(xp, *columns):
+    """``(log(1 − p), log p)`` in the namespace ``xp``, as `log_density` takes them."""
+    p, q = _probabilities(xp, *columns)
+    return xp.log(q), xp.log(p)
+
+
 def renyi_divergence(phi_p, phi_q, alpha):
     """Rényi divergence of order α over {0, 1}."""
     return renyi_from_log_masses(
@@ -102,6 +108,7 @@ FAMILY = Family(
     support_upper=support_upper,
     pmf_table=pmf_table,
     graph_pmf_table=graph_pmf_table,
+    graph_log_pmf_table=graph_log_pmf_table,
     fisher_factors=fisher_factors,
     renyi_divergence=renyi_divergence,
 )
@@ -199,6 +206,12 @@ def graph_pmf_table_logit(xp, eta):
     return (q, p), entropy + xp.log1p(xp.minimum(e_plus, e_minus))
 
 
+def graph_log_pmf_table_logit(xp, eta):
+    """``(−softplus(η), −softplus(−η))`` in the namespace ``xp``, exact on both tails."""
+    tail = xp.log1p(xp.exp(-xp.abs(eta)))
+    return -(xp.maximum(eta, 0) + tail), -(xp.maximum(-eta, 0) + tail)
+
+
 def renyi_divergence_logit(phi_p, phi_q, alpha):
     """Rényi divergence of order α from the log masses ``−softplus(∓η)``, exact in the tails."""
     return renyi_from_log_masses(_log_masses_logit(phi_p), _log_masses_logit(phi_q), alpha)
@@ -231,6 +244,7 @@ FAMILY_LOGIT = Family(
     support_upper=support_upper,
     pmf_table=pmf_table_logit,
     graph_pmf_table=graph_pmf_table_logit,
+    graph_log_pmf_table=graph_log_pmf_table_logit,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
     renyi_divergence=renyi_divergence_logit,

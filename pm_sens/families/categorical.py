@@ -54,6 +54,19 @@ def pmf_table(phi):
     return tuple(np.moveaxis(phi, -1, 0)), -np.einsum("...k,...k->...", phi, log_p)
 
 
+def graph_pmf_table(xp, *columns):
+    """`pmf_table` in the namespace ``xp``, of the K probability columns."""
+    logs = graph_log_pmf_table(xp, *columns)
+    return columns, -sum(
+        p * xp.maximum(log_p, np.finfo(float).min) for p, log_p in zip(columns, logs, strict=True)
+    )
+
+
+def graph_log_pmf_table(xp, *columns):
+    """The log class probabilities in the namespace ``xp`` (−inf where one is 0)."""
+    return tuple(xp.log(p) for p in columns)
+
+
 FAMILY = Family(
     "categorical",
     "categorical",
@@ -63,5 +76,7 @@ FAMILY = Family(
     log_density,
     support_upper=support_upper,
     pmf_table=pmf_table,
+    graph_pmf_table=graph_pmf_table,
+    graph_log_pmf_table=graph_log_pmf_table,
     renyi_divergence=renyi_divergence,
 )

@@ -377,7 +377,10 @@ def _draw_sums(likelihood, parameter_names, params, components, names, shape, po
     over its draws (as `pm_sens.measures.mixture.MixtureMoments.add_draws`
     forms them from per-draw values). ``"table"``: a discrete family's pmf
     tables summed (N, W), then its entropies summed (N, 1)
-    (`Family.graph_pmf_table` of the family's ``components``). ``"mean_sum"``:
+    (`Family.graph_pmf_table` of the family's ``components``); ``"log_table"``:
+    the log of each count's pmf summed (N, W) (`Family.graph_log_pmf_table`),
+    as `pm_sens.measures.mixture_density.logsumexp_over_draws` sums a log
+    density. ``"mean_sum"``:
     the per-draw means summed (N,); ``"point_means"``: each draw's mean of them
     over the points of each copy (S, N / ``points_per_copy``), as
     `pm_sens.measures.permutation.MeanCurves` takes them. Each value is
@@ -397,6 +400,11 @@ def _draw_sums(likelihood, parameter_names, params, components, names, shape, po
             pmf, entropy = likelihood.draw_family.graph_pmf_table(pt, *components)
             sums = [pt.broadcast_to(x, shape).sum(0) for x in (*pmf, entropy)]
             outputs.append(pt.stack(sums, -1))
+        elif name == "log_table":
+            log_pmf = likelihood.draw_family.graph_log_pmf_table(pt, *components)
+            outputs.append(
+                pt.stack([_logsumexp_over_draws(pt.broadcast_to(x, shape)) for x in log_pmf], -1)
+            )
         elif name == "mean_sum":
             outputs.append(per_draw("mean").sum(0))
         elif name == "point_means":
@@ -408,6 +416,17 @@ def _draw_sums(likelihood, parameter_names, params, components, names, shape, po
             spread = pt.sqr(mean - center).mean(0)
             outputs.append(pt.stack([center, variance.mean(0) + spread], -1))
     return outputs
+
+
+def _logsumexp_over_draws(x):
+    """``log Σ_s exp(x[s])`` (N,) of x (S, N), scaled by each point's largest.
+
+    A point whose terms are all −inf gets −inf, as
+    `pm_sens.measures.mixture_density.logsumexp_over_draws` gives it.
+    """
+    largest = x.max(0)
+    shift = pt.switch(pt.isinf(largest), 0.0, largest)
+    return pt.log(pt.exp(x - shift).sum(0)) + shift
 
 
 def _derivative_outputs(graph, components, mode, order, backend, colors):

@@ -39,6 +39,16 @@ class MixtureLogDensity:
         self.count += count
         self.log_sum = np.logaddexp(self.log_sum, log_sum)
 
+    def add_count_sums(self, count, log_table, y):
+        """Add ``count`` draws by the log of each count's densities' sum (R, W), read at y (R,).
+
+        The counts 0..W−1 of a small support, summed where the draws were
+        (on a device): y outside them has density 0 in every draw (−inf).
+        """
+        counts = np.arange(log_table.shape[1])
+        at_y = counts == np.asarray(y)[:, None]  # (R, W): one column or none
+        self.add_sums(count, np.where(at_y, log_table, -np.inf).max(1))
+
     def value(self):
         """``log q`` per row."""
         return self.log_sum - np.log(self.count)

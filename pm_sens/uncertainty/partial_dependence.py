@@ -25,13 +25,14 @@ from pm_sens._core.results import (
     result_attrs,
 )
 from pm_sens._core.table_rows import ROW_DIM, row_indicator, table_rows
-from pm_sens._run.compiling import dependence_of
+from pm_sens._run.compiling import dependence_of, on_an_accelerator
 from pm_sens.graph.compile.nodes import is_float
 from pm_sens.measures.entropy import COMPONENTS
 from pm_sens.measures.permutation import MeanCurves, feature_grid, grid_features
 from pm_sens.uncertainty.passes import (
     check_entropy,
     feature_groups,
+    few_distinct,
     in_passes,
     mean_rows,
     observed_values,
@@ -252,7 +253,9 @@ def _pass_curves(ctx, kinds, values, n_rows, y):
     ``mean_ice_rows`` (R,): the mean summed over draws; ``entropy`` (R, 3),
     ``log_likelihood`` (R,) and, for a wide table, ``log_likelihood_row`` as
     `uncertainty_rows` gives them. Rows that repeat another (`distinct_rows`)
-    are evaluated once, in a model whose rows depend on their own inputs only.
+    are evaluated once, in a model whose rows depend on their own inputs only
+    (on an accelerator, which sums the curves over draws where it is, only
+    where at most a quarter of the rows are distinct).
     """
     n = ctx.points.n_points
     uncertainty = "entropy" in kinds or "log_likelihood" in kinds
@@ -263,6 +266,17 @@ def _pass_curves(ctx, kinds, values, n_rows, y):
     distinct = None
     if y is None and dependence_of(ctx).local:
         distinct = distinct_rows(ctx.points, values)
+    # on an accelerator the rows that repeat another are evaluated too, unless few
+    # are distinct, so that the curves' sums over draws are taken there
+    # (`uncertainty_rows`' ``curves``): rows spread back from distinct ones would
+    # bring each draw's means back instead
+    if (
+        shared
+        and curves is not None
+        and on_an_accelerator(ctx)
+        and not few_distinct(ctx, distinct)
+    ):
+        distinct = None
     if distinct is not None:
         values, inverse = distinct
     evaluated = n_rows if distinct is None else len(values[ctx.points.per_point[0]])

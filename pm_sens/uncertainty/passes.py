@@ -14,10 +14,9 @@ from pm_sens._core.context import make_context
 from pm_sens._core.points import distinct_rows, values_at
 from pm_sens._core.table_rows import sum_over_rows
 from pm_sens._run.chunks import draw_pass, moment_pass
-from pm_sens._run.compiling import compiled_for, dependence_of
+from pm_sens._run.compiling import compiled_for, dependence_of, on_an_accelerator
 from pm_sens._run.progress import progress_bar
 from pm_sens.families._compositions import check_splits
-from pm_sens.graph.compile import jax_functions
 from pm_sens.graph.likelihoods.closed_forms import default_moment_family
 from pm_sens.measures.entropy import DRAWS_TOGETHER, EntropyAccumulator, entropy_components
 from pm_sens.measures.mixture import MixtureMoments
@@ -267,6 +266,8 @@ def uncertainty_rows(
     evaluated, inverse = values, None
     if repeats:
         evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
+    # the curves' sums are of every row: not of rows spread back from distinct ones
+    curves = curves if inverse is None else None
     sums = _RowSums(ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves)
     if entropy:
         sums.accumulator = entropy_accumulator(
@@ -306,10 +307,12 @@ class _RowSums:
         self.observed_rows, self.add_mean, self.by_row = observed_rows, add_mean, by_row
         self.likelihood = likelihood = ctx.predictive.likelihood
         self.family = likelihood.draw_family
-        # on a device, a discrete family's pmf tables summed over each chunk's draws
-        # in the graph, where no other measure needs the parameters
-        self.tables_in_graph = (
-            ctx.backend != "cpu" and _device_tables(ctx, entropy) and observed_rows is None
+        # on an accelerator, a discrete family's pmf tables summed over each chunk's
+        # draws in the graph, and their logs for the observed y's density, where no
+        # other measure needs the parameters
+        self.log_tables_in_graph = observed_rows is not None and _device_log_tables(ctx, by_row)
+        self.tables_in_graph = _device_tables(ctx, entropy) and (
+            observed_rows is None or self.log_tables_in_graph
         )
         self.table_mean = (
             add_mean is not None and _mean_from_tables(ctx, entropy) and not self.tables_in_graph
@@ -341,10 +344,17 @@ class _RowSums:
             draw_sums = ("entropy", "mixture") if self.mixture is not None else ("entropy",)
         elif self.entropy_in_graph:
             statistics.append("entropy")
+        if self.log_tables_in_graph:
+            draw_sums = (*draw_sums, "log_table")
         # the curves' sums beside the entropies' (their sums screen the same values)
         self.curves = curves if own_mean and draw_sums else None
         if self.curves is not None:
             statistics, draw_sums = [], (*draw_sums, "point_means", "mean_sum")
+        self.parameters = not (
+            self.entropy_in_graph
+            or self.tables_in_graph
+            or (self.log_tables_in_graph and not entropy)
+        )
         self.compiled = compiled_for(
             ctx,
             "draw",
@@ -353,7 +363,7 @@ class _RowSums:
             statistics=tuple(statistics),
             draw_sums=draw_sums,
             points_per_copy=None if self.curves is None else self.curves.n_points,
-            parameters=not (self.entropy_in_graph or self.tables_in_graph),
+            parameters=self.parameters,
         )
         self.accumulator = None
         self.log_density = MixtureLogDensity(n_rows) if observed_rows is not None else None
@@ -382,7 +392,7 @@ class _RowSums:
             sums["table"] = chunk.sums["table"]
         elif self.entropy_in_graph:
             sums["entropy"] = chunk.statistics["entropy"]
-        else:
+        elif self.parameters:
             phi, fixed = chunk.per_draw_parameters(sums["count"])
             if self.rule:
                 sums["entropy"], sums["mixture_mean"], sums["variance"] = (
@@ -393,12 +403,14 @@ class _RowSums:
             elif self.accumulator is not None:
                 sums["entropy"] = self.accumulator.part()
                 sums["mean"] = sums["entropy"].add(phi, **fixed)
-            if self.log_density is not None:
+            if self.log_density is not None and not self.log_tables_in_graph:
                 cells = self.family.log_density(phi, self.observed_rows, **fixed)
                 sums["log_density"] = logsumexp_over_draws(cells)
                 if self.row_density is not None:
                     by_row = sum_over_rows(cells, self.by_row)
                     sums["row_density"] = logsumexp_over_draws(by_row)
+        if self.log_tables_in_graph:
+            sums["log_table"] = chunk.sums["log_table"]
         if self.curves is not None:
             sums["curves"] = chunk.sums["point_means"], chunk.sums["mean_sum"]
         if not self.table_mean and "mean" in chunk.statistics:
@@ -417,7 +429,9 @@ class _RowSums:
             self.accumulator.add_entropies(sums["entropy"])
         elif self.accumulator is not None:
             self.accumulator.merge(sums["entropy"])
-        if self.log_density is not None:
+        if self.log_tables_in_graph:
+            self.log_density.add_count_sums(sums["count"], sums["log_table"], self.observed_rows)
+        elif self.log_density is not None:
             self.log_density.add_sums(sums["count"], sums["log_density"])
             if self.row_density is not None:
                 self.row_density.add_sums(sums["count"], sums["row_density"])
@@ -463,7 +477,26 @@ def _device_tables(ctx, entropy):
     return (
         _mean_from_tables(ctx, entropy)
         and family.graph_pmf_table is not None
-        and jax_functions.on_an_accelerator()
+        and on_an_accelerator(ctx)
+    )
+
+
+def _device_log_tables(ctx, by_row):
+    """Whether a device sums each count's log pmf over draws in the graph.
+
+    For the observed y's mixture log density, read from them at y: those of a
+    family with a log pmf table written for any array namespace
+    (`Family.graph_log_pmf_table`: the Bernoulli's), one outcome per point,
+    and each point's density alone (not a wide table's rows, whose cells'
+    densities are multiplied before the sum over draws), on an accelerator
+    (`on_an_accelerator`).
+    """
+    family = ctx.predictive.likelihood.draw_family
+    return (
+        family.graph_log_pmf_table is not None
+        and not ctx.predictive.outcome_shape
+        and by_row is None
+        and on_an_accelerator(ctx)
     )
 
 
@@ -494,6 +527,11 @@ def _distinct_evaluation(ctx, values, by_row):
     if by_row is not None or not dependence_of(ctx).local:
         return values, None
     distinct = distinct_rows(ctx.points, values)
-    if distinct is None or len(distinct[1]) < 4 * len(distinct[0][ctx.points.per_point[0]]):
-        return values, None
-    return distinct
+    return distinct if few_distinct(ctx, distinct) else (values, None)
+
+
+def few_distinct(ctx, distinct):
+    """Whether at most a quarter of the rows are distinct (`distinct_rows`' ``distinct``)."""
+    return distinct is not None and len(distinct[1]) >= 4 * len(
+        distinct[0][ctx.points.per_point[0]]
+    )
