@@ -6,7 +6,7 @@ support or quadrature)."""
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy import stats
+from scipy import integrate, special, stats
 
 from tests.zoo._registry import known_posterior, zoo_model
 
@@ -276,6 +276,54 @@ def skew_normal(rng):
         b = pm.Normal("b", 0, 1, shape=2)
         s = pm.HalfNormal("s", 1)
         pm.SkewNormal("y", mu=b[0] + b[1] * x_, sigma=s, alpha=SKEW_ALPHA, observed=x)
+    return model, known_posterior(model)
+
+
+def _exgaussian_information(sigma, nu):
+    """The ExGaussian's Fisher information in its location μ, by SciPy's quadrature of
+    the squared score ``d/dy log p = −1/ν + φ(z)/(σ Φ(z))``, ``z = (y − μ)/σ − σ/ν``."""
+
+    def integrand(y):
+        z = y / sigma - sigma / nu
+        score = -1 / nu + np.exp(stats.norm.logpdf(z) - special.log_ndtr(z)) / sigma
+        return score**2 * stats.exponnorm.pdf(y, nu / sigma, scale=sigma)
+
+    lower, upper = -12 * sigma, 40 * nu + 12 * sigma
+    return integrate.quad(integrand, lower, upper, epsabs=0, epsrel=1e-12, limit=200)[0]
+
+
+def _exgaussian_rsens(case, state):
+    """Draw-mode R-sens of each input in closed form: μ = b0 + X b moves alone, in a
+    location family, so R-sens of X_j is ``|b_j| sqrt(I_μ(σ, ν))`` at every point, the
+    information from SciPy's density (`_exgaussian_information`)."""
+    post = case.idata["posterior"].to_dataset()
+    b = post["b"].values.reshape(-1, 2)
+    sigma, nu = post["sigma"].values.reshape(-1), post["nu"].values.reshape(-1)
+    information = np.array([_exgaussian_information(s, v) for s, v in zip(sigma, nu, strict=True)])
+    rsens = state["draw"]["sensitivity"]["rsens"]
+    got = rsens.stack(sample=("chain", "draw")).transpose("sample", ...).values  # (S, N, D)
+    expected = np.abs(b)[:, None, :] * np.sqrt(information)[:, None, None]
+    np.testing.assert_allclose(got, np.broadcast_to(expected, got.shape), rtol=1e-8)
+
+
+@zoo_model(
+    "an ExGaussian reaction-time regression as issue 60 writes it (benchmarks/"
+    "bench_notebooks.py: exgaussian_rt): pm.Data X (n, 2) of floats, "
+    "pm.ExGaussian(mu=b0 + X @ b, sigma, nu) with HalfNormal sigma and nu, PyMC's "
+    "ExGaussian(mu, sigma, nu) (no public notebook writes one; quadrature route)",
+    check=_exgaussian_rsens,
+)
+def exgaussian_reaction_times(rng):
+    n = 20
+    x = rng.normal(size=(n, 2))
+    rt = 0.4 + x @ np.array([0.05, -0.03]) + rng.normal(0, 0.05, n) + rng.exponential(0.2, n)
+    with pm.Model() as model:
+        X = pm.Data("X", x)
+        b0 = pm.Normal("b0", 0.4, 0.2)
+        b = pm.Normal("b", 0, 0.1, shape=2)
+        sigma = pm.HalfNormal("sigma", 0.1)
+        nu = pm.HalfNormal("nu", 0.3)
+        pm.ExGaussian("rt", mu=b0 + X @ b, sigma=sigma, nu=nu, observed=rt)
     return model, known_posterior(model)
 
 
