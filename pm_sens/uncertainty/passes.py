@@ -469,9 +469,9 @@ def _device_tables(ctx, entropy):
     """Whether a device sums the entropies' pmf tables over draws in the graph.
 
     Those of a discrete family with a table written for any array namespace
-    (`Family.graph_pmf_table`: the Bernoulli's) over its counts held whole (no
-    support window), one outcome per point, on an accelerator
-    (`on_an_accelerator`).
+    (`Family.graph_pmf_table`: the Bernoulli's and the categorical's) over
+    its counts held whole (no support window), one outcome per point, on an
+    accelerator (`on_an_accelerator`).
     """
     family = ctx.predictive.likelihood.draw_family
     return (
@@ -486,10 +486,10 @@ def _device_log_tables(ctx, by_row):
 
     For the observed y's mixture log density, read from them at y: those of a
     family with a log pmf table written for any array namespace
-    (`Family.graph_log_pmf_table`: the Bernoulli's), one outcome per point,
-    and each point's density alone (not a wide table's rows, whose cells'
-    densities are multiplied before the sum over draws), on an accelerator
-    (`on_an_accelerator`).
+    (`Family.graph_log_pmf_table`: the Bernoulli's and the categorical's),
+    one outcome per point, and each point's density alone (not a wide table's
+    rows, whose cells' densities are multiplied before the sum over draws), on
+    an accelerator (`on_an_accelerator`).
     """
     family = ctx.predictive.likelihood.draw_family
     return (
