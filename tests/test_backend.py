@@ -10,7 +10,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.ops import wrap_py
-from scipy import special
+from scipy import special, stats
 
 import pm_sens
 from pm_sens._core import context as _context
@@ -307,6 +307,96 @@ def test_an_accelerator_sums_a_categoricals_tables_over_draws_on_the_device(monk
             jax["log_likelihood_ice"].values[0, k],
             np.log(p_bar[np.arange(40), y]),
             rtol=1e-10,
+        )
+
+
+def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
+    heteroscedastic, monkeypatch
+):
+    """μ = Xb, log σ = c + g·x₀: on the JAX backend (its CPU build too) each row's
+    observed y enters the graph and its log density is summed over draws there beside
+    the entropies, so nothing per draw comes back for permutation importance's
+    default kinds or the PDP's; the PDP's log likelihood is log E_s N(y | μ_s, σ_s)
+    (SciPy), and both give the CPU backend's numbers."""
+    model, idata = heteroscedastic
+    returned = _recorded_outputs(monkeypatch)
+    pfi = dict(n_repeats=2, random_seed=1, **QUIET)
+    cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
+    returned.clear()
+    jax = pm_sens.permutation_importance(idata, model, backend="jax", **pfi)
+    rows = (1 + 2 * 3) * 300  # the points, then each repeat's permutation of each input
+    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
+    sums = {"entropy": (rows,), "mixture": (rows, 2), "log_density": (rows,)}
+    assert on_rows and all(
+        phi is None and not statistics and got == sums for phi, statistics, (got, _) in on_rows
+    )
+    for name in ("entropy_pfi", "likelihood_pfi"):
+        np.testing.assert_allclose(
+            jax["permutation_importance"][name].values, cpu[name].values, rtol=1e-12, atol=1e-15
+        )
+    kwargs = dict(features="0", grid_resolution=3, kind=("mean", "log_likelihood"), **QUIET)
+    cpu = pm_sens.partial_dependence(idata, model, **kwargs)["partial_dependence"]
+    returned.clear()
+    jax = pm_sens.partial_dependence(idata, model, backend="jax", **kwargs)["partial_dependence"]
+    rows = 3 * 300
+    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == rows]
+    assert on_rows and all(
+        phi is None and got.keys() == {"log_density", "point_means", "mean_sum"}
+        for phi, _, (got, _) in on_rows
+    )
+    for name in jax.data_vars:
+        np.testing.assert_allclose(jax[name].values, cpu[name].values, rtol=1e-12, err_msg=name)
+    post = idata.posterior
+    x, y = model["X"].get_value(), idata.observed_data["y"].values
+    b = post["b"].values.reshape(-1, 3)
+    c, g = post["c"].values.ravel(), post["g"].values.ravel()
+    for k, v in enumerate(jax["grid_value"].values[0]):
+        moved = x.copy()
+        moved[:, 0] = v
+        cells = stats.norm.logpdf(y[:, None], moved @ b.T, np.exp(c + g * v))  # (N, S)
+        np.testing.assert_allclose(
+            jax["log_likelihood_ice"].values[0, k],
+            special.logsumexp(cells, axis=1) - np.log(len(c)),
+            rtol=1e-12,
+        )
+
+
+@pytest.mark.parametrize(
+    "law",
+    [
+        lambda mu, y: pm.Laplace("y", mu=mu, b=0.7, observed=y),
+        lambda mu, y: pm.Logistic("y", mu=mu, s=0.7, observed=y),
+        lambda mu, y: pm.Gumbel("y", mu=mu, beta=0.7, observed=y),
+        lambda mu, y: pm.Exponential("y", scale=pt.exp(mu), observed=np.exp(y)),
+        lambda mu, y: pm.LogNormal("y", mu=mu, sigma=0.7, observed=np.exp(y)),
+    ],
+    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal"],
+)
+def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
+    """Every family with a log density written for a graph: permutation importance's
+    default kinds come back from the JAX backend as sums over draws alone, and equal
+    the CPU backend's."""
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=(30, 2)), rng.normal(size=30)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        law(xd @ pm.Normal("b", shape=2), y)
+    observed = model.observed_RVs[0]
+    idata = azb.from_dict(
+        {
+            "posterior": {"b": 0.5 * rng.normal(size=(1, 10, 2))},
+            "observed_data": {"y": model.rvs_to_values[observed].data},
+        }
+    )
+    pfi = dict(n_repeats=1, random_seed=2, **QUIET)
+    cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
+    returned = _recorded_outputs(monkeypatch)
+    jax = pm_sens.permutation_importance(idata, model, backend="jax", **pfi)
+    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == 3 * 30]
+    assert on_rows and all(phi is None and "log_density" in got for phi, _, (got, _) in on_rows)
+    for name in ("entropy_pfi", "likelihood_pfi"):
+        np.testing.assert_allclose(
+            jax["permutation_importance"][name].values, cpu[name].values, rtol=1e-12, atol=1e-15
         )
 
 

@@ -1093,3 +1093,50 @@ def test_categorical_tables_written_for_a_graph_are_the_numpy_tables(rng):
         np.testing.assert_allclose(got[5 + k], log_density, rtol=1e-15)
     np.testing.assert_allclose(got[4], expected_entropy, rtol=1e-14, atol=1e-300)
     np.testing.assert_allclose(got[4], stats.entropy(phi, axis=1), rtol=1e-12, atol=1e-300)
+
+
+#: every family with a log density written for a graph (`Family.graph_log_density`): its
+#: parameters' columns as (low, high) ranges to draw from, and the y to read them at
+GRAPH_LOG_DENSITIES = [
+    (families.MOMENT_FAMILIES["normal"], [(-3, 3), (1e-4, 9)], [-40.0, -1.3, 0.0, 2.2, 1e3]),
+    (families.NORMAL_MEAN_SD, [(-3, 3), (1e-3, 3)], [-40.0, -1.3, 0.0, 2.2, 1e3]),
+    (families.LOGISTIC, [(-3, 3), (1e-3, 3)], [-800.0, -1.3, 0.0, 2.2, 800.0]),
+    (families.GUMBEL, [(-3, 3), (0.05, 3)], [-5.0, -1.3, 0.0, 2.2, 60.0]),
+    (families.MOMENT_FAMILIES["laplace"], [(-3, 3), (1e-3, 9)], [-40.0, -1.3, 0.0, 2.2]),
+    (families.MOMENT_FAMILIES["exponential"], [(1e-3, 5)], [-1.0, 0.0, 1e-9, 2.2, 40.0]),
+    (families.MOMENT_FAMILIES["lognormal"], [(1e-2, 5), (1e-4, 9)], [-1.0, 0.0, 1e-6, 2.2, 80.0]),
+]
+
+
+def test_every_family_with_a_graph_log_density_is_checked():
+    """`test_log_densities_written_for_a_graph_are_numpys` runs every such family."""
+    found = set()
+    for module in pkgutil.iter_modules(families.__path__):
+        content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
+        found |= {id(f) for f in content if isinstance(f, Family) and f.graph_log_density}
+    assert found == {id(f) for f, _, _ in GRAPH_LOG_DENSITIES}
+
+
+@pytest.mark.parametrize(
+    ("family", "ranges", "ys"),
+    GRAPH_LOG_DENSITIES,
+    ids=[f"{f.name} {'/'.join(f.parameters)}" for f, _, _ in GRAPH_LOG_DENSITIES],
+)
+def test_log_densities_written_for_a_graph_are_numpys(family, ranges, ys, rng):
+    """`Family.graph_log_density` compiled by PyTensor (as a device sums it over draws)
+    against the NumPy `log_density` the CPU backend uses (SciPy's logpdf for most),
+    at parameters over their ranges and y inside and outside the support (−inf)."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    phi = np.stack([rng.uniform(low, high, size=50) for low, high in ranges], -1)
+    y = pt.vector("y")
+    columns = [pt.vector(f"c{k}") for k in range(len(ranges))]
+    log_density = pytensor.function([y, *columns], family.graph_log_density(pt, y, *columns))
+    for value in ys:
+        at_y = np.full(len(phi), value)
+        with np.errstate(divide="ignore"):
+            expected = family.log_density(phi, at_y)
+            got = log_density(at_y, *phi.T)
+        assert np.isfinite(expected).any() or value <= 0, value
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13, err_msg=str(value))

@@ -21,7 +21,7 @@ from pm_sens._run.cluster import RemoteChunks, active_client
 from pm_sens._run.compiling import dependence_of
 from pm_sens._run.output_checks import check_outputs
 from pm_sens._run.progress import progress_bar
-from pm_sens.graph.compile.compiled import data_for_chunk, evaluate_by_rows
+from pm_sens.graph.compile.compiled import OBSERVED_Y, data_for_chunk, evaluate_by_rows
 from pm_sens.graph.compile.jax_functions import DeviceMemoryError
 from pm_sens.measures.mixture import MixtureMoments
 
@@ -132,7 +132,8 @@ def _chunking(ctx, compiled, values, steps, min_draws, whole_rows, rows=None, in
     if backend == "jax":
         chunk = equal_chunks(ctx.draws.count, chunk)
     chunk_bytes = min(chunk * per_draw, budget)  # more rows than fit: blocks of them
-    flags = [var in ctx.points.per_point for var in compiled.data_variables]
+    # a row per row: the points' per-point data, and the observed y a graph may take
+    flags = [var is OBSERVED_Y or var in ctx.points.per_point for var in compiled.data_variables]
     if not dependence_of(ctx).local:
         # a series is evaluated one stacked copy at a time
         return chunk, (ctx.points.n_points, flags), chunk_bytes

@@ -74,6 +74,11 @@ class Family:
         ``log_density`` gives them: −inf where a probability is 0), so that a
         compiled graph sums each count's density over draws (in log space) and
         the observed count's is read from them.
+    graph_log_density : callable, optional
+        `log_density` written for any array namespace: ``graph_log_density(xp,
+        y, *columns) -> log density`` (...) at y of the parameters' columns, for
+        a family without fixed parameters, so that a compiled graph sums the
+        observed y's density over draws (in log space) on a device.
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -126,6 +131,7 @@ class Family:
     pmf_table: Callable[..., tuple] | None = None
     graph_pmf_table: Callable[..., tuple] | None = None
     graph_log_pmf_table: Callable[..., tuple] | None = None
+    graph_log_density: Callable[..., object] | None = None
     fisher_factors: Callable[..., tuple] | None = None
     whitened_hessian: Callable[..., tuple] | None = None
     mean_variance_hessian: Callable[..., list] | None = None

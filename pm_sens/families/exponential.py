@@ -36,6 +36,11 @@ def log_density(phi, y):
     return stats.expon.logpdf(y, scale=phi[..., 0])
 
 
+def graph_log_density(xp, y, mean):
+    """``−y/m − log m`` at y >= 0 (−inf below), in the namespace ``xp``."""
+    return xp.where(y >= 0, -y / mean - xp.log(mean), -np.inf)
+
+
 def entropy(phi):
     """``1 + log m``."""
     return 1 + np.log(phi[..., 0])
@@ -49,5 +54,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

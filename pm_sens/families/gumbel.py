@@ -66,6 +66,12 @@ def log_density(phi, y):
     return stats.gumbel_r.logpdf(y, phi[..., 0], phi[..., 1])
 
 
+def graph_log_density(xp, y, mu, beta):
+    """``−z − e^{−z} − log β`` with ``z = (y − μ)/β``, in the namespace ``xp``."""
+    z = (y - mu) / beta
+    return -z - xp.exp(-z) - xp.log(beta)
+
+
 def entropy(phi):
     """``log β + γ + 1``."""
     return np.log(phi[..., 1]) + np.euler_gamma + 1
@@ -79,6 +85,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
     renyi_above_one=False,
 )

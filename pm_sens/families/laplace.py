@@ -55,6 +55,12 @@ def log_density(phi, y):
     return stats.laplace.logpdf(y, phi[..., 0], np.sqrt(phi[..., 1] / 2))
 
 
+def graph_log_density(xp, y, mean, variance):
+    """``−|y − m|/b − log 2b`` with ``b = √(v/2)``, in the namespace ``xp``."""
+    b = xp.sqrt(variance / 2)
+    return -xp.abs(y - mean) / b - xp.log(2 * b)
+
+
 def entropy(phi):
     """``1 + log(2b)``."""
     return 1 + np.log(2 * np.sqrt(phi[..., 1] / 2))
@@ -68,5 +74,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

@@ -69,6 +69,12 @@ def log_density(phi, y):
     return -z - 2 * np.log1p(np.exp(-z)) - np.log(phi[..., 1])
 
 
+def graph_log_density(xp, y, mu, s):
+    """`log_density` in the namespace ``xp``."""
+    z = xp.abs((y - mu) / s)
+    return -z - 2 * xp.log1p(xp.exp(-z)) - xp.log(s)
+
+
 def entropy(phi):
     """``log s + 2``."""
     return np.log(phi[..., 1]) + 2
@@ -82,6 +88,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
     renyi_above_one=False,
 )

@@ -43,6 +43,17 @@ def log_density(phi, y):
     return stats.lognorm.logpdf(y, np.sqrt(log_moments[..., 1]), scale=np.exp(log_moments[..., 0]))
 
 
+def graph_log_density(xp, y, mean, variance):
+    """The Normal's of log y (mean μ, variance s: `_log_moments`) less log y, y > 0.
+
+    In the namespace ``xp``; −inf at y <= 0.
+    """
+    s = xp.log1p(variance / mean**2)
+    log_y = xp.log(xp.where(y > 0, y, 1.0))
+    inside = -log_y - 0.5 * (log_y - xp.log(mean) + s / 2) ** 2 / s - 0.5 * xp.log(2 * np.pi * s)
+    return xp.where(y > 0, inside, -np.inf)
+
+
 def entropy(phi):
     """``μ + ½ log(2πe σ²)`` with μ, σ² the mean and variance of log y."""
     log_moments = _log_moments(phi)
@@ -57,5 +68,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

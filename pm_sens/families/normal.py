@@ -60,6 +60,11 @@ def log_density(phi, y):
     return _log_density(y, phi[..., 0], np.sqrt(phi[..., 1]))
 
 
+def graph_log_density(xp, y, mean, variance):
+    """`log_density` in the namespace ``xp``."""
+    return -0.5 * (y - mean) ** 2 / variance - 0.5 * xp.log(2 * np.pi * variance)
+
+
 def entropy(phi):
     """``½ log(2πe v)``."""
     return 0.5 * np.log(2 * np.pi * np.e * phi[..., 1])
@@ -73,6 +78,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     fisher_factors=_FACTORS,
     renyi_divergence=renyi_divergence,
 )
@@ -119,6 +125,11 @@ def log_density_mean_sd(phi, y):
     return _log_density(y, phi[..., 0], phi[..., 1])
 
 
+def graph_log_density_mean_sd(xp, y, mean, sd):
+    """`log_density_mean_sd` in the namespace ``xp``."""
+    return -0.5 * ((y - mean) / sd) ** 2 - xp.log(sd) - 0.5 * np.log(2 * np.pi)
+
+
 def entropy_mean_sd(phi):
     """``½ log(2πe) + log s``."""
     entropy = np.log(phi[..., 1])
@@ -143,6 +154,7 @@ FAMILY_MEAN_SD = Family(
     kl_divergence_mean_sd,
     log_density_mean_sd,
     entropy_mean_sd,
+    graph_log_density=graph_log_density_mean_sd,
     fisher_factors=_FACTORS_MEAN_SD,
     whitened_hessian=whitened_hessian_mean_sd,
     renyi_divergence=lambda phi_p, phi_q, alpha: renyi_divergence(

@@ -7,7 +7,7 @@ derivatives use locality: the parameters at point i depend only on row i of
 the inputs, so ``grad(λ.sum(), X)[i] = ∂λ_i/∂x_i`` for all points at once.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -18,7 +18,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
 from pm_sens.graph.compile.backends import compiled_function
-from pm_sens.graph.compile.compiled import CompiledPredictive, WhitenedNorm
+from pm_sens.graph.compile.compiled import OBSERVED_Y, CompiledPredictive, WhitenedNorm
 from pm_sens.graph.compile.derivatives import over_components, point_derivatives, whitened_norm
 from pm_sens.graph.compile.functions import evaluate, without_traces
 from pm_sens.graph.compile.nodes import broadcast_together, depends_on, finite_where_roots_are
@@ -178,25 +178,11 @@ def compile_predictive(
     likelihood = predictive.likelihood
     fixed = likelihood.fixed(*graph.params) if mode == "draw" or likelihood.matched_fixed else {}
     extra_arguments, writes_in_place = [], False
+    graph = graph.with_observed_y() if "log_density" in draw_sums else graph
     if whitened:
-        # the family's scales in the graph where they are written for it: the
-        # forward pass and NumPy's whitening are not needed
-        family = likelihood.draw_family
-        scales = None if fixed else family.graph_scales(pt, all_components, varying)
-        outputs, extra_arguments, writes_in_place = _whitened_outputs(
-            graph, components, scales, backend, whitened == "means"
+        outputs, extra_arguments, writes_in_place, scales_in_graph = _whitened_outputs(
+            graph, likelihood, all_components, varying, fixed, backend, whitened
         )
-        if scales is not None:
-            # each draw's sum of each parameter over the points: nan where the
-            # model is undefined at a point, which the derivatives may not show
-            # (log(u) is nan where u < 0, its derivative u'/u finite); not of a
-            # parameter made of the inputs and draws by sums and products
-            # (μ = X b), which is finite where they are (both are checked)
-            draws = graph.arguments[len(graph.data_variables) :]
-            roots = [*graph.wrts, *graph.per_draw, *draws]
-            checked = [c for c in all_components if not finite_where_roots_are(c, roots)]
-            if checked:
-                outputs.append(pt.stack([c.sum(axis=-1) for c in checked], -1))
     else:
         outputs = [phi] if parameters else []
         outputs += _derivative_outputs(graph, components, mode, order, backend, colors)
@@ -211,6 +197,7 @@ def compile_predictive(
             draw_sums,
             phi.shape[1:3],
             points_per_copy,
+            graph.observed,
         )
         outputs += list(fixed.values())
     function, backend = compiled_function(
@@ -252,7 +239,7 @@ def compile_predictive(
         n_features=graph.n_features,
         writes_in_place=writes_in_place,
         point_means=whitened == "means",
-        scales_in_graph=scales is not None,
+        scales_in_graph=scales_in_graph,
     )
 
 
@@ -281,6 +268,22 @@ class _ChunkGraph:
     varying: list | None
     #: shapes of the fixed (non-pm.Data) arrays the parameters hold, for messages
     fixed_array_shapes: list
+    #: the observed y at each point, a vector argument (`with_observed_y`), or None
+    observed: object = None
+
+    def with_observed_y(self):
+        """The same graph taking the observed y at each point after the model's data.
+
+        Its key among the data is `OBSERVED_Y`.
+        """
+        observed = pt.vector("observed_y", dtype="float64")
+        n_data = len(self.data_variables)
+        return replace(
+            self,
+            arguments=[*self.arguments[:n_data], observed, *self.arguments[n_data:]],
+            data_variables=[*self.data_variables, OBSERVED_Y],
+            observed=observed,
+        )
 
     def with_inputs_per_draw(self, outputs):
         """``outputs`` with the per-draw inputs as broadcasts of the inputs."""
@@ -369,7 +372,9 @@ def _components(predictive, graph, mode, second_moment, statistic):
     return phi, components, varying
 
 
-def _draw_sums(likelihood, parameter_names, params, components, names, shape, points_per_copy):
+def _draw_sums(
+    likelihood, parameter_names, params, components, names, shape, points_per_copy, observed
+):
     """Per name, a sum over the chunk's draws (or points) of per-draw values.
 
     ``"entropy"``: the per-draw entropies summed (N,). ``"mixture"``: the
@@ -380,7 +385,9 @@ def _draw_sums(likelihood, parameter_names, params, components, names, shape, po
     (`Family.graph_pmf_table` of the family's ``components``); ``"log_table"``:
     the log of each count's pmf summed (N, W) (`Family.graph_log_pmf_table`),
     as `pm_sens.measures.mixture_density.logsumexp_over_draws` sums a log
-    density. ``"mean_sum"``:
+    density; ``"log_density"``: the log density at the ``observed`` y (a
+    vector (N,) of the graph) summed so (N,) (`Family.graph_log_density`).
+    ``"mean_sum"``:
     the per-draw means summed (N,); ``"point_means"``: each draw's mean of them
     over the points of each copy (S, N / ``points_per_copy``), as
     `pm_sens.measures.permutation.MeanCurves` takes them. Each value is
@@ -405,6 +412,9 @@ def _draw_sums(likelihood, parameter_names, params, components, names, shape, po
             outputs.append(
                 pt.stack([_logsumexp_over_draws(pt.broadcast_to(x, shape)) for x in log_pmf], -1)
             )
+        elif name == "log_density":
+            cells = likelihood.draw_family.graph_log_density(pt, observed, *components)
+            outputs.append(_logsumexp_over_draws(pt.broadcast_to(cells, shape)))
         elif name == "mean_sum":
             outputs.append(per_draw("mean").sum(0))
         elif name == "point_means":
@@ -441,14 +451,36 @@ def _derivative_outputs(graph, components, mode, order, backend, colors):
     return outputs
 
 
-def _whitened_outputs(graph, components, scales, backend, point_means):
-    """Draw-mode R-sens in the graph: outputs, extra arguments, and whether in place.
+def _sums_showing_undefined_points(graph, components):
+    """Each draw's sum of each component over the points, as a list of one output or none.
 
-    ``components``: the varying parameters; ``scales``: their whitening scales
-    as expressions of the graph (`Family.graph_scales`), or None: an argument
-    (S, N, K) then, computed from the parameters in NumPy (`WhitenedNorm`).
-    ``point_means``: each draw's mean over the points.
+    The sum is nan where the model is undefined at a point, which the
+    derivatives may not show (log(u) is nan where u < 0, its derivative u'/u
+    finite). A component made of the inputs and draws by sums and products
+    (μ = X b) is finite where they are, so it is not summed (both are checked).
     """
+    draws = graph.arguments[len(graph.data_variables) :]
+    roots = [*graph.wrts, *graph.per_draw, *draws]
+    checked = [c for c in components if not finite_where_roots_are(c, roots)]
+    return [pt.stack([c.sum(axis=-1) for c in checked], -1)] if checked else []
+
+
+def _whitened_outputs(graph, likelihood, all_components, varying, fixed, backend, whitened):
+    """Draw-mode R-sens in the graph: outputs, extra arguments, in place, scales in graph.
+
+    ``all_components``: the parameters, of which those listed in ``varying``
+    are differentiated. Their whitening scales are expressions of the graph
+    where the family writes them so (`Family.graph_scales`) and no parameter
+    is held ``fixed``: the forward pass and NumPy's whitening are then not
+    needed, and each draw's sums of the parameters over the points come back
+    to show undefined points (`_sums_showing_undefined_points`). Otherwise an
+    argument (S, N, K), computed from the parameters in NumPy (`WhitenedNorm`).
+    ``whitened``: ``"means"`` for each draw's mean over the points.
+    """
+    scales = None if fixed else likelihood.draw_family.graph_scales(pt, all_components, varying)
+    checks = [] if scales is None else _sums_showing_undefined_points(graph, all_components)
+    in_graph = scales is not None
+    components = [all_components[i] for i in varying]
     extra = []
     if scales is None:
         given = pt.tensor("scales", dtype="float64", shape=(None, None, len(components)))
@@ -459,10 +491,10 @@ def _whitened_outputs(graph, components, scales, backend, point_means):
         batched=backend == "python",
     )
     norm = whitened_norm(grads, scales, graph.one_dimensional)
-    if point_means:
-        return [norm.mean(axis=1)], extra, False
+    if whitened == "means":
+        return [norm.mean(axis=1), *checks], extra, False, in_graph
     if backend != "numba":
-        return [norm], extra, False
+        return [norm, *checks], extra, False, in_graph
     # one compiled elementwise loop computes the norm (several 1-D inputs' like
     # columns too: `local_join_of_like_elementwise`): a select on a flag known
     # only when called (always false) lets PyTensor's inplace rewrite run that
@@ -474,4 +506,4 @@ def _whitened_outputs(graph, components, scales, backend, point_means):
     keep = pt.scalar("keep", dtype="bool")
     keep.tag.always_false = True
     extra += [pytensor.In(target, mutable=True), keep]
-    return [pt.switch(keep, target, norm)], extra, True
+    return [pt.switch(keep, target, norm), *checks], extra, True, in_graph

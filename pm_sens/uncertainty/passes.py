@@ -17,6 +17,7 @@ from pm_sens._run.chunks import draw_pass, moment_pass
 from pm_sens._run.compiling import compiled_for, dependence_of, on_an_accelerator
 from pm_sens._run.progress import progress_bar
 from pm_sens.families._compositions import check_splits
+from pm_sens.graph.compile.compiled import OBSERVED_Y
 from pm_sens.graph.likelihoods.closed_forms import default_moment_family
 from pm_sens.measures.entropy import DRAWS_TOGETHER, EntropyAccumulator, entropy_components
 from pm_sens.measures.mixture import MixtureMoments
@@ -264,7 +265,10 @@ def uncertainty_rows(
     one of each.
     """
     evaluated, inverse = values, None
-    if repeats:
+    if observed_rows is not None and _device_log_density(ctx, by_row):
+        # the graph takes each row's y: every row is evaluated
+        evaluated = {**values, OBSERVED_Y: np.asarray(observed_rows, dtype=float)}
+    elif repeats:
         evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
     # the curves' sums are of every row: not of rows spread back from distinct ones
     curves = curves if inverse is None else None
@@ -311,6 +315,9 @@ class _RowSums:
         # draws in the graph, and their logs for the observed y's density, where no
         # other measure needs the parameters
         self.log_tables_in_graph = observed_rows is not None and _device_log_tables(ctx, by_row)
+        # on the JAX backend, a continuous family's log density at the observed y,
+        # which the graph takes
+        self.log_density_in_graph = observed_rows is not None and _device_log_density(ctx, by_row)
         self.tables_in_graph = _device_tables(ctx, entropy) and (
             observed_rows is None or self.log_tables_in_graph
         )
@@ -333,7 +340,9 @@ class _RowSums:
                     statistics = ["mean", "variance"]
         # the entropies computed in the graph, where no other measure needs the parameters
         self.entropy_in_graph = (
-            entropy and likelihood.entropy is not None and observed_rows is None
+            entropy
+            and likelihood.entropy is not None
+            and (observed_rows is None or self.log_density_in_graph)
         )
         # on a device, their sums over each chunk's draws too, and the mixture's
         # moments: only arrays of the rows' size come back
@@ -346,6 +355,8 @@ class _RowSums:
             statistics.append("entropy")
         if self.log_tables_in_graph:
             draw_sums = (*draw_sums, "log_table")
+        elif self.log_density_in_graph:
+            draw_sums = (*draw_sums, "log_density")
         # the curves' sums beside the entropies' (their sums screen the same values)
         self.curves = curves if own_mean and draw_sums else None
         if self.curves is not None:
@@ -353,7 +364,7 @@ class _RowSums:
         self.parameters = not (
             self.entropy_in_graph
             or self.tables_in_graph
-            or (self.log_tables_in_graph and not entropy)
+            or ((self.log_tables_in_graph or self.log_density_in_graph) and not entropy)
         )
         self.compiled = compiled_for(
             ctx,
@@ -370,6 +381,11 @@ class _RowSums:
         self.row_density = None
         if self.log_density is not None and by_row is not None:
             self.row_density = MixtureLogDensity(by_row.shape[1])
+
+    @property
+    def log_sums_in_graph(self):
+        """Whether the graph sums the observed y's density over draws (tables or at y)."""
+        return self.log_tables_in_graph or self.log_density_in_graph
 
     @property
     def walks_supports(self):
@@ -403,7 +419,7 @@ class _RowSums:
             elif self.accumulator is not None:
                 sums["entropy"] = self.accumulator.part()
                 sums["mean"] = sums["entropy"].add(phi, **fixed)
-            if self.log_density is not None and not self.log_tables_in_graph:
+            if self.log_density is not None and not self.log_sums_in_graph:
                 cells = self.family.log_density(phi, self.observed_rows, **fixed)
                 sums["log_density"] = logsumexp_over_draws(cells)
                 if self.row_density is not None:
@@ -411,6 +427,8 @@ class _RowSums:
                     sums["row_density"] = logsumexp_over_draws(by_row)
         if self.log_tables_in_graph:
             sums["log_table"] = chunk.sums["log_table"]
+        elif self.log_density_in_graph:
+            sums["log_density"] = chunk.sums["log_density"]
         if self.curves is not None:
             sums["curves"] = chunk.sums["point_means"], chunk.sums["mean_sum"]
         if not self.table_mean and "mean" in chunk.statistics:
@@ -497,6 +515,29 @@ def _device_log_tables(ctx, by_row):
         and not ctx.predictive.outcome_shape
         and by_row is None
         and on_an_accelerator(ctx)
+    )
+
+
+def _device_log_density(ctx, by_row):
+    """Whether a device sums the observed y's log density over draws in the graph.
+
+    Each row's y is then an argument of the graph (`OBSERVED_Y`), for a family
+    with a log density written for any array namespace
+    (`Family.graph_log_density`: the Normal's, Laplace's, logistic's,
+    Gumbel's, exponential's and log-normal's), one outcome per point, and each
+    point's density alone (`_device_log_tables`), on the JAX backend (on its
+    CPU build too, unlike the tables: the per-draw parameters NumPy would take
+    cost more to bring back than XLA's few operations per value) and the draws
+    in memory (a
+    cluster's chunks take the points' data only). Every row is then evaluated,
+    not only distinct ones (rows of equal inputs differ in y).
+    """
+    return (
+        ctx.predictive.likelihood.draw_family.graph_log_density is not None
+        and not ctx.predictive.outcome_shape
+        and by_row is None
+        and not ctx.draws.lazy
+        and ctx.backend != "cpu"
     )
 
 

@@ -6,6 +6,11 @@ import numpy as np
 
 from pm_sens.graph.compile.chunk import ChunkOutputs
 
+#: the observed y's key among a compiled predictive's ``data_variables``, where its
+#: graph takes them (a row's y after the model's data: its log density summed over
+#: draws on a device, `pm_sens.graph.engine.compile_predictive`'s ``draw_sums``)
+OBSERVED_Y = "observed y"
+
 
 @dataclass
 class CompiledPredictive:
