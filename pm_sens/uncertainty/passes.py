@@ -528,9 +528,8 @@ def _device_log_density(ctx, by_row):
     point's density alone (`_device_log_tables`), on the JAX backend (on its
     CPU build too, unlike the tables: the per-draw parameters NumPy would take
     cost more to bring back than XLA's few operations per value) and the draws
-    in memory (a
-    cluster's chunks take the points' data only). Every row is then evaluated,
-    not only distinct ones (rows of equal inputs differ in y).
+    in memory (a cluster's chunks take the points' data only). Every row is
+    then evaluated, not only distinct ones (rows of equal inputs differ in y).
     """
     return (
         ctx.predictive.likelihood.draw_family.graph_log_density is not None
