@@ -440,6 +440,12 @@ def test_integer_inputs_use_levels_and_can_be_permuted(rng):
     assert np.all(np.isnan(grid[3:]))
     with pytest.raises(ValueError, match=r"grid\['group'\]=\[0.5, 1.0\] holds non-integers"):
         pm_sens.partial_dependence(idata, model, kind="mean", grid={"group": [0.5, 1.0]})
+    with pytest.raises(
+        ValueError,
+        match=r"observed holds non-integer values \(0.5 at value 0\), but the "
+        r"model's bernoulli likelihood is discrete",
+    ):
+        pm_sens.permutation_importance(idata, model, observed=np.full(n, 0.5))
     pfi = pm_sens.permutation_importance(idata, model, random_seed=0, progressbar=False)
     table = pm_sens.summary(pfi, group="permutation_importance")
     assert set(table.feature) == {"group", "x"}

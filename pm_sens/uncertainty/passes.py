@@ -93,6 +93,15 @@ def observed_values(idata, ctx, observed):
             "(pass observed= for new points)"
         )
     floating = np.issubdtype(observed.dtype, np.floating)
+    family = ctx.predictive.likelihood.draw_family
+    if family.discrete and floating and (observed != np.round(observed)).any():
+        # a pmf is read at whole counts or classes: a fraction has none
+        where = np.flatnonzero(np.ravel(observed != np.round(observed)))[0]
+        raise ValueError(
+            f"observed holds non-integer values ({np.ravel(observed)[where].item()} at value "
+            f"{where}), but the model's {family.name} likelihood is discrete: pass its "
+            "counts or classes"
+        )
     if ctx.dtype == "float32" and floating and not ctx.predictive.outcome_shape:
         # univariate observations as the graphs' data are: one equal to its censoring
         # bound (rounded on the device) stays equal to it; a vector outcome keeps
