@@ -369,13 +369,15 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         lambda mu, y: pm.Gumbel("y", mu=mu, beta=0.7, observed=y),
         lambda mu, y: pm.Exponential("y", scale=pt.exp(mu), observed=np.exp(y)),
         lambda mu, y: pm.LogNormal("y", mu=mu, sigma=0.7, observed=np.exp(y)),
+        lambda mu, y: pm.StudentT("y", nu=pt.exp(mu) + 1, mu=mu, sigma=0.7, observed=y),
+        lambda mu, y: pm.Gamma("y", alpha=pt.exp(mu) + 0.5, beta=2.0, observed=np.exp(y)),
     ],
-    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal"],
+    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal", "studentt", "gamma"],
 )
 def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
     """Every family with a log density written for a graph: permutation importance's
-    default kinds come back from the JAX backend as sums over draws alone, and equal
-    the CPU backend's."""
+    default kinds come back from the JAX backend without per-draw arrays, the log
+    density summed over draws in the graph, and equal the CPU backend's."""
     rng = np.random.default_rng(11)
     x, y = rng.normal(size=(30, 2)), rng.normal(size=30)
     with pm.Model() as model:
@@ -392,8 +394,10 @@ def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
     cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
     returned = _recorded_outputs(monkeypatch)
     jax = pm_sens.permutation_importance(idata, model, backend="jax", **pfi)
-    on_rows = [out for out in returned if out[0] is None or out[0].shape[-2] == 3 * 30]
-    assert on_rows and all(phi is None and "log_density" in got for phi, _, (got, _) in on_rows)
+    # no per-draw parameters of the rows (a moment pass's mixture moments, the
+    # Student-t's, are the rows' size)
+    assert not [phi for phi, _, _ in returned if phi is not None and phi.shape[:-1] == (10, 90)]
+    assert any(got.get("log_density") == (90,) for _, _, (got, _) in returned)
     for name in ("entropy_pfi", "likelihood_pfi"):
         np.testing.assert_allclose(
             jax["permutation_importance"][name].values, cpu[name].values, rtol=1e-12, atol=1e-15

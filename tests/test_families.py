@@ -1105,6 +1105,8 @@ GRAPH_LOG_DENSITIES = [
     (families.MOMENT_FAMILIES["laplace"], [(-3, 3), (1e-3, 9)], [-40.0, -1.3, 0.0, 2.2]),
     (families.MOMENT_FAMILIES["exponential"], [(1e-3, 5)], [-1.0, 0.0, 1e-9, 2.2, 40.0]),
     (families.MOMENT_FAMILIES["lognormal"], [(1e-2, 5), (1e-4, 9)], [-1.0, 0.0, 1e-6, 2.2, 80.0]),
+    (families.STUDENTT, [(-3, 3), (1e-3, 9), (0.3, 100)], [-1e3, -1.3, 0.0, 2.2, 1e6]),
+    (families.GAMMA_MEAN_SHAPE, [(1e-2, 5), (0.1, 20)], [-1.0, 0.0, 1e-6, 2.2, 80.0]),
 ]
 
 

@@ -347,13 +347,27 @@ _SCALE_LINKED = {
         lambda m, t: pm.Exponential("y", lam=pm.math.exp(-t), observed=np.ones(4)),
         lambda m, t: stats.expon(scale=np.exp(t) + 0 * m),  # one law per (draw, point)
     ),
+    # a shape that moves with the location: the entropy's digamma terms per row
+    "studentt": (
+        lambda m, t: pm.StudentT(
+            "y", nu=pm.math.exp(m) + 1, mu=m, sigma=pm.math.exp(t), observed=np.zeros(4)
+        ),
+        lambda m, t: stats.t(np.exp(m) + 1, m, np.exp(t)),
+    ),
+    "gamma": (
+        lambda m, t: pm.Gamma(
+            "y", alpha=pm.math.exp(m) + 0.5, beta=pm.math.exp(-t), observed=np.ones(4)
+        ),
+        lambda m, t: stats.gamma(np.exp(m) + 0.5, scale=np.exp(t)),
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(_SCALE_LINKED))
 def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
-    """Where the likelihood's entropy is a log of its scale, the per-draw entropies
-    come from the graph (log exp(η) is η there), without the parameters: the
+    """Where the likelihood's entropy is a log of its scale (plus digamma terms of a
+    shape), the per-draw entropies come from the graph (log exp(η) is η there),
+    without the parameters: the
     aleatoric entropy is scipy's entropy averaged over the draws, and the
     permutation importance and the mean agree with those computed from the
     parameters (the log-likelihood kind needs them: both ways in one call)."""

@@ -201,6 +201,17 @@ def log_density_mean_shape(phi, y):
     return stats.gamma.logpdf(y, phi[..., 1], scale=phi[..., 0] / phi[..., 1])
 
 
+def graph_log_density_mean_shape(xp, y, mean, shape):
+    """`log_density_mean_shape` in the namespace ``xp`` (one with ``gammaln``, as PyTensor's).
+
+    ``k log r + (k − 1) log y − r y − log Γ(k)`` with rate ``r = k/m``; at
+    y = 0 ±inf as SciPy's (k ≠ 1), −inf below.
+    """
+    rate = shape / mean
+    inside = shape * xp.log(rate) + (shape - 1) * xp.log(y) - rate * y - xp.gammaln(shape)
+    return xp.where(y >= 0, inside, -np.inf)
+
+
 def entropy_mean_shape(phi):
     """``k − log(k/m) + log Γ(k) + (1 − k) ψ(k)``."""
     m, k = phi[..., 0], phi[..., 1]
@@ -231,6 +242,7 @@ FAMILY_MEAN_SHAPE = Family(
     kl_divergence_mean_shape,
     log_density_mean_shape,
     entropy_mean_shape,
+    graph_log_density=graph_log_density_mean_shape,
     fisher_factors=_FACTORS_MEAN_SHAPE,
     whitened_hessian=whitened_hessian_mean_shape,
     renyi_divergence=lambda phi_p, phi_q, alpha: renyi_shape_rate(

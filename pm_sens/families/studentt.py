@@ -103,6 +103,20 @@ def log_density(phi, y):
     return student_t.logpdf(y, phi[..., 2], phi[..., 0], np.sqrt(phi[..., 1]))
 
 
+def graph_log_density(xp, y, location, scale2, nu):
+    """`log_density` in the namespace ``xp`` (one with ``gammaln``, as PyTensor's).
+
+    ``log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(π ν s²) − (ν+1)/2 log(1 + (y − m)²/(ν s²))``.
+    """
+    half1 = (nu + 1) / 2
+    return (
+        xp.gammaln(half1)
+        - xp.gammaln(nu / 2)
+        - 0.5 * xp.log(np.pi * nu * scale2)
+        - half1 * xp.log1p((y - location) ** 2 / (nu * scale2))
+    )
+
+
 def entropy(phi):
     """``(ν+1)/2 [ψ((ν+1)/2) − ψ(ν/2)] + log(√ν B(ν/2, ½)) + ½ log s``."""
     s, nu = phi[..., 1], phi[..., 2]
@@ -122,6 +136,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
     renyi_above_one=False,
 )

@@ -141,6 +141,13 @@ def _studentt_moments(nu, mu, sigma):
     return mu, pt.switch(nu > 2, sigma**2 * nu / (nu - 2), np.inf)
 
 
+def _studentt_entropy(nu, mu, sigma):
+    """``(ν+1)/2 [ψ((ν+1)/2) − ψ(ν/2)] + ½ log ν + log B(ν/2, ½) + log σ``."""
+    half, half1 = nu / 2, (nu + 1) / 2
+    log_beta = pt.gammaln(half) - pt.gammaln(half1) + 0.5 * np.log(np.pi)
+    return half1 * (pt.psi(half1) - pt.psi(half)) + 0.5 * pt.log(nu) + log_beta + pt.log(sigma)
+
+
 def _studentt_tails(nu, mu, sigma):
     return sigma**2, 1 / nu
 
@@ -286,6 +293,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         _studentt_moments,
         moment_family="studentt",
         heavy_tails=_studentt_tails,
+        entropy=_studentt_entropy,
     ),
     rv.LaplaceRV: Likelihood(
         "laplace",
@@ -313,6 +321,10 @@ LIKELIHOODS: dict[type, Likelihood] = {
         _gamma_draw,
         _mean_and_variance(_gamma),
         aliases={"beta": ("scale", lambda p: 1 / p["beta"])},
+        # a + log θ + log Γ(a) + (1 − a) ψ(a), of shape a and scale θ
+        entropy=lambda alpha, scale: (
+            alpha + pt.log(scale) + pt.gammaln(alpha) + (1 - alpha) * pt.psi(alpha)
+        ),
     ),
     rv.ExponentialRV: Likelihood(
         "exponential",
