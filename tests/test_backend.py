@@ -371,8 +371,11 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         lambda mu, y: pm.LogNormal("y", mu=mu, sigma=0.7, observed=np.exp(y)),
         lambda mu, y: pm.StudentT("y", nu=pt.exp(mu) + 1, mu=mu, sigma=0.7, observed=y),
         lambda mu, y: pm.Gamma("y", alpha=pt.exp(mu) + 0.5, beta=2.0, observed=np.exp(y)),
+        lambda mu, y: pm.Beta(
+            "y", alpha=pt.exp(mu) + 0.5, beta=3.0, observed=special.expit(y).clip(0.01, 0.99)
+        ),
     ],
-    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal", "studentt", "gamma"],
+    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal", "studentt", "gamma", "beta"],
 )
 def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
     """Every family with a log density written for a graph: permutation importance's

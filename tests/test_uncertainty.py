@@ -360,6 +360,12 @@ _SCALE_LINKED = {
         ),
         lambda m, t: stats.gamma(np.exp(m) + 0.5, scale=np.exp(t)),
     ),
+    "beta": (
+        lambda m, t: pm.Beta(
+            "y", alpha=pm.math.exp(m) + 0.5, beta=pm.math.exp(t) + 0.5, observed=np.full(4, 0.4)
+        ),
+        lambda m, t: stats.beta(np.exp(m) + 0.5, np.exp(t) + 0.5),
+    ),
 }
 
 

@@ -1,5 +1,6 @@
 """Beta(mean, variance): concentration κ = m(1−m)/v − 1, α = mκ, β = (1−m)κ."""
 
+import numpy as np
 from scipy.special import betaln, polygamma, psi
 
 from pm_sens.families._base import Family, reparametrize, stack_matrix
@@ -58,6 +59,22 @@ def log_density(phi, y):
     return stats.beta.logpdf(y, a, b)
 
 
+def graph_log_density(xp, y, mean, variance):
+    """`log_density` in the namespace ``xp`` (one with ``gammaln``, as PyTensor's).
+
+    ``(a − 1) log y + (b − 1) log(1 − y) − log B(a, b)`` of the shapes; −inf
+    outside [0, 1], ±inf at 0 and 1 as SciPy's (a, b ≠ 1).
+    """
+    kappa = mean * (1 - mean) / variance - 1
+    a, b = mean * kappa, (1 - mean) * kappa
+    inside = (
+        (a - 1) * xp.log(y)
+        + (b - 1) * xp.log1p(-y)
+        - (xp.gammaln(a) + xp.gammaln(b) - xp.gammaln(a + b))
+    )
+    return xp.where((y >= 0) & (y <= 1), inside, -np.inf)
+
+
 def entropy(phi):
     """``log B(a, b) − (a−1)ψ(a) − (b−1)ψ(b) + (a+b−2)ψ(a+b)``."""
     a, b = _shapes(phi)
@@ -72,5 +89,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

@@ -240,6 +240,12 @@ def _beta(a, b):
     return [a / total, a * b / (total**2 * (total + 1))]
 
 
+def _beta_entropy(a, b):
+    """``log B(a, b) − (a−1)ψ(a) − (b−1)ψ(b) + (a+b−2)ψ(a+b)``."""
+    log_beta = pt.gammaln(a) + pt.gammaln(b) - pt.gammaln(a + b)
+    return log_beta - (a - 1) * pt.psi(a) - (b - 1) * pt.psi(b) + (a + b - 2) * pt.psi(a + b)
+
+
 def _negative_binomial_draw(n, p):
     return [n * _odds_against(p), n]
 
@@ -395,6 +401,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         families.MOMENT_FAMILIES["beta"],
         _beta,
         _mean_and_variance(_beta),
+        entropy=_beta_entropy,
     ),
     rv.BernoulliRV: Likelihood(
         "bernoulli",
