@@ -332,6 +332,11 @@ def clip_positive(x, xp=np):
     return xp.maximum(x, _TINY)
 
 
+def graph_log_beta(xp, a, b):
+    """``log B(a, b)`` as log Γ's in the namespace ``xp`` (PyTensor's has no ``betaln``)."""
+    return xp.gammaln(a) + xp.gammaln(b) - xp.gammaln(a + b)
+
+
 def softplus(x):
     """``log(1 + e^x)``, exact on both tails (3x faster than ``np.logaddexp(0, x)``)."""
     out = np.abs(x)

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.special import betaln, polygamma, psi
 
-from pm_sens.families._base import Family, reparametrize, stack_matrix
+from pm_sens.families._base import Family, graph_log_beta, reparametrize, stack_matrix
 from pm_sens.families._renyi import renyi_exponential_family
 
 
@@ -22,9 +22,12 @@ def fisher_information(phi):
 
 
 def _shapes(phi):
-    m, v = phi[..., 0], phi[..., 1]
-    kappa = m * (1 - m) / v - 1
-    return m * kappa, (1 - m) * kappa
+    return _shapes_of(phi[..., 0], phi[..., 1])
+
+
+def _shapes_of(mean, variance):
+    kappa = mean * (1 - mean) / variance - 1
+    return mean * kappa, (1 - mean) * kappa
 
 
 def kl_divergence(phi_p, phi_q):
@@ -65,13 +68,8 @@ def graph_log_density(xp, y, mean, variance):
     ``(a − 1) log y + (b − 1) log(1 − y) − log B(a, b)`` of the shapes; −inf
     outside [0, 1], ±inf at 0 and 1 as SciPy's (a, b ≠ 1).
     """
-    kappa = mean * (1 - mean) / variance - 1
-    a, b = mean * kappa, (1 - mean) * kappa
-    inside = (
-        (a - 1) * xp.log(y)
-        + (b - 1) * xp.log1p(-y)
-        - (xp.gammaln(a) + xp.gammaln(b) - xp.gammaln(a + b))
-    )
+    a, b = _shapes_of(mean, variance)
+    inside = (a - 1) * xp.log(y) + (b - 1) * xp.log1p(-y) - graph_log_beta(xp, a, b)
     return xp.where((y >= 0) & (y <= 1), inside, -np.inf)
 
 

@@ -24,6 +24,7 @@ from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
 from pm_sens.families import Family
+from pm_sens.families._base import graph_log_beta
 from pm_sens.graph.compile.nodes import is_elemwise
 
 
@@ -144,6 +145,7 @@ def _studentt_moments(nu, mu, sigma):
 def _studentt_entropy(nu, mu, sigma):
     """``(ν+1)/2 [ψ((ν+1)/2) − ψ(ν/2)] + ½ log ν + log B(ν/2, ½) + log σ``."""
     half, half1 = nu / 2, (nu + 1) / 2
+    # log B(ν/2, ½), with log Γ(½) = ½ log π: a Python 0.5 in the graph is a float32 constant
     log_beta = pt.gammaln(half) - pt.gammaln(half1) + 0.5 * np.log(np.pi)
     return half1 * (pt.psi(half1) - pt.psi(half)) + 0.5 * pt.log(nu) + log_beta + pt.log(sigma)
 
@@ -242,8 +244,12 @@ def _beta(a, b):
 
 def _beta_entropy(a, b):
     """``log B(a, b) − (a−1)ψ(a) − (b−1)ψ(b) + (a+b−2)ψ(a+b)``."""
-    log_beta = pt.gammaln(a) + pt.gammaln(b) - pt.gammaln(a + b)
-    return log_beta - (a - 1) * pt.psi(a) - (b - 1) * pt.psi(b) + (a + b - 2) * pt.psi(a + b)
+    return (
+        graph_log_beta(pt, a, b)
+        - (a - 1) * pt.psi(a)
+        - (b - 1) * pt.psi(b)
+        + (a + b - 2) * pt.psi(a + b)
+    )
 
 
 def _negative_binomial_draw(n, p):
