@@ -374,8 +374,20 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         lambda mu, y: pm.Beta(
             "y", alpha=pt.exp(mu) + 0.5, beta=3.0, observed=special.expit(y).clip(0.01, 0.99)
         ),
+        # shifted: the shift is a fixed parameter of its log density
+        lambda mu, y: pm.Wald("y", mu=pt.exp(mu), lam=2.0, alpha=0.2, observed=np.exp(y) + 0.2),
     ],
-    ids=["laplace", "logistic", "gumbel", "exponential", "lognormal", "studentt", "gamma", "beta"],
+    ids=[
+        "laplace",
+        "logistic",
+        "gumbel",
+        "exponential",
+        "lognormal",
+        "studentt",
+        "gamma",
+        "beta",
+        "wald",
+    ],
 )
 def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
     """Every family with a log density written for a graph: permutation importance's
@@ -405,6 +417,21 @@ def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
         np.testing.assert_allclose(
             jax["permutation_importance"][name].values, cpu[name].values, rtol=1e-12, atol=1e-15
         )
+
+
+def test_the_wald_entropys_special_function_runs_on_jax_with_scipys_values():
+    """``e^z E₁(z)`` (`pm_sens.graph.compile.special`) compiled by the JAX backend's
+    linker (by series and continued fraction): SciPy's values to 1e-14."""
+    from pm_sens.graph.compile.special import scaled_exp1
+
+    z = pt.vector("z")
+    function = JaxGraphFunction([z], [scaled_exp1(z)])
+    near = np.geomspace(1e-6, 600, 400)
+    (got,) = function(near)
+    np.testing.assert_allclose(got, np.exp(near) * special.exp1(near), rtol=1e-14)
+    far = np.geomspace(600, 700, 50)  # e^z overflows, SciPy's E₁ does not underflow yet
+    (got,) = function(far)
+    np.testing.assert_allclose(np.log(got) - far, np.log(special.exp1(far)), rtol=1e-14)
 
 
 @pytest.mark.parametrize(

@@ -1109,6 +1109,7 @@ GRAPH_LOG_DENSITIES = [
     (families.GAMMA_MEAN_SHAPE, [(1e-2, 5), (0.1, 20)], [-1.0, 0.0, 1e-6, 2.2, 80.0]),
     # the variance below m(1 − m): shapes from 0.03 to 1000
     (families.MOMENT_FAMILIES["beta"], "beta", [-0.5, 0.0, 1e-6, 0.37, 1 - 1e-9, 1.0, 1.5]),
+    (families.WALD, [(0.05, 5), (0.01, 50)], [-1.0, 0.0, 1e-6, 0.7, 40.0]),
 ]
 
 
@@ -1151,3 +1152,39 @@ def test_log_densities_written_for_a_graph_are_numpys(family, ranges, ys, rng):
         inside |= np.isfinite(expected).any()
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13, err_msg=str(value))
     assert inside  # some y in the support
+
+
+def test_the_wald_entropys_special_function_in_a_graph_is_scipys():
+    """``e^z E₁(z)``, the Wald entropy's special function (PyTensor has no E₁), as an
+    elementwise op that NumPy's linker runs whole: SciPy's ``exp1`` times ``e^z`` to
+    1e-15 from z = 1e-6 to 600 (beyond, where ``e^z`` overflows, its asymptotic series:
+    against SciPy's ``exp1`` in logs to 700, then the series' first terms), and its
+    derivative ``e^z E₁(z) − 1/z``; the JAX backend's form by arithmetic alone, to 1e-14."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pm_sens.graph.compile.rewrites import compile_mode
+    from pm_sens.graph.compile.rewrites.numpy_linker import runs_element_by_element
+    from pm_sens.graph.compile.special import scaled_exp1, scaled_exp1_by_arithmetic
+
+    z = pt.vector("z")
+    value = scaled_exp1(z)
+    function = pytensor.function(
+        [z], [value, pytensor.grad(value.sum(), z)], mode=compile_mode("python")
+    )
+    assert not runs_element_by_element(function)
+    near, far = np.geomspace(1e-6, 600, 400), np.geomspace(600, 700, 50)
+    got, slope = function(near)
+    expected = np.exp(near) * special.exp1(near)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+    np.testing.assert_allclose(slope, expected - 1 / near, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        np.log(function(far)[0]) - far, np.log(special.exp1(far)), rtol=1e-14
+    )
+    # past SciPy's underflow: 1/z (1 − 1/z + 2/z² − 6/z³), within 24/z⁴ (relative)
+    farther = np.geomspace(1e3, 1e8, 50)
+    series = (1 - (1 - (2 - 6 / farther) / farther) / farther) / farther
+    np.testing.assert_allclose(function(farther)[0], series, rtol=3e-11)
+    # the JAX backend's form, by series and continued fraction, in NumPy here
+    np.testing.assert_allclose(scaled_exp1_by_arithmetic(np, near), expected, rtol=1e-14)
+    np.testing.assert_allclose(scaled_exp1_by_arithmetic(np, farther), series, rtol=3e-11)

@@ -366,6 +366,11 @@ _SCALE_LINKED = {
         ),
         lambda m, t: stats.beta(np.exp(m) + 0.5, np.exp(t) + 0.5),
     ),
+    # E[log y] by the exponential integral E₁ (`pm_sens.graph.compile.special`)
+    "wald": (
+        lambda m, t: pm.Wald("y", mu=pm.math.exp(m), lam=pm.math.exp(-t), observed=np.ones(4)),
+        lambda m, t: stats.invgauss(np.exp(m + t), scale=np.exp(-t)),
+    ),
 }
 
 

@@ -22,7 +22,7 @@ _ASYMPTOTIC_FROM = 50.0
 _ASYMPTOTIC_TERMS = 20
 
 
-def _scaled_exp1(z):
+def scaled_exp1(z):
     """``e^z E₁(z)`` for z > 0, without overflow for large z."""
     z = np.asarray(z, dtype=float)
     large = z >= _ASYMPTOTIC_FROM
@@ -73,22 +73,26 @@ def renyi_divergence(phi_p, phi_q, alpha, shift=0.0):
 
 def log_density(phi, y, shift=0.0):
     """Log density at y (−inf at or below the shift)."""
-    mu, lam = phi[..., 0], phi[..., 1]
-    y = np.asarray(y, dtype=float) - shift
+    return graph_log_density(np, np.asarray(y, dtype=float), phi[..., 0], phi[..., 1], shift)
+
+
+def graph_log_density(xp, y, mu, lam, shift=0.0):
+    """`log_density` in the namespace ``xp``: y less the shift, −inf where that is not positive."""
+    y = y - shift
     positive = y > 0
-    safe = np.where(positive, y, 1.0)
+    safe = xp.where(positive, y, 1.0)
     value = (
-        0.5 * np.log(lam / (2 * np.pi))
-        - 1.5 * np.log(safe)
+        0.5 * xp.log(lam / (2 * np.pi))
+        - 1.5 * xp.log(safe)
         - lam * (safe - mu) ** 2 / (2 * mu**2 * safe)
     )
-    return np.where(positive, value, -np.inf)
+    return xp.where(positive, value, -np.inf)
 
 
 def mean_log(phi):
     """``E[log y] = log μ − e^{2λ/μ} E₁(2λ/μ)`` (y less the shift)."""
     mu, lam = phi[..., 0], phi[..., 1]
-    return np.log(mu) - _scaled_exp1(2 * lam / mu)
+    return np.log(mu) - scaled_exp1(2 * lam / mu)
 
 
 def entropy(phi, shift=0.0):
@@ -104,5 +108,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy=entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

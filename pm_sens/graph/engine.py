@@ -198,6 +198,7 @@ def compile_predictive(
             phi.shape[1:3],
             points_per_copy,
             graph.observed,
+            fixed,
         )
         outputs += list(fixed.values())
     function, backend = compiled_function(
@@ -373,7 +374,7 @@ def _components(predictive, graph, mode, second_moment, statistic):
 
 
 def _draw_sums(
-    likelihood, parameter_names, params, components, names, shape, points_per_copy, observed
+    likelihood, parameter_names, params, components, names, shape, points_per_copy, observed, fixed
 ):
     """Per name, a sum over the chunk's draws (or points) of per-draw values.
 
@@ -386,7 +387,8 @@ def _draw_sums(
     the log of each count's pmf summed (N, W) (`Family.graph_log_pmf_table`),
     as `pm_sens.measures.mixture_density.logsumexp_over_draws` sums a log
     density; ``"log_density"``: the log density at the ``observed`` y (a
-    vector (N,) of the graph) summed so (N,) (`Family.graph_log_density`).
+    vector (N,) of the graph) summed so (N,) (`Family.graph_log_density`, given
+    the ``fixed`` parameters: the Wald's shift).
     ``"mean_sum"``:
     the per-draw means summed (N,); ``"point_means"``: each draw's mean of them
     over the points of each copy (S, N / ``points_per_copy``), as
@@ -413,7 +415,7 @@ def _draw_sums(
                 pt.stack([_logsumexp_over_draws(pt.broadcast_to(x, shape)) for x in log_pmf], -1)
             )
         elif name == "log_density":
-            cells = likelihood.draw_family.graph_log_density(pt, observed, *components)
+            cells = likelihood.draw_family.graph_log_density(pt, observed, *components, **fixed)
             outputs.append(_logsumexp_over_draws(pt.broadcast_to(cells, shape)))
         elif name == "mean_sum":
             outputs.append(per_draw("mean").sum(0))

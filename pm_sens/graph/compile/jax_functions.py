@@ -29,6 +29,7 @@ from pytensor.tensor.type import TensorType
 
 from pm_sens.graph.compile.functions import largest_array_of
 from pm_sens.graph.compile.rewrites import compile_mode
+from pm_sens.graph.compile.special import register_jax_forms
 
 
 class JaxGraphFunction:
@@ -65,6 +66,7 @@ class JaxGraphFunction:
                 for a, shape in zip(arguments, shapes, strict=True)
             ]
             outputs = clone_replace(outputs, dict(zip(arguments, static, strict=True)))
+            register_jax_forms()
             with _jax_errors():
                 self._compiled[shapes] = pytensor.function(
                     static, outputs, on_unused_input="ignore", mode=compile_mode("jax")

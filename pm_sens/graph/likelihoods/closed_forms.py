@@ -26,6 +26,7 @@ from pm_sens import families
 from pm_sens.families import Family
 from pm_sens.families._base import graph_log_beta
 from pm_sens.graph.compile.nodes import is_elemwise
+from pm_sens.graph.compile.special import scaled_exp1
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,12 @@ def _wald(mu, lam, alpha):
     return [mu + alpha, mu**3 / lam]
 
 
+def _wald_entropy(mu, lam, alpha):
+    """``½ log(2π/λ) + ½ + (3/2) E[log y]``, ``E[log y] = log μ − e^{2λ/μ} E₁(2λ/μ)``."""
+    mean_log = pt.log(mu) - scaled_exp1(2 * lam / mu)
+    return _HALF_LOG_2PI_E - 0.5 * pt.log(lam) + 1.5 * mean_log
+
+
 def _beta(a, b):
     total = a + b
     return [a / total, a * b / (total**2 * (total + 1))]
@@ -397,6 +404,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         fixed=lambda mu, lam, alpha: {"shift": alpha},
         matched_fixed=False,
         aliases={"phi": ("lam", lambda p: p["mu"] * p["phi"])},
+        entropy=_wald_entropy,
         constant=("alpha",),
         defaults={"alpha": 0.0},
     ),
