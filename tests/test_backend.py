@@ -374,6 +374,10 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         lambda mu, y: pm.Beta(
             "y", alpha=pt.exp(mu) + 0.5, beta=3.0, observed=special.expit(y).clip(0.01, 0.99)
         ),
+        # bounds: fixed parameters of its log density
+        lambda mu, y: pm.TruncatedNormal(
+            "y", mu=mu, sigma=0.7, lower=-2.0, upper=2.5, observed=y.clip(-1.9, 2.4)
+        ),
         # shifted: the shift is a fixed parameter of its log density
         lambda mu, y: pm.Wald("y", mu=pt.exp(mu), lam=2.0, alpha=0.2, observed=np.exp(y) + 0.2),
     ],
@@ -386,6 +390,7 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         "studentt",
         "gamma",
         "beta",
+        "truncated_normal",
         "wald",
     ],
 )

@@ -1114,12 +1114,15 @@ GRAPH_LOG_DENSITIES = [
 
 
 def test_every_family_with_a_graph_log_density_is_checked():
-    """`test_log_densities_written_for_a_graph_are_numpys` runs every such family."""
+    """`test_log_densities_written_for_a_graph_are_numpys` runs every such family but the
+    truncated Normal, whose bounds `test_a_truncated_normals_log_density_in_a_graph_is_numpys`
+    varies."""
     found = set()
     for module in pkgutil.iter_modules(families.__path__):
         content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
         found |= {id(f) for f in content if isinstance(f, Family) and f.graph_log_density}
-    assert found == {id(f) for f, _, _ in GRAPH_LOG_DENSITIES}
+    checked = [f for f, _, _ in GRAPH_LOG_DENSITIES] + [families.TRUNCATED_NORMAL]
+    assert found == {id(f) for f in checked}
 
 
 @pytest.mark.parametrize(
@@ -1152,6 +1155,29 @@ def test_log_densities_written_for_a_graph_are_numpys(family, ranges, ys, rng):
         inside |= np.isfinite(expected).any()
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13, err_msg=str(value))
     assert inside  # some y in the support
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"), [(-1.0, 2.0), (0.5, np.inf), (-np.inf, -3.0), (-np.inf, np.inf)]
+)
+def test_a_truncated_normals_log_density_in_a_graph_is_numpys(lower, upper, rng):
+    """The truncated Normal's `Family.graph_log_density` compiled by PyTensor (its
+    ``log Z`` from the tail nearer to the interval) against the NumPy `log_density`, at
+    locations inside and far outside the bounds and y inside and outside them."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    family = families.TRUNCATED_NORMAL
+    phi = np.stack([rng.uniform(-12, 12, size=60), rng.uniform(0.05, 3, size=60)], -1)
+    y, mu, sigma = pt.vector("y"), pt.vector("mu"), pt.vector("sigma")
+    graph = family.graph_log_density(pt, y, mu, sigma, lower=lower, upper=upper)
+    log_density = pytensor.function([y, mu, sigma], graph)
+    for value in (-5.0, -1.0, -0.2, 0.7, 2.0, 6.0):
+        at_y = np.full(len(phi), value)
+        expected = family.log_density(phi, at_y, lower, upper)
+        np.testing.assert_allclose(
+            log_density(at_y, *phi.T), expected, rtol=1e-12, atol=1e-13, err_msg=str(value)
+        )
 
 
 def test_the_wald_entropys_special_function_in_a_graph_is_scipys():

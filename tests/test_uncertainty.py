@@ -366,6 +366,13 @@ _SCALE_LINKED = {
         ),
         lambda m, t: stats.beta(np.exp(m) + 0.5, np.exp(t) + 0.5),
     ),
+    # log Z and the second moment from the standardized bounds
+    "truncated_normal": (
+        lambda m, t: pm.TruncatedNormal(
+            "y", mu=m, sigma=pm.math.exp(t), lower=-1.0, upper=2.0, observed=np.zeros(4)
+        ),
+        lambda m, t: stats.truncnorm((-1 - m) / np.exp(t), (2 - m) / np.exp(t), m, np.exp(t)),
+    ),
     # E[log y] by the exponential integral E₁ (`pm_sens.graph.compile.special`)
     "wald": (
         lambda m, t: pm.Wald("y", mu=pm.math.exp(m), lam=pm.math.exp(-t), observed=np.ones(4)),

@@ -177,6 +177,9 @@ def compile_predictive(
     components = [all_components[i] for i in varying]
     likelihood = predictive.likelihood
     fixed = likelihood.fixed(*graph.params) if mode == "draw" or likelihood.matched_fixed else {}
+    # returned beside the parameters only, which they complete (a truncation's
+    # bounds, per draw and point: as large as a parameter)
+    returned_fixed = fixed if parameters or whitened else {}
     extra_arguments, writes_in_place = [], False
     graph = graph.with_observed_y() if "log_density" in draw_sums else graph
     if whitened:
@@ -200,7 +203,7 @@ def compile_predictive(
             graph.observed,
             fixed,
         )
-        outputs += list(fixed.values())
+        outputs += list(returned_fixed.values())
     function, backend = compiled_function(
         graph.arguments + extra_arguments, graph.with_inputs_per_draw(outputs), backend, dtype
     )
@@ -212,7 +215,7 @@ def compile_predictive(
         mode=mode,
         order=order,
         varying=varying,
-        fixed_names=list(fixed),
+        fixed_names=list(returned_fixed),
         settings=dict(
             mode=mode,
             order=order,

@@ -23,7 +23,7 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
-from pm_sens.families import Family
+from pm_sens.families import Family, truncated_normal
 from pm_sens.families._base import graph_log_beta
 from pm_sens.graph.compile.nodes import is_elemwise
 from pm_sens.graph.compile.special import scaled_exp1
@@ -186,34 +186,12 @@ def _logistic(mu, s):
     return [mu, (np.pi * s) ** 2 / 3]
 
 
-#: a standardized bound this far out stands in for an infinite one: the normal's
-#: density (e^{−800}) and tail mass there are 0 in float64, and it has no derivative
-_FAR = 40.0
-
-
-def _log_normal_tail(z):
-    """``log(1 − Φ(z))`` for z >= 0, by the scaled complementary error function."""
-    return pt.log(pt.erfcx(z / np.sqrt(2)) / 2) - z**2 / 2
-
-
-def _log_normal_mass(a, b):
-    """``log(Φ(b) − Φ(a))``, a < b, from the tail nearer to the interval.
-
-    Each branch is computed from stand-ins where it is not taken, so that neither
-    its value nor its derivative is nan there.
-    """
-    low_tail, high_tail = pt.ge(a, 0), pt.le(b, 0)
-    tail = low_tail | high_tail
-    near = pt.switch(tail, pt.switch(high_tail, -b, a), 0.0)
-    far = pt.switch(tail, pt.switch(high_tail, -a, b), 1.0)
-    log_near = _log_normal_tail(near)
-    # log(1 − e^d), d <= 0, in the form whose derivatives stay finite down to d
-    # = −800 (PyTensor's log1mexp's second derivative is inf/inf there)
-    d = _log_normal_tail(far) - log_near
-    in_tail = log_near + pt.switch(d < -np.log(2), pt.log1p(-pt.exp(d)), pt.log(-pt.expm1(d)))
-    a_, b_ = pt.switch(tail, -1.0, a), pt.switch(tail, 1.0, b)
-    central = pt.log1p(-(pt.erfc(-a_ / np.sqrt(2)) + pt.erfc(b_ / np.sqrt(2))) / 2)
-    return pt.switch(tail, in_tail, central)
+def _truncated_normal_parts(mu, sigma, lower, upper):
+    """The standardized bounds a, b, ``log Z`` and ``t_a = φ(a)/Z``, ``t_b = φ(b)/Z``."""
+    a, b = truncated_normal.graph_bounds(pt, mu, sigma, lower, upper)
+    log_mass = truncated_normal.graph_log_mass(pt, a, b)
+    t_a, t_b = (pt.exp(-(z**2) / 2 - 0.5 * np.log(2 * np.pi) - log_mass) for z in (a, b))
+    return a, b, log_mass, t_a, t_b
 
 
 def _truncated_normal(mu, sigma, lower, upper):
@@ -222,16 +200,15 @@ def _truncated_normal(mu, sigma, lower, upper):
     With ``t_a = φ(a)/Z``, ``t_b = φ(b)/Z``: ``E[y] = μ + σ(t_a − t_b)``,
     ``Var[y] = σ²(1 + a t_a − b t_b − (t_a − t_b)²)``.
     """
-    bounds = []
-    for bound, side in ((lower, -1.0), (upper, 1.0)):
-        infinite = pt.isinf(bound)
-        z = (pt.switch(infinite, 0.0, bound) - mu) / sigma
-        bounds.append(pt.switch(infinite, side * _FAR, z))
-    a, b = bounds
-    log_mass = _log_normal_mass(a, b)
-    t_a, t_b = (pt.exp(-(z**2) / 2 - 0.5 * np.log(2 * np.pi) - log_mass) for z in (a, b))
+    a, b, _, t_a, t_b = _truncated_normal_parts(mu, sigma, lower, upper)
     shift = t_a - t_b
     return mu + sigma * shift, sigma**2 * (1 + a * t_a - b * t_b - shift**2)
+
+
+def _truncated_normal_entropy(mu, sigma, lower, upper):
+    """``log(√(2πe) σ Z) + (a t_a − b t_b)/2`` (the second moment ``1 + a t_a − b t_b``)."""
+    a, b, log_mass, t_a, t_b = _truncated_normal_parts(mu, sigma, lower, upper)
+    return _normal_entropy(mu, sigma) + log_mass + (a * t_a - b * t_b) / 2
 
 
 def _wald(mu, lam, alpha):
@@ -390,6 +367,7 @@ LIKELIHOODS: dict[type, Likelihood] = {
         lambda mu, sigma, lower, upper: [mu, sigma],
         _mean_and_variance(_truncated_normal),
         fixed=lambda mu, sigma, lower, upper: {"lower": lower, "upper": upper},
+        entropy=_truncated_normal_entropy,
         matched_fixed=False,
         constant=("lower", "upper"),
         defaults={"lower": -np.inf, "upper": np.inf},
