@@ -533,8 +533,8 @@ def _device_log_density(ctx, by_row):
     Each row's y is then an argument of the graph (`OBSERVED_Y`), for a family
     with a log density written for any array namespace
     (`Family.graph_log_density`: the Normal's, Student-t's, Laplace's,
-    logistic's, Gumbel's, exponential's, log-normal's, Gamma's, Beta's and
-    Wald's), one outcome per point, and each point's density alone
+    logistic's, Gumbel's, exponential's, log-normal's, Gamma's, Beta's,
+    truncated Normal's and Wald's), one outcome per point, and each point's density alone
     (`_device_log_tables`), on the JAX backend (on its CPU build too, unlike
     the tables: the per-draw parameters NumPy would take cost more to bring
     back than XLA's few operations per value) and the draws
