@@ -534,12 +534,12 @@ def _device_log_density(ctx, by_row):
     with a log density written for any array namespace
     (`Family.graph_log_density`: the Normal's, Student-t's, Laplace's,
     logistic's, Gumbel's, exponential's, log-normal's, Gamma's, Beta's,
-    truncated Normal's and Wald's), one outcome per point, and each point's density alone
-    (`_device_log_tables`), on the JAX backend (on its CPU build too, unlike
-    the tables: the per-draw parameters NumPy would take cost more to bring
-    back than XLA's few operations per value) and the draws
-    in memory (a cluster's chunks take the points' data only). Every row is
-    then evaluated, not only distinct ones (rows of equal inputs differ in y).
+    truncated Normal's and Wald's), one outcome per point, and each point's
+    density alone (`_device_log_tables`), on the JAX backend (on its CPU build
+    too, unlike the tables: the per-draw parameters NumPy would take cost more
+    to bring back than XLA's few operations per value) and the draws in memory
+    (a cluster's chunks take the points' data only). Every row is then
+    evaluated, not only distinct ones (rows of equal inputs differ in y).
     """
     return (
         ctx.predictive.likelihood.draw_family.graph_log_density is not None

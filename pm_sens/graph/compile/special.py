@@ -3,9 +3,9 @@
 The op runs in NumPy through `pm_sens.families.wald.scaled_exp1` (SciPy's
 ``exp1``, an asymptotic series where ``e^z`` would overflow), and on the JAX
 backend by arithmetic alone (`scaled_exp1_by_arithmetic`, registered by
-`register_jax_forms` before the JAX backend compiles a graph): jax.scipy's
-``exp1`` loops per value, 20× slower than the whole permutation importance
-of a Wald regression without it on JAX's CPU build.
+`register_jax_forms` before the JAX backend compiles a graph), which XLA
+fuses with the graph's other elementwise work; jax.scipy's ``exp1`` loops
+per value (measured: `benchmarks/README.md`, "The JAX backend").
 """
 
 import functools

@@ -190,7 +190,7 @@ def _truncated_normal_parts(mu, sigma, lower, upper):
     """The standardized bounds a, b, ``log Z`` and ``t_a = φ(a)/Z``, ``t_b = φ(b)/Z``."""
     a, b = truncated_normal.graph_bounds(pt, mu, sigma, lower, upper)
     log_mass = truncated_normal.graph_log_mass(pt, a, b)
-    t_a, t_b = (pt.exp(-(z**2) / 2 - 0.5 * np.log(2 * np.pi) - log_mass) for z in (a, b))
+    t_a, t_b = (pt.exp(truncated_normal.log_pdf(z) - log_mass) for z in (a, b))
     return a, b, log_mass, t_a, t_b
 
 
