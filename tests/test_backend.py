@@ -380,6 +380,17 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         ),
         # shifted: the shift is a fixed parameter of its log density
         lambda mu, y: pm.Wald("y", mu=pt.exp(mu), lam=2.0, alpha=0.2, observed=np.exp(y) + 0.2),
+        # censored: a mass's log at y on a bound
+        lambda mu, y: pm.Censored(
+            "y", pm.Normal.dist(mu, 0.7), lower=-1.0, upper=1.0, observed=y.clip(-1.0, 1.0)
+        ),
+        lambda mu, y: pm.Censored(
+            "y",
+            pm.Weibull.dist(alpha=1.5, beta=pt.exp(mu)),
+            lower=None,
+            upper=2.0,
+            observed=np.minimum(np.exp(y), 2.0),
+        ),
     ],
     ids=[
         "laplace",
@@ -392,6 +403,8 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         "beta",
         "truncated_normal",
         "wald",
+        "censored_normal",
+        "censored_weibull",
     ],
 )
 def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):

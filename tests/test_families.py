@@ -1114,14 +1114,15 @@ GRAPH_LOG_DENSITIES = [
 
 
 def test_every_family_with_a_graph_log_density_is_checked():
-    """`test_log_densities_written_for_a_graph_are_numpys` runs every such family but the
-    truncated Normal, whose bounds `test_a_truncated_normals_log_density_in_a_graph_is_numpys`
-    varies."""
+    """`test_log_densities_written_for_a_graph_are_numpys` runs every such family but
+    those with bounds, which `test_a_truncated_normals_log_density_in_a_graph_is_numpys` and
+    `test_a_censored_laws_log_density_in_a_graph_is_scipys` vary."""
     found = set()
     for module in pkgutil.iter_modules(families.__path__):
         content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
         found |= {id(f) for f in content if isinstance(f, Family) and f.graph_log_density}
-    checked = [f for f, _, _ in GRAPH_LOG_DENSITIES] + [families.TRUNCATED_NORMAL]
+    bounded = [families.TRUNCATED_NORMAL, families.CENSORED_NORMAL, families.CENSORED_WEIBULL]
+    checked = [f for f, _, _ in GRAPH_LOG_DENSITIES] + bounded
     assert found == {id(f) for f in checked}
 
 
@@ -1178,6 +1179,54 @@ def test_a_truncated_normals_log_density_in_a_graph_is_numpys(lower, upper, rng)
         np.testing.assert_allclose(
             log_density(at_y, *phi.T), expected, rtol=1e-12, atol=1e-13, err_msg=str(value)
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "lower", "upper"),
+    [
+        ("normal", -1.0, 2.0),
+        ("normal", -np.inf, 1.5),
+        ("normal", 0.5, np.inf),
+        ("weibull", -np.inf, 2.0),
+        ("weibull", 0.3, 2.0),
+        ("weibull", 0.0, np.inf),
+    ],
+)
+def test_a_censored_laws_log_density_in_a_graph_is_scipys(name, lower, upper, rng):
+    """The censored Normal's and Weibull's `Family.graph_log_density` compiled by
+    PyTensor, and the NumPy `log_density`, against SciPy's law written out: its log CDF
+    at y <= l, log survival at y >= u, log density between (−inf below a Weibull's 0),
+    at locations far outside the bounds and y at, inside and outside them."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    if name == "normal":
+        family = families.CENSORED_NORMAL
+        phi = np.stack([rng.uniform(-12, 12, size=60), rng.uniform(0.05, 3, size=60)], -1)
+        law = stats.norm(phi[:, 0], phi[:, 1])
+        ys = (-5.0, lower, -0.2, 0.7, 1.5, upper, 6.0)
+    else:
+        family = families.CENSORED_WEIBULL
+        phi = np.stack([rng.uniform(0.3, 6, size=60), rng.uniform(0.05, 8, size=60)], -1)
+        law = stats.weibull_min(phi[:, 0], scale=phi[:, 1])
+        ys = (-1.0, lower, 0.1, 0.3, 1.2, upper, 9.0)
+    y, first, second = pt.vector("y"), pt.vector("first"), pt.vector("second")
+    graph = family.graph_log_density(pt, y, first, second, lower=lower, upper=upper)
+    log_density = pytensor.function([y, first, second], graph)
+    for value in ys:
+        if not np.isfinite(value):
+            continue
+        at_y = np.full(len(phi), value)
+        with np.errstate(divide="ignore"):
+            inner = law.logpdf(at_y)  # SciPy's Weibull: −inf below 0
+            expected = np.where(
+                at_y <= lower,
+                law.logcdf(lower) if lower > -np.inf else -np.inf,
+                np.where(at_y >= upper, law.logsf(upper), inner),
+            )
+            numpy = family.log_density(phi, at_y, lower, upper)
+        for got in (log_density(at_y, *phi.T), numpy):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13, err_msg=str(value))
 
 
 def test_the_wald_entropys_special_function_in_a_graph_is_scipys():

@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 import pm_sens
 from pm_sens import families
@@ -329,6 +329,32 @@ def test_pdp_mean_from_the_entropys_tables_equals_the_closed_form(rng, likelihoo
     np.testing.assert_allclose(both["mean_ice"].values, alone["mean_ice"].values, rtol=1e-12)
 
 
+class _Censored:
+    """A SciPy law censored at bounds l < u: its entropy by quadrature.
+
+    ``−F(l) log F(l) − S(u) log S(u) + ∫_l^u −p log p``, each law of an array of them;
+    an infinite u is cut where every law's survival is below 1e-18.
+    """
+
+    def __init__(self, law, lower, upper):
+        self.law, self.lower, self.upper = law, lower, upper
+
+    def entropy(self):
+        masses = special.entr(self.law.cdf(self.lower)) + special.entr(self.law.sf(self.upper))
+        stop = self.upper if np.isfinite(self.upper) else np.max(self.law.isf(1e-18))
+        inner, _ = integrate.quad_vec(
+            lambda y: special.entr(self.law.pdf(y)),
+            self.lower,
+            stop,
+            epsabs=1e-14,
+            epsrel=1e-13,
+        )
+        return masses + inner
+
+    def median(self):
+        return np.clip(self.law.median(), self.lower, self.upper)
+
+
 _SCALE_LINKED = {
     # likelihood(location, log scale) -> the PyMC RV, and scipy's law at the same values
     "normal": (
@@ -378,6 +404,13 @@ _SCALE_LINKED = {
         lambda m, t: pm.Wald("y", mu=pm.math.exp(m), lam=pm.math.exp(-t), observed=np.ones(4)),
         lambda m, t: stats.invgauss(np.exp(m + t), scale=np.exp(-t)),
     ),
+    # the masses at the bounds and the partial moments between
+    "censored_normal": (
+        lambda m, t: pm.Censored(
+            "y", pm.Normal.dist(m, pm.math.exp(t)), lower=-1.0, upper=2.0, observed=np.zeros(4)
+        ),
+        lambda m, t: _Censored(stats.norm(m, np.exp(t)), -1.0, 2.0),
+    ),
 }
 
 
@@ -419,6 +452,42 @@ def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
         rtol=1e-12,
         atol=1e-15,
     )
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"), [(None, 3.0), (0.3, 3.0), (0.3, np.inf), (None, np.inf)]
+)
+def test_a_censored_weibulls_entropy_in_a_graph_is_quadratures(lower, upper, rng):
+    """The censored Weibull's entropy as the JAX backend computes it in the graph (the
+    masses' terms and the partial moments by Ein's series below 2 and E₁ above), at
+    shapes from 0.3 to 6 and scales putting the bounds on both sides of 2: quadrature's
+    entropy (to 1e-9: the densities of shapes below 1 are infinite at 0), and the family's
+    (the CPU backend's) to 1e-13."""
+    import pytensor
+
+    from pm_sens.graph.likelihoods.on_a_base import censored_likelihood
+
+    with pm.Model():
+        k, scale = pm.Data("k", np.ones(60)), pm.Data("scale", np.ones(60))
+        y = pm.Censored(
+            "y",
+            pm.Weibull.dist(alpha=k, beta=scale),
+            lower=lower,
+            upper=upper,
+            observed=np.ones(60),
+        )
+    likelihood, params = censored_likelihood(y)
+    assert not likelihood.entropy_on_cpu
+    phi = np.stack([rng.uniform(0.3, 6, size=60), np.exp(rng.uniform(-1, 3, size=60))], -1)
+    k.set_value(phi[:, 0])
+    scale.set_value(phi[:, 1])
+    got = pytensor.function([], likelihood.entropy(*params))()
+    low = 0.0 if lower is None else lower
+    law = _Censored(stats.weibull_min(phi[:, 0], scale=phi[:, 1]), low, upper)
+    np.testing.assert_allclose(got, law.entropy(), rtol=1e-10, atol=1e-9)  # k < 1: p(0) = ∞
+    bounds = (-np.inf if lower is None else lower, upper)
+    family = families.CENSORED_WEIBULL.entropy(phi, *bounds)
+    np.testing.assert_allclose(got, family, rtol=1e-13, atol=1e-14)
 
 
 def test_pdp_on_explicit_grid_values(linear):

@@ -183,6 +183,73 @@ def log_ndtr_gap(a, b):
     return log_b + np.log1p(-np.exp(special.log_ndtr(a) - log_b))
 
 
+#: an infinite bound stands in this far beyond 0 and the other bound, standardized:
+#: the normal's density (e^{−800}) and tail mass there are 0 in float64, and so are
+#: their derivatives
+_FAR = 40.0
+
+
+def graph_bounds(xp, mu, sigma, lower, upper):
+    """The standardized bounds ``(a, b)``, in the namespace ``xp``; an infinite one at `_FAR`.
+
+    Beyond the other bound too: a location hundreds of scales above a finite
+    upper bound keeps a < b.
+    """
+    z_low, z_high = ((xp.where(xp.isinf(x), 0.0, x) - mu) / sigma for x in (lower, upper))
+    a = xp.where(xp.isinf(lower), xp.minimum(z_high, 0.0) - _FAR, z_low)
+    b = xp.where(xp.isinf(upper), xp.maximum(z_low, 0.0) + _FAR, z_high)
+    return a, b
+
+
+def graph_log_tail(xp, z):
+    """``log(1 − Φ(z))`` for z >= 0, by the scaled complementary error function."""
+    return xp.log(xp.erfcx(z / np.sqrt(2)) / 2) - z**2 / 2
+
+
+def graph_log_mass(xp, a, b):
+    """``log Z = log(Φ(b) − Φ(a))``, a < b, from the tail nearer to the interval.
+
+    In the namespace ``xp`` (one with ``erfcx`` and ``erfc``, as PyTensor's).
+    Each branch is computed from stand-ins where it is not taken, so that
+    neither its value nor its derivative is nan there.
+    """
+    low_tail, high_tail = a >= 0, b <= 0
+    tail = low_tail | high_tail
+    near = xp.where(tail, xp.where(high_tail, -b, a), 0.0)
+    far = xp.where(tail, xp.where(high_tail, -a, b), 1.0)
+    log_near = graph_log_tail(xp, near)
+    # log(1 − e^d), d <= 0, in the form whose derivatives stay finite down to d
+    # = −800 (PyTensor's log1mexp's second derivative is inf/inf there)
+    d = graph_log_tail(xp, far) - log_near
+    in_tail = log_near + xp.where(d < -np.log(2), xp.log1p(-xp.exp(d)), xp.log(-xp.expm1(d)))
+    a_, b_ = xp.where(tail, -1.0, a), xp.where(tail, 1.0, b)
+    central = xp.log1p(-(xp.erfc(-a_ / np.sqrt(2)) + xp.erfc(b_ / np.sqrt(2))) / 2)
+    return xp.where(tail, in_tail, central)
+
+
+def graph_log_ndtr(xp, z):
+    """``log Φ(z)`` in the namespace ``xp`` (one with ``erfcx`` and ``erfc``).
+
+    Below 0 from the lower tail's scaled error function, above from
+    ``log1p``; each branch computed from a stand-in where it is not taken.
+    """
+    below = z < 0
+    tail = graph_log_tail(xp, xp.where(below, -z, 0.0))
+    return xp.where(below, tail, xp.log1p(-xp.erfc(xp.where(below, 0.0, z) / np.sqrt(2)) / 2))
+
+
+def graph_log_density(xp, y, mu, sigma, lower, upper):
+    """`log_density` in the namespace ``xp`` (one with ``erfcx`` and ``erfc``).
+
+    An infinite bound's mass is taken at its stand-in (`graph_bounds`), never
+    at a y (y <= −inf is false).
+    """
+    a, b = graph_bounds(xp, mu, sigma, lower, upper)
+    interior = log_pdf((y - mu) / sigma) - xp.log(sigma)
+    high = xp.where(y >= upper, graph_log_ndtr(xp, -b), interior)
+    return xp.where(y <= lower, graph_log_ndtr(xp, a), high)
+
+
 def _log_dawson_gap(a, b):
     """``log ∫_a^b e^{t²} dt``, a < b; infinite for an unbounded interval.
 
@@ -212,5 +279,6 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy=entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

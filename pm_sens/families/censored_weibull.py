@@ -103,7 +103,7 @@ def log_moments(z):
 
 #: Ein's series ``Σ_{m>=1} (−1)^{m+1} z^m/(m m!)`` to m = 24 (2^24/(24 · 24!) < 1e-18)
 _EIN_ORDERS = np.arange(1, 25)
-_EIN_COEFFICIENTS = -((-1.0) ** _EIN_ORDERS) / (_EIN_ORDERS * special.factorial(_EIN_ORDERS))
+EIN_COEFFICIENTS = -((-1.0) ** _EIN_ORDERS) / (_EIN_ORDERS * special.factorial(_EIN_ORDERS))
 
 
 def _exponential_integral_part(z):
@@ -117,7 +117,7 @@ def _exponential_integral_part(z):
     small = z <= 2
     inner = z[small]
     total = np.zeros_like(inner)
-    for coefficient in _EIN_COEFFICIENTS[::-1]:  # Horner's rule
+    for coefficient in EIN_COEFFICIENTS[::-1]:  # Horner's rule
         total = (total + coefficient) * inner
     out[small] = total
     outer = z[~small]
@@ -221,12 +221,40 @@ def _weibull_log_density(phi, y):
 
 
 def log_density(phi, y, lower, upper):
-    """Log mass at a bound, log density between."""
-    _, _, a, b = _bounds(phi, lower, upper)
-    low_mass, high_mass = _log_masses(a, b)
-    y = np.asarray(y, dtype=float)
-    interior = _weibull_log_density(phi, y)
-    return np.where(y <= lower, low_mass, np.where(y >= upper, high_mass, interior))
+    """Log mass at a bound, log density between (`graph_log_density` in NumPy)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return graph_log_density(
+            np, np.asarray(y, dtype=float), phi[..., 0], phi[..., 1], lower, upper
+        )
+
+
+def graph_bounds(xp, k, scale, lower, upper):
+    """``a = (l/λ)^k`` (0 where l <= 0) and ``b = (u/λ)^k`` (∞ where u is), in ``xp``.
+
+    Each power is taken of a stand-in where its bound is missing, so that its
+    derivative in k is not nan there (``0^k`` has none at k < 1).
+    """
+    has_lower, has_upper = xp.greater(lower, 0.0), ~xp.isinf(upper)
+    a = xp.where(has_lower, (xp.where(has_lower, lower, scale) / scale) ** k, 0.0)
+    b = xp.where(has_upper, (xp.where(has_upper, upper, scale) / scale) ** k, np.inf)
+    return a, b
+
+
+def graph_log_density(xp, y, k, scale, lower, upper):
+    """`log_density` written for any array namespace ``xp``.
+
+    ``log(1 − e^{−a})`` at y <= l, ``−b`` at y >= u, the Weibull's log density
+    between: −inf below 0, and at 0 the limit of ``(k − 1) log y`` (0 for k = 1).
+    """
+    a, b = graph_bounds(xp, k, scale, lower, upper)
+    has_lower = xp.greater(lower, 0.0)
+    low_mass = xp.where(has_lower, xp.log(-xp.expm1(-xp.where(has_lower, a, 1.0))), -np.inf)
+    positive = xp.greater(y, 0.0)
+    u = xp.where(positive, y, scale) / scale
+    at_zero = xp.where(xp.equal(k, 1.0), 0.0, xp.where(k > 1, -np.inf, np.inf))
+    log_power = xp.where(positive, (k - 1) * xp.log(u), xp.where(y < 0, -np.inf, at_zero))
+    interior = log_power + xp.log(k / scale) - u**k
+    return xp.where(y <= lower, low_mass, xp.where(y >= upper, -b, interior))
 
 
 def entropy(phi, lower, upper):
@@ -301,6 +329,7 @@ FAMILY = Family(
     kl_divergence,
     log_density,
     entropy=entropy,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
     renyi_above_one=False,
 )

@@ -348,10 +348,12 @@ class _RowSums:
                 if not self.rule:
                     statistics = ["mean", "variance"]
         # the entropies computed in the graph, where no other measure needs the parameters
+        # (on the CPU backend, where its graph form costs no more than the family's)
         self.entropy_in_graph = (
             entropy
             and likelihood.entropy is not None
             and (observed_rows is None or self.log_density_in_graph)
+            and (ctx.backend != "cpu" or likelihood.entropy_on_cpu)
         )
         # on a device, their sums over each chunk's draws too, and the mixture's
         # moments: only arrays of the rows' size come back

@@ -23,7 +23,7 @@ from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from pm_sens import families
-from pm_sens.families import Family, truncated_normal
+from pm_sens.families import Family, censored_normal
 from pm_sens.families._base import graph_log_beta
 from pm_sens.graph.compile.nodes import is_elemwise
 from pm_sens.graph.compile.special import scaled_exp1
@@ -61,6 +61,11 @@ class Likelihood:
     #: graph, rewrites simplify it (σ = exp(η) gives log σ = η). The draw
     #: family's ``entropy`` is the reference it is tested against.
     entropy: Callable | None = None
+    #: whether the CPU backend takes ``entropy`` from the graph too: not where
+    #: NumPy runs its graph form at a multiple of the family's cost (the censored
+    #: Weibull's, whose ``E₁`` a select cannot mask, against the family's rules
+    #: computed only where a bound is finite and positive)
+    entropy_on_cpu: bool = True
     #: the moment-matched family's name when it is not the support's default
     moment_family: str | None = None
     #: ``(σ², 1/ν)`` per draw, for a Student-t match (`families.studentt`)
@@ -188,9 +193,9 @@ def _logistic(mu, s):
 
 def _truncated_normal_parts(mu, sigma, lower, upper):
     """The standardized bounds a, b, ``log Z`` and ``t_a = φ(a)/Z``, ``t_b = φ(b)/Z``."""
-    a, b = truncated_normal.graph_bounds(pt, mu, sigma, lower, upper)
-    log_mass = truncated_normal.graph_log_mass(pt, a, b)
-    t_a, t_b = (pt.exp(truncated_normal.log_pdf(z) - log_mass) for z in (a, b))
+    a, b = censored_normal.graph_bounds(pt, mu, sigma, lower, upper)
+    log_mass = censored_normal.graph_log_mass(pt, a, b)
+    t_a, t_b = (pt.exp(censored_normal.log_pdf(z) - log_mass) for z in (a, b))
     return a, b, log_mass, t_a, t_b
 
 

@@ -14,9 +14,11 @@ from pymc.distributions.mixture import MixtureRV, _HurdleRV
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Constant
 from pytensor.tensor.random import basic as rv
-from pytensor.tensor.xlogx import xlogx
+from pytensor.tensor.special import xlogy
 
 from pm_sens import families
+from pm_sens.families import censored_normal, censored_weibull
+from pm_sens.graph.compile.special import scaled_exp1
 from pm_sens.graph.likelihoods.closed_forms import LIKELIHOODS, Likelihood, is_constant
 from pm_sens.graph.model.queries import censored_parts
 
@@ -140,7 +142,7 @@ def _continuous_hurdle(base):
         return new_mean, psi * (variance + mean**2) - new_mean**2
 
     def entropy(psi, *params):
-        positive = -xlogx(psi) - xlogx(1 - psi)
+        positive = -xlogy(psi, psi) - xlogy(1 - psi, 1 - psi)
         return positive + psi * base_likelihood.entropy(*params)
 
     return Likelihood(
@@ -175,6 +177,82 @@ def _censored_normal_moments(mu, sigma, lower, upper):
         low**2 * cdf_a + high**2 * (1 - cdf_b) + mu**2 * m0 + 2 * mu * sigma * m1 + sigma**2 * m2
     )
     return mean, square - mean**2
+
+
+def _censored_normal_entropy(mu, sigma, lower, upper):
+    """``Z (log σ + log √(2π)) + M_2/2 − Σ P log P`` over the masses P at the bounds.
+
+    ``Z = Φ(b) − Φ(a)`` and ``M_2 = Z + a φ(a) − b φ(b)``, the standard normal's
+    partial moments over the standardized bounds (`families.censored_normal`);
+    an infinite bound at its stand-in, where its mass and density are 0.
+    """
+    a, b = censored_normal.graph_bounds(pt, mu, sigma, lower, upper)
+    mass = pt.exp(censored_normal.graph_log_mass(pt, a, b))
+    density_a, density_b = (pt.exp(censored_normal.log_pdf(z)) for z in (a, b))
+    second = mass + a * density_a - b * density_b
+    log_masses = [censored_normal.graph_log_ndtr(pt, z) for z in (a, -b)]
+    total = mass * (pt.log(sigma) + censored_normal.LOG_ROOT_2PI) + second / 2
+    return total - sum(pt.exp(log_mass) * log_mass for log_mass in log_masses)
+
+
+def _exponential_integral_part(z):
+    """``Ein(z) = ∫_0^z (1 − e^{−t})/t dt`` for z > 0.
+
+    Its series up to 2, ``E₁(z) + γ + log z`` beyond, as `families.censored_weibull`'s,
+    with E₁ from ``e^z E₁(z)`` (`pm_sens.graph.compile.special`); each branch from a
+    stand-in where it is not taken.
+    """
+    small = z <= 2
+    near, far = pt.where(small, z, 1.0), pt.where(small, 3.0, z)
+    series = pt.zeros_like(near)
+    for coefficient in censored_weibull.EIN_COEFFICIENTS[::-1]:  # Horner's rule
+        series = (series + coefficient) * near
+    beyond = pt.exp(-far) * scaled_exp1(far) + np.euler_gamma + pt.log(far)
+    return pt.where(small, series, beyond)
+
+
+def _first_moments(z):
+    """``∫_0^z u^n (log u)^j e^{−u} du`` for (j, n) = (0, 0), (1, 0), (0, 1).
+
+    ``1 − e^{−z}``, ``(1 − e^{−z}) log z − Ein(z)`` and ``1 − e^{−z} − z e^{−z}``
+    (`families.censored_weibull._first_moments`): 0 at z = 0 (nan where z is),
+    ``1, −γ, 1`` at z = ∞.
+    """
+    usable = (z > 0) & ~pt.isinf(z)
+    inner = pt.where(usable, z, 1.0)
+    mass = -pt.expm1(-inner)
+    parts = (
+        mass,
+        mass * pt.log(inner) - _exponential_integral_part(inner),
+        mass - inner * pt.exp(-inner),
+    )
+    return [
+        pt.where(pt.isinf(z), at_infinity, pt.where(usable, part, 0.0 * z))
+        for part, at_infinity in zip(parts, (1.0, -np.euler_gamma, 1.0), strict=True)
+    ]
+
+
+def _censored_weibull_entropy(alpha, beta, lower, upper):
+    """The censored Weibull's entropy ``−E[log p]`` (`families.censored_weibull.entropy`).
+
+    Between the bounds ``−log(k/λ) F_00 − (1 − 1/k) F_10 + F_01`` (in u = (y/λ)^k,
+    the partial moments from a to b), and ``−P log P`` at each mass: ``1 − e^{−a}``
+    at l, ``e^{−b}`` at u.
+
+    A lower bound that is a constant <= 0 everywhere (a right-censored law) adds
+    neither moments nor a mass.
+    """
+    a, b = censored_weibull.graph_bounds(pt, alpha, beta, lower, upper)
+    finite_b = pt.where(pt.isinf(b), 0.0, b)
+    masses = finite_b * pt.exp(-finite_b)  # −P log P at u
+    moments = _first_moments(b)
+    lower_value = _constant_value(lower)
+    if lower_value is None or np.any(lower_value > 0):
+        moments = [high - low for high, low in zip(moments, _first_moments(a), strict=True)]
+        low = -pt.expm1(-a)
+        masses = masses - xlogy(low, low)
+    mass, log_u, first = moments
+    return -pt.log(alpha / beta) * mass - (1 - 1 / alpha) * log_u + first + masses
 
 
 def _constant_value(var):
@@ -219,10 +297,14 @@ def _censored_weibull_moments(alpha, beta, lower, upper):
     return mean, square - mean**2
 
 
-#: censored laws with closed forms: base op -> (family, moments in the graph)
+#: censored laws with closed forms: base op -> (family, moments and entropy in the graph)
 _CENSORED = {
-    rv.NormalRV: (families.CENSORED_NORMAL, _censored_normal_moments),
-    WeibullBetaRV: (families.CENSORED_WEIBULL, _censored_weibull_moments),
+    rv.NormalRV: (families.CENSORED_NORMAL, _censored_normal_moments, _censored_normal_entropy),
+    WeibullBetaRV: (
+        families.CENSORED_WEIBULL,
+        _censored_weibull_moments,
+        _censored_weibull_entropy,
+    ),
 }
 
 
@@ -243,7 +325,7 @@ def censored_likelihood(observed):
         return None
     if not (is_constant(lower) and is_constant(upper)):
         return None
-    family, moments = _CENSORED[type(base.owner.op)]
+    family, moments, entropy = _CENSORED[type(base.owner.op)]
     params = base.owner.op.dist_params(base.owner)
     likelihood = Likelihood(
         family.name,
@@ -254,5 +336,7 @@ def censored_likelihood(observed):
         moments,
         fixed=lambda *p: {"lower": p[2], "upper": p[3]},
         matched_fixed=False,
+        entropy=entropy,
+        entropy_on_cpu=family is not families.CENSORED_WEIBULL,
     )
     return likelihood, [*params, lower, upper]
