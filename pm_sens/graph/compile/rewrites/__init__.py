@@ -12,6 +12,7 @@ to rounding, only slower.
   copies of a Deterministic, per-draw diagonal matrices allocated at once;
 - `contractions`: loops over draws × points × features as matrix products, and
   factors a sum does not run over taken out of it;
+- `incomplete_gamma`: the JAX backend's incomplete gamma functions by arithmetic;
 - `layout`: views instead of copies, one array instead of one per feature;
 - `numpy_linker`: graphs run op by op in NumPy (the ``"python"`` backend);
 - `set_columns`: a column set into an array of zeros computed apart from the array;
@@ -44,6 +45,7 @@ from pm_sens.graph.compile.rewrites.contractions import (
     local_sum_of_a_quotient,
     local_sum_of_an_absolute_product,
 )
+from pm_sens.graph.compile.rewrites.incomplete_gamma import local_regularized_gamma_on_device
 from pm_sens.graph.compile.rewrites.layout import (
     local_join_of_like_elementwise,
     local_select_only_into_a_loop,
@@ -104,6 +106,9 @@ REWRITES = {
     "local_numpy_ufunc_forms": Rewrite(in2out(local_numpy_ufunc_forms), 48, ("python",)),
     # before the elementwise operations are fused (49)
     "local_trigamma_as_series": Rewrite(in2out(local_trigamma_as_series), 48.2),
+    "local_regularized_gamma_on_device": Rewrite(
+        in2out(local_regularized_gamma_on_device), 48.2, ("jax",)
+    ),
     "local_outer_products_as_a_matrix_product": Rewrite(
         in2out(local_outer_products_as_a_matrix_product), 48.3
     ),
