@@ -452,6 +452,21 @@ def test_the_wald_entropys_special_function_runs_on_jax_with_scipys_values():
     np.testing.assert_allclose(np.log(got) - far, np.log(special.exp1(far)), rtol=1e-14)
 
 
+def test_the_incomplete_gamma_functions_run_on_jax_with_scipys_values():
+    """PyTensor's ``gammainc`` and ``gammaincc`` compiled by the JAX backend: by
+    arithmetic where every shape is at most 40, by XLA's own beyond, SciPy's values
+    (to 1e-12 absolute) either way."""
+    s, x = pt.vector("s"), pt.vector("x")
+    function = JaxGraphFunction([s, x], [pt.gammainc(s, x), pt.gammaincc(s, x)])
+    rng = np.random.default_rng(3)
+    within = rng.uniform(1e-3, 40, 2000)
+    at = np.append(within[:-1] * np.exp(rng.normal(0, 1, 1999)), np.inf)
+    for shapes in (within, np.append(within[:-1], 60.0)):  # 60: XLA's
+        lower, upper = function(shapes, at)
+        np.testing.assert_allclose(lower, special.gammainc(shapes, at), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(upper, special.gammaincc(shapes, at), rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("kind", "memory_limit", "rows"), [("entropy", 2e6, 90), (None, 1.2e7, 300)]
 )

@@ -7,6 +7,7 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.elemwise import Elemwise
 
 import pm_sens
@@ -654,6 +655,38 @@ def test_trigamma_runs_as_elementwise_ops_with_scipys_values(backend):
     np.testing.assert_allclose(function(positive), special.polygamma(1, positive), rtol=1e-14)
     negative = -np.random.default_rng(0).uniform(0, 30, 3000)
     np.testing.assert_allclose(function(negative), special.polygamma(1, negative), rtol=1e-9)
+
+
+def test_the_jax_backends_incomplete_gamma_functions_by_arithmetic_are_scipys():
+    """P(s, x) and Q(s, x) as the JAX backend computes them where every shape is in
+    (0, 40] (`pm_sens.graph.compile.special.regularized_gamma_by_arithmetic`), here in
+    NumPy: SciPy's to 1e-12, relative to the smaller of P and Q where it is above 1e-13
+    (the series' and the continued fraction's sides, both near x = s + 1), at x = 0
+    and x = ∞ exactly; and the rewrite gives the JAX backend's graphs these ops."""
+    from scipy import special
+
+    from pm_sens.graph.compile.special import (
+        GammaIncCOnDevice,
+        GammaIncOnDevice,
+        regularized_gamma_by_arithmetic,
+    )
+
+    rng = np.random.default_rng(0)
+    s = np.concatenate([rng.uniform(1e-3, 40, 20000), np.geomspace(1e-3, 40, 500)])
+    x = np.concatenate([s[:-500] * np.exp(rng.normal(0, 1, 20000)), np.geomspace(1e-9, 1e3, 500)])
+    x = np.concatenate([x, [0.0, np.inf]])
+    s = np.concatenate([s, [2.5, 2.5]])
+    expected = special.gammainc(s, x), special.gammaincc(s, x)
+    got = [regularized_gamma_by_arithmetic(np, s, x, special.gammaln, upper) for upper in (0, 1)]
+    smaller = np.maximum(np.minimum(*expected), 1e-13)
+    for value, exact in zip(got, expected, strict=True):
+        assert np.max(np.abs(value - exact) / smaller) < 1e-12
+    assert [value[-2:].tolist() for value in got] == [[0.0, 1.0], [1.0, 0.0]]
+    shape, at = pt.vector("s"), pt.vector("x")
+    graph = FunctionGraph([shape, at], [pt.gammainc(shape, at), pt.gammaincc(shape, at)])
+    REWRITES["local_regularized_gamma_on_device"].rewriter.rewrite(graph)
+    ops = {type(getattr(node.op, "scalar_op", None)) for node in graph.apply_nodes}
+    assert {GammaIncOnDevice, GammaIncCOnDevice} <= ops
 
 
 def _special_function_nodes(function):
