@@ -404,13 +404,6 @@ _SCALE_LINKED = {
         lambda m, t: pm.Wald("y", mu=pm.math.exp(m), lam=pm.math.exp(-t), observed=np.ones(4)),
         lambda m, t: stats.invgauss(np.exp(m + t), scale=np.exp(-t)),
     ),
-    # the masses at the bounds and the partial moments between
-    "censored_normal": (
-        lambda m, t: pm.Censored(
-            "y", pm.Normal.dist(m, pm.math.exp(t)), lower=-1.0, upper=2.0, observed=np.zeros(4)
-        ),
-        lambda m, t: _Censored(stats.norm(m, np.exp(t)), -1.0, 2.0),
-    ),
 }
 
 
@@ -455,39 +448,46 @@ def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
 
 
 @pytest.mark.parametrize(
-    ("lower", "upper"), [(None, 3.0), (0.3, 3.0), (0.3, np.inf), (None, np.inf)]
+    ("base", "lower", "upper"),
+    [
+        ("normal", -1.0, 2.0),
+        ("normal", None, 2.0),
+        ("normal", -1.0, None),
+        ("weibull", None, 3.0),
+        ("weibull", 0.3, 3.0),
+        ("weibull", 0.3, None),
+        ("weibull", None, None),
+    ],
 )
-def test_a_censored_weibulls_entropy_in_a_graph_is_quadratures(lower, upper, rng):
-    """The censored Weibull's entropy as the JAX backend computes it in the graph (the
-    masses' terms and the partial moments by Ein's series below 2 and E₁ above), at
-    shapes from 0.3 to 6 and scales putting the bounds on both sides of 2: quadrature's
-    entropy (to 1e-9: the densities of shapes below 1 are infinite at 0), and the family's
-    (the CPU backend's) to 1e-13."""
+def test_a_censored_laws_entropy_in_a_graph_is_quadratures(base, lower, upper, rng):
+    """The censored Normal's and Weibull's entropies as the JAX backend computes them in
+    the graph (the masses' terms and the partial moments; the Weibull's by Ein's series
+    below 2 and E₁ above), at locations far from the bounds, Weibull shapes from 0.3 to
+    6 and scales putting the bounds on both sides of 2: quadrature's entropy (to 1e-9:
+    the densities of shapes below 1 are infinite at 0), and the family's (the CPU
+    backend's, which takes it from the parameters) to 1e-13."""
     import pytensor
 
     from pm_sens.graph.likelihoods.on_a_base import censored_likelihood
 
+    if base == "normal":
+        phi = np.stack([rng.uniform(-12, 12, size=60), rng.uniform(0.05, 3, size=60)], -1)
+        law, family, dist = stats.norm(*phi.T), families.CENSORED_NORMAL, pm.Normal.dist
+    else:
+        phi = np.stack([rng.uniform(0.3, 6, size=60), np.exp(rng.uniform(-1, 3, size=60))], -1)
+        law, family = stats.weibull_min(phi[:, 0], scale=phi[:, 1]), families.CENSORED_WEIBULL
+        dist = pm.Weibull.dist
     with pm.Model():
-        k, scale = pm.Data("k", np.ones(60)), pm.Data("scale", np.ones(60))
-        y = pm.Censored(
-            "y",
-            pm.Weibull.dist(alpha=k, beta=scale),
-            lower=lower,
-            upper=upper,
-            observed=np.ones(60),
-        )
+        first, second = pm.Data("first", phi[:, 0]), pm.Data("second", phi[:, 1])
+        y = pm.Censored("y", dist(first, second), lower=lower, upper=upper, observed=np.ones(60))
     likelihood, params = censored_likelihood(y)
     assert not likelihood.entropy_on_cpu
-    phi = np.stack([rng.uniform(0.3, 6, size=60), np.exp(rng.uniform(-1, 3, size=60))], -1)
-    k.set_value(phi[:, 0])
-    scale.set_value(phi[:, 1])
     got = pytensor.function([], likelihood.entropy(*params))()
-    low = 0.0 if lower is None else lower
-    law = _Censored(stats.weibull_min(phi[:, 0], scale=phi[:, 1]), low, upper)
-    np.testing.assert_allclose(got, law.entropy(), rtol=1e-10, atol=1e-9)  # k < 1: p(0) = ∞
-    bounds = (-np.inf if lower is None else lower, upper)
-    family = families.CENSORED_WEIBULL.entropy(phi, *bounds)
-    np.testing.assert_allclose(got, family, rtol=1e-13, atol=1e-14)
+    bounds = (-np.inf if lower is None else lower, np.inf if upper is None else upper)
+    quadrature = _Censored(law, max(bounds[0], law.support()[0].min()), bounds[1])
+    np.testing.assert_allclose(got, quadrature.entropy(), rtol=1e-10, atol=1e-9)
+    expected = family.entropy(phi, *bounds)
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-14)
 
 
 def test_pdp_on_explicit_grid_values(linear):

@@ -62,9 +62,10 @@ class Likelihood:
     #: family's ``entropy`` is the reference it is tested against.
     entropy: Callable | None = None
     #: whether the CPU backend takes ``entropy`` from the graph too: not where
-    #: NumPy runs its graph form at a multiple of the family's cost (the censored
-    #: Weibull's, whose ``E₁`` a select cannot mask, against the family's rules
-    #: computed only where a bound is finite and positive)
+    #: NumPy runs its graph form at more than the family's cost (a censored law's:
+    #: each bound's terms on every cell, where the family computes them only
+    #: where the bound is finite; the Weibull's ``E₁`` by SciPy, which a select
+    #: cannot mask)
     entropy_on_cpu: bool = True
     #: the moment-matched family's name when it is not the support's default
     moment_family: str | None = None

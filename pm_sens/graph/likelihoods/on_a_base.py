@@ -337,6 +337,6 @@ def censored_likelihood(observed):
         fixed=lambda *p: {"lower": p[2], "upper": p[3]},
         matched_fixed=False,
         entropy=entropy,
-        entropy_on_cpu=family is not families.CENSORED_WEIBULL,
+        entropy_on_cpu=False,
     )
     return likelihood, [*params, lower, upper]
