@@ -391,6 +391,17 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
             upper=2.0,
             observed=np.minimum(np.exp(y), 2.0),
         ),
+        # hurdles: a mass at 0
+        lambda mu, y: pm.HurdleLogNormal(
+            "y", psi=0.7, mu=mu, sigma=0.7, observed=np.where(y > 0.5, 0.0, np.exp(y))
+        ),
+        lambda mu, y: pm.HurdleGamma(
+            "y",
+            psi=pt.sigmoid(mu),
+            alpha=2.0,
+            beta=pt.exp(-mu),
+            observed=np.where(y > 0.5, 0.0, np.exp(y)),
+        ),
     ],
     ids=[
         "laplace",
@@ -405,6 +416,8 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         "wald",
         "censored_normal",
         "censored_weibull",
+        "hurdle_lognormal",
+        "hurdle_gamma",
     ],
 )
 def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):

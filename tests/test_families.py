@@ -1110,6 +1110,13 @@ GRAPH_LOG_DENSITIES = [
     # the variance below m(1 − m): shapes from 0.03 to 1000
     (families.MOMENT_FAMILIES["beta"], "beta", [-0.5, 0.0, 1e-6, 0.37, 1 - 1e-9, 1.0, 1.5]),
     (families.WALD, [(0.05, 5), (0.01, 50)], [-1.0, 0.0, 1e-6, 0.7, 40.0]),
+    # hurdles: ψ, then the base law's columns; y = 0 is the hurdle's mass
+    (
+        families.HURDLE_LOGNORMAL,
+        [(0.05, 0.95), (1e-2, 5), (1e-4, 9)],
+        [-1.0, 0.0, 1e-6, 2.2, 80.0],
+    ),
+    (families.HURDLE_GAMMA, [(0.05, 0.95), (1e-2, 5), (0.1, 20)], [-1.0, 0.0, 1e-6, 2.2, 80.0]),
 ]
 
 
@@ -1117,7 +1124,9 @@ def test_every_family_with_a_graph_log_density_is_checked():
     """`test_log_densities_written_for_a_graph_are_numpys` runs every such family but
     those with bounds, which `test_a_truncated_normals_log_density_in_a_graph_is_numpys` and
     `test_a_censored_laws_log_density_in_a_graph_is_scipys` vary."""
-    found = set()
+    found = {
+        id(f) for f in vars(families).values() if isinstance(f, Family) and f.graph_log_density
+    }
     for module in pkgutil.iter_modules(families.__path__):
         content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
         found |= {id(f) for f in content if isinstance(f, Family) and f.graph_log_density}

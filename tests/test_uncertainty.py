@@ -386,6 +386,11 @@ _SCALE_LINKED = {
         ),
         lambda m, t: stats.gamma(np.exp(m) + 0.5, scale=np.exp(t)),
     ),
+    # a number PyMC keeps as a float32 constant: ψ(2) in float64 all the same
+    "gamma_constant_shape": (
+        lambda m, t: pm.Gamma("y", alpha=2.0, beta=pm.math.exp(-t - m), observed=np.ones(4)),
+        lambda m, t: stats.gamma(2.0, scale=np.exp(t + m)),
+    ),
     "beta": (
         lambda m, t: pm.Beta(
             "y", alpha=pm.math.exp(m) + 0.5, beta=pm.math.exp(t) + 0.5, observed=np.full(4, 0.4)

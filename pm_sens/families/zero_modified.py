@@ -226,6 +226,13 @@ def continuous_hurdle(base, name):
             positive = np.log(psi) + base.log_density(theta, np.where(y > 0, y, 1.0))
             return np.where(y == 0, np.log1p(-psi), np.where(y > 0, positive, -np.inf))
 
+    def graph_log_density(xp, y, psi, *columns):
+        """`log_density` in ``xp`` from the base's: ``log(1 − ψ)`` at 0, −inf below."""
+        positive = xp.greater(y, 0.0)
+        at = xp.where(positive, y, 1.0)
+        inside = xp.log(psi) + base.graph_log_density(xp, at, *columns)
+        return xp.where(xp.equal(y, 0.0), xp.log1p(-psi), xp.where(positive, inside, -np.inf))
+
     def entropy(phi):
         psi, theta = split(phi)
         return special.entr(psi) + special.entr(1 - psi) + psi * base.entropy(theta)
@@ -238,6 +245,7 @@ def continuous_hurdle(base, name):
         kl_divergence,
         log_density,
         entropy,
+        graph_log_density=None if base.graph_log_density is None else graph_log_density,
         renyi_divergence=renyi_divergence,
         renyi_above_one=base.renyi_above_one,
     )

@@ -61,7 +61,7 @@ def _generic_likelihood(rv, model):
 
 
 def likelihood_of(rv, model, vector):
-    """How pm_sens reads the observed ``rv``, and its parameters (floats): the one dispatch.
+    """How pm_sens reads the observed ``rv``, and its parameters (float64): the one dispatch.
 
     In order: a vector outcome per point (``vector``: `vector_outcome`'s
     ``(likelihood, components)``, else None); the closed forms of the
@@ -81,7 +81,9 @@ def likelihood_of(rv, model, vector):
             or censored_likelihood(rv)
             or _generic_likelihood(rv, model)
         )
-    return likelihood, [p if is_float(p) else pt.cast(p, "float64") for p in params]
+    # in float64: PyMC keeps a number such as a shape of 2.0 as a float32 constant,
+    # and an expression of it alone (the Gamma entropy's ψ(α)) would be computed so
+    return likelihood, [p if p.dtype == "float64" else pt.cast(p, "float64") for p in params]
 
 
 def _in_model_order(model, inputs, copies):
