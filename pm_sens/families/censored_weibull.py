@@ -103,7 +103,18 @@ def log_moments(z):
 
 #: Ein's series ``Σ_{m>=1} (−1)^{m+1} z^m/(m m!)`` to m = 24 (2^24/(24 · 24!) < 1e-18)
 _EIN_ORDERS = np.arange(1, 25)
-EIN_COEFFICIENTS = -((-1.0) ** _EIN_ORDERS) / (_EIN_ORDERS * special.factorial(_EIN_ORDERS))
+_EIN_COEFFICIENTS = -((-1.0) ** _EIN_ORDERS) / (_EIN_ORDERS * special.factorial(_EIN_ORDERS))
+
+
+def ein_series(z):
+    """``Ein(z) = ∫_0^z (1 − e^{−t})/t dt`` by its series (Horner's rule), for 0 <= z <= 2.
+
+    Arithmetic alone: the same for NumPy arrays and graph variables.
+    """
+    total = 0.0 * z
+    for coefficient in _EIN_COEFFICIENTS[::-1]:
+        total = (total + coefficient) * z
+    return total
 
 
 def _exponential_integral_part(z):
@@ -115,11 +126,7 @@ def _exponential_integral_part(z):
     """
     out = np.empty_like(z)
     small = z <= 2
-    inner = z[small]
-    total = np.zeros_like(inner)
-    for coefficient in EIN_COEFFICIENTS[::-1]:  # Horner's rule
-        total = (total + coefficient) * inner
-    out[small] = total
+    out[small] = ein_series(z[small])
     outer = z[~small]
     exp1 = np.exp(-outer) * ((1 / (outer[:, None] + _TAIL_NODES)) @ _TAIL_WEIGHTS)
     out[~small] = exp1 + np.euler_gamma + np.log(outer)

@@ -204,11 +204,8 @@ def _exponential_integral_part(z):
     """
     small = z <= 2
     near, far = pt.where(small, z, 1.0), pt.where(small, 3.0, z)
-    series = pt.zeros_like(near)
-    for coefficient in censored_weibull.EIN_COEFFICIENTS[::-1]:  # Horner's rule
-        series = (series + coefficient) * near
     beyond = pt.exp(-far) * scaled_exp1(far) + np.euler_gamma + pt.log(far)
-    return pt.where(small, series, beyond)
+    return pt.where(small, censored_weibull.ein_series(near), beyond)
 
 
 def _first_moments(z):
