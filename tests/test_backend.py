@@ -450,6 +450,63 @@ def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
         )
 
 
+@pytest.mark.parametrize(
+    "law",
+    [
+        lambda mu, y: pm.Poisson("y", mu=pt.exp(mu), observed=y),
+        lambda mu, y: pm.NegativeBinomial("y", mu=pt.exp(mu), alpha=2.5, observed=y),
+        lambda mu, y: pm.Bernoulli("y", logit_p=mu, observed=(y > 1).astype(int)),
+        # trials per row: a fixed parameter of its log pmf
+        lambda mu, y: pm.Binomial("y", n=y + 3, p=pt.sigmoid(mu), observed=y),
+        lambda mu, y: pm.BetaBinomial("y", n=y + 3, alpha=pt.exp(mu) + 0.5, beta=2.0, observed=y),
+        lambda mu, y: pm.ZeroInflatedPoisson("y", psi=0.7, mu=pt.exp(mu), observed=y),
+        lambda mu, y: pm.HurdleNegativeBinomial(
+            "y", psi=pt.sigmoid(mu), mu=2.0, alpha=3.0, observed=y
+        ),
+        lambda mu, y: pm.Truncated("y", pm.Poisson.dist(mu=pt.exp(mu)), lower=1, observed=y + 1),
+    ],
+    ids=[
+        "poisson",
+        "negative_binomial",
+        "bernoulli",
+        "binomial",
+        "beta_binomial",
+        "zero_inflated_poisson",
+        "hurdle_negative_binomial",
+        "zero_truncated_poisson",
+    ],
+)
+def test_jax_sums_each_count_laws_log_pmf_on_the_device(law, monkeypatch):
+    """Every count law with a log pmf written for a graph: the likelihood's permutation
+    importance comes back from the JAX backend without per-draw arrays, the observed
+    count's log pmf summed over draws in the graph, and equals the CPU backend's."""
+    rng = np.random.default_rng(12)
+    x, y = rng.normal(size=(30, 2)), rng.poisson(1.5, size=30)
+    with pm.Model() as model:
+        xd = pm.Data("X", x)
+        law(xd @ pm.Normal("b", shape=2), y)
+    observed = model.observed_RVs[0]
+    idata = azb.from_dict(
+        {
+            "posterior": {"b": 0.5 * rng.normal(size=(1, 10, 2))},
+            "observed_data": {"y": model.rvs_to_values[observed].data},
+        }
+    )
+    pfi = dict(kind="likelihood", n_repeats=1, random_seed=2, **QUIET)
+    cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
+    returned = _recorded_outputs(monkeypatch)
+    jax = pm_sens.permutation_importance(idata, model, backend="jax", **pfi)
+    # no per-draw parameters of the permuted rows (the dependence probe's are of 8 draws)
+    assert not [phi for phi, _, _ in returned if phi is not None and phi.shape[-2] == 90]
+    assert any(got.get("log_density") == (90,) for _, _, (got, _) in returned)
+    np.testing.assert_allclose(
+        jax["permutation_importance"]["likelihood_pfi"].values,
+        cpu["likelihood_pfi"].values,
+        rtol=1e-12,
+        atol=1e-15,
+    )
+
+
 def test_the_wald_entropys_special_function_runs_on_jax_with_scipys_values():
     """``e^z E₁(z)`` (`pm_sens.graph.compile.special`) compiled by the JAX backend's
     linker (by series and continued fraction): SciPy's values to 1e-14."""

@@ -1120,8 +1120,114 @@ GRAPH_LOG_DENSITIES = [
 ]
 
 
+def _zero_modified_logpmf(base, hurdle):
+    """log pmf of the zero-inflated (or hurdle) law on a SciPy base law's, written out."""
+
+    def logpmf(y, psi, *theta):
+        law = base(theta)
+        if hurdle:
+            positive = np.log(psi) + law.logpmf(y) - law.logsf(0)
+            return np.where(y == 0, np.log1p(-psi), positive)
+        return np.where(y == 0, np.log1p(-psi + psi * law.pmf(0)), np.log(psi) + law.logpmf(y))
+
+    return logpmf
+
+
+def _nb_law(theta):
+    m, a = theta
+    return stats.nbinom(a, a / (a + m))
+
+
+#: every count law with a log pmf written for a graph: its columns' ranges, SciPy's log pmf
+#: of (y, *columns) and its fixed trials n (None without)
+COUNT_LOG_DENSITIES = [
+    (families.MOMENT_FAMILIES["poisson"], [(1e-3, 60)], lambda y, m: stats.poisson.logpmf(y, m)),
+    (
+        families.NEGATIVE_BINOMIAL_MEAN_ALPHA,
+        [(1e-3, 60), (0.05, 500)],
+        lambda y, m, a: _nb_law((m, a)).logpmf(y),
+    ),
+    (
+        families.BERNOULLI_LOGIT,
+        [(-30, 30)],
+        lambda y, eta: np.where(
+            y == 1, -softplus(-eta), np.where(y == 0, -softplus(eta), -np.inf)
+        ),
+    ),
+    (
+        families.BINOMIAL_LOGIT,
+        [(-4, 4)],
+        lambda y, eta, n: stats.binom.logpmf(y, n, special.expit(eta)),
+    ),
+    (
+        families.BETA_BINOMIAL,
+        [(0.05, 40), (0.05, 40)],
+        lambda y, a, b, n: stats.betabinom.logpmf(y, n, a, b),
+    ),
+    (
+        families.ZERO_INFLATED_POISSON,
+        [(0.05, 0.95), (1e-2, 30)],
+        _zero_modified_logpmf(lambda t: stats.poisson(t[0]), False),
+    ),
+    (
+        families.HURDLE_POISSON,
+        [(0.05, 1.0), (1e-2, 30)],
+        _zero_modified_logpmf(lambda t: stats.poisson(t[0]), True),
+    ),
+    (
+        families.ZERO_INFLATED_NEGATIVE_BINOMIAL,
+        [(0.05, 0.95), (1e-2, 30), (0.1, 50)],
+        _zero_modified_logpmf(_nb_law, False),
+    ),
+    (
+        families.HURDLE_NEGATIVE_BINOMIAL,
+        [(0.05, 0.95), (1e-2, 30), (0.1, 50)],
+        _zero_modified_logpmf(_nb_law, True),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "ranges", "logpmf"),
+    COUNT_LOG_DENSITIES,
+    ids=[f"{f.name} {'/'.join(f.parameters)}" for f, _, _ in COUNT_LOG_DENSITIES],
+)
+def test_a_count_laws_log_density_in_a_graph_is_scipys(family, ranges, logpmf, rng):
+    """`Family.graph_log_density` of a count law compiled by PyTensor (as a device sums it
+    over draws), and the NumPy `log_density` the CPU backend uses (the same function in
+    NumPy), against SciPy's log pmf: at counts in and past the support, −inf at negative
+    and fractional y. Binomial laws with trials from 1 to 40 per row."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    n_rows = 200
+    phi = np.stack([rng.uniform(low, high, size=n_rows) for low, high in ranges], -1)
+    trials = family.support in ("binomial", "binary") or family is families.BETA_BINOMIAL
+    fixed = {"n": rng.integers(1, 41, n_rows).astype(float)} if family.name != "bernoulli" else {}
+    fixed = fixed if trials else {}
+    y = pt.vector("y")
+    columns = [pt.vector(f"c{k}") for k in range(phi.shape[-1])]
+    given = {name: pt.vector(name) for name in fixed}
+    graph = family.graph_log_density(pt, y, *columns, **given)
+    log_density = pytensor.function([y, *columns, *given.values()], graph)
+    counts = rng.integers(0, 80, n_rows).astype(float)
+    if "n" in fixed:  # up to two past the trials
+        counts = np.minimum(counts, fixed["n"] + 2)
+    for at_y in (counts, np.zeros(n_rows), np.ones(n_rows), np.full(n_rows, -1.0), counts + 0.5):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            expected = logpmf(at_y, *phi.T, *fixed.values())
+            from_numpy = family.log_density(phi, at_y, **fixed)
+        got = log_density(at_y, *phi.T, *fixed.values())
+        for value in (got, from_numpy):
+            np.testing.assert_array_equal(np.isneginf(value), np.isneginf(expected))
+            finite = np.isfinite(expected)
+            np.testing.assert_allclose(value[finite], expected[finite], rtol=1e-11, atol=1e-11)
+        assert np.isfinite(expected).any() or at_y[0] < 0 or at_y[0] % 1
+
+
 def test_every_family_with_a_graph_log_density_is_checked():
     """`test_log_densities_written_for_a_graph_are_numpys` runs every such family but
+    count laws, which `test_a_count_laws_log_density_in_a_graph_is_scipys` runs, and
     those with bounds, which `test_a_truncated_normals_log_density_in_a_graph_is_numpys` and
     `test_a_censored_laws_log_density_in_a_graph_is_scipys` vary."""
     found = {
@@ -1131,7 +1237,8 @@ def test_every_family_with_a_graph_log_density_is_checked():
         content = vars(importlib.import_module(f"pm_sens.families.{module.name}")).values()
         found |= {id(f) for f in content if isinstance(f, Family) and f.graph_log_density}
     bounded = [families.TRUNCATED_NORMAL, families.CENSORED_NORMAL, families.CENSORED_WEIBULL]
-    checked = [f for f, _, _ in GRAPH_LOG_DENSITIES] + bounded
+    counts = [f for f, _, _ in COUNT_LOG_DENSITIES]
+    checked = [f for f, _, _ in GRAPH_LOG_DENSITIES] + counts + bounded
     assert found == {id(f) for f in checked}
 
 

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 SUPPORTS = (
     "real",
@@ -76,9 +77,11 @@ class Family:
         the observed count's is read from them.
     graph_log_density : callable, optional
         `log_density` written for any array namespace: ``graph_log_density(xp,
-        y, *columns) -> log density`` (...) at y of the parameters' columns, for
-        a family without fixed parameters, so that a compiled graph sums the
-        observed y's density over draws (in log space) on a device.
+        y, *columns, **fixed) -> log density`` (...) at y of the parameters'
+        columns (and the fixed parameters: a binomial's trials, a Wald's shift),
+        so that a compiled graph sums the observed y's density over draws (in
+        log space) on a device. Where it serves as ``log_density`` too, ``xp``
+        is `NUMPY`.
     fisher_factors : callable, optional
         ``fisher_factors(phi, given, **fixed) -> (scales (..., K), corr (..., K, K)
         or None)`` for the K parameters listed in ``given``, with ``I =
@@ -345,6 +348,25 @@ def softplus(x):
     np.log1p(out, out=out)
     out += np.maximum(x, 0)
     return out
+
+
+class _NumPyWithSpecial:
+    """NumPy as a namespace a graph form takes, with ``gammaln`` (SciPy's) and `softplus`.
+
+    PyTensor's namespace has both; a family's ``graph_log_density`` written
+    for it then serves as its NumPy ``log_density`` too, one definition of
+    each formula.
+    """
+
+    gammaln = staticmethod(special.gammaln)
+    softplus = staticmethod(softplus)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+#: `_NumPyWithSpecial`'s one instance
+NUMPY = _NumPyWithSpecial()
 
 
 def log1p_gap(u):

@@ -10,6 +10,7 @@ import numpy as np
 from scipy import special
 
 from pm_sens.families._base import (
+    NUMPY,
     Family,
     clip_probability,
     diagonal_factors,
@@ -166,12 +167,15 @@ def kl_divergence_logit(phi_p, phi_q):
     return np.where(np.abs(eta2 - eta1) < 1, near, far)
 
 
+def graph_log_density_logit(xp, y, eta):
+    """Log pmf at y ∈ {0, 1}, ``−softplus((1 − 2y) η)`` (−inf elsewhere), in ``xp``."""
+    inside = xp.equal(y, 0) | xp.equal(y, 1)
+    return xp.where(inside, -xp.softplus((1 - 2 * y) * eta), -np.inf)
+
+
 def log_density_logit(phi, y):
-    """Log pmf at y ∈ {0, 1}: ``−softplus((1 − 2y) η)`` (−inf elsewhere)."""
-    y = np.asarray(y)
-    logp = -softplus((1 - 2 * y) * phi[..., 0])
-    inside = (y == 0) | (y == 1)
-    return logp if inside.all() else np.where(inside, logp, -np.inf)
+    """Log pmf at y ∈ {0, 1} (`graph_log_density_logit` in NumPy)."""
+    return graph_log_density_logit(NUMPY, np.asarray(y, dtype=float), phi[..., 0])
 
 
 def pmf_table_logit(phi):
@@ -245,6 +249,7 @@ FAMILY_LOGIT = Family(
     pmf_table=pmf_table_logit,
     graph_pmf_table=graph_pmf_table_logit,
     graph_log_pmf_table=graph_log_pmf_table_logit,
+    graph_log_density=graph_log_density_logit,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
     renyi_divergence=renyi_divergence_logit,

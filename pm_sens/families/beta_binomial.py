@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from pm_sens.families import binomial
-from pm_sens.families._base import Family, log1p_gap, stack_matrix
+from pm_sens.families._base import NUMPY, Family, log1p_gap, stack_matrix
 from pm_sens.families._renyi import renyi_from_log_masses
 
 #: the pmf below e^−700 (1e-304) is taken as e^−700: NumPy's exp leaves its vector
@@ -69,24 +69,36 @@ def _log_pmf(phi, n):
     return np.stack([np.where(inside, log_p, -np.inf) for log_p, inside in _walk(phi, n)])
 
 
-def log_density(phi, y, n):
-    """Log pmf at y ∈ {0, …, n}, −inf elsewhere."""
-    a, b = phi[..., 0], phi[..., 1]
-    n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)
-    inside = (y >= 0) & (y <= n) & (y == np.round(y))
-    y = np.clip(y, 0, n)
+def graph_log_density(xp, y, a, b, n):
+    """Log pmf at y ∈ {0, …, n}, −inf elsewhere, in ``xp``.
+
+    ``log C(n, y) + log B(y + α, n − y + β) − log B(α, β)`` as log Γ's.
+    """
+    inside = (y >= 0) & (y <= n) & xp.equal(xp.floor(y), y)
+    y = xp.clip(y, 0, n)
     value = (
-        gammaln(n + 1)
-        - gammaln(y + 1)
-        - gammaln(n - y + 1)
-        + gammaln(y + a)
-        + gammaln(n - y + b)
-        - gammaln(n + a + b)
-        - gammaln(a)
-        - gammaln(b)
-        + gammaln(a + b)
+        xp.gammaln(n + 1.0)
+        - xp.gammaln(y + 1.0)
+        - xp.gammaln(n - y + 1.0)
+        + xp.gammaln(y + a)
+        + xp.gammaln(n - y + b)
+        - xp.gammaln(n + a + b)
+        - xp.gammaln(a)
+        - xp.gammaln(b)
+        + xp.gammaln(a + b)
     )
-    return np.where(inside, value, -np.inf)
+    return xp.where(inside, value, -np.inf)
+
+
+def log_density(phi, y, n):
+    """Log pmf at y ∈ {0, …, n} (`graph_log_density` in NumPy), −inf elsewhere."""
+    return graph_log_density(
+        NUMPY,
+        np.asarray(y, dtype=float),
+        phi[..., 0],
+        phi[..., 1],
+        np.asarray(n, dtype=float),
+    )
 
 
 def pmf_table(phi, n):
@@ -175,5 +187,6 @@ FAMILY = Family(
     log_density,
     support_upper=binomial.support_upper,  # no count exceeds the trials
     pmf_table=pmf_table,
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

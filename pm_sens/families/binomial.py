@@ -1,10 +1,9 @@
 """Binomial(n, p) with n fixed; like the Bernoulli, may carry ``1 − p`` as a column."""
 
 import numpy as np
-from scipy.special import gammaln
 
 from pm_sens.families import bernoulli
-from pm_sens.families._base import Family, softplus
+from pm_sens.families._base import NUMPY, Family
 
 
 def fisher_information(phi, n):
@@ -83,13 +82,19 @@ def kl_divergence_logit(phi_p, phi_q, n):
     return np.asarray(n) * bernoulli.kl_divergence_logit(phi_p, phi_q)
 
 
+def graph_log_density_logit(xp, y, eta, n):
+    """``log C(n, y) − y softplus(−η) − (n − y) softplus(η)`` at y ∈ {0, …, n}, in ``xp``."""
+    inside = (y >= 0) & (y <= n) & xp.equal(xp.floor(y), y)
+    log_choose = xp.gammaln(n + 1.0) - xp.gammaln(y + 1.0) - xp.gammaln(xp.maximum(n - y, 0) + 1.0)
+    value = log_choose - y * xp.softplus(-eta) - (n - y) * xp.softplus(eta)
+    return xp.where(inside, value, -np.inf)
+
+
 def log_density_logit(phi, y, n):
-    """``log C(n, y) − y softplus(−η) − (n − y) softplus(η)`` at y ∈ {0, …, n}."""
-    eta, n, y = phi[..., 0], np.asarray(n), np.asarray(y)
-    inside = (y >= 0) & (y <= n) & (y == np.round(y))
-    log_choose = gammaln(n + 1) - gammaln(y + 1) - gammaln(np.maximum(n - y, 0) + 1)
-    value = log_choose - y * softplus(-eta) - (n - y) * softplus(eta)
-    return np.where(inside, value, -np.inf)
+    """Log pmf at y ∈ {0, …, n} (`graph_log_density_logit` in NumPy), −inf elsewhere."""
+    return graph_log_density_logit(
+        NUMPY, np.asarray(y, dtype=float), phi[..., 0], np.asarray(n, dtype=float)
+    )
 
 
 FAMILY_LOGIT = Family(
@@ -102,6 +107,7 @@ FAMILY_LOGIT = Family(
     support_upper=support_upper,
     fisher_factors=fisher_factors_logit,
     whitened_hessian=whitened_hessian_logit,
+    graph_log_density=graph_log_density_logit,
     renyi_divergence=renyi_divergence_logit,
     mean_variance=(bernoulli.to_probability, FAMILY),
 )

@@ -9,6 +9,7 @@ from scipy import special
 
 from pm_sens.families import poisson as poisson_family
 from pm_sens.families._base import (
+    NUMPY,
     Family,
     check_support,
     clip_positive,
@@ -142,13 +143,36 @@ def fisher_information(phi):
     return info
 
 
-def _logpmf(y, m, a):
-    """NB(m, α) log pmf; Poisson(m) where α is infinite."""
-    from scipy.stats import nbinom, poisson
+def graph_log_density_mean_alpha(xp, y, m, a):
+    """NB(m, α) log pmf at the count y (−inf off the counts), in ``xp``.
 
+    ``log Γ(y + α) − log Γ(α) − log y! − α log(1 + m/α) + y log(m/(m + α))``:
+    SciPy's ``nbinom.logpmf`` at ``p = α/(α + m)``, with ``log(1 − p)`` taken
+    as ``log(m/(m + α))``, exact where α ≫ m.
+    """
+    m = clip_positive(m, xp)
+    inside = (y >= 0) & xp.equal(xp.floor(y), y)
+    k = xp.maximum(y, 0)
+    value = (
+        xp.gammaln(k + a)
+        - xp.gammaln(a)
+        - xp.gammaln(k + 1.0)
+        - a * xp.log1p(m / a)
+        + k * xp.log(m / (m + a))
+    )
+    return xp.where(inside, value, -np.inf)
+
+
+def _logpmf(y, m, a):
+    """NB(m, α) log pmf (`graph_log_density_mean_alpha` in NumPy); Poisson(m) at α = ∞."""
+    y = np.asarray(y, dtype=float)
     finite = np.isfinite(a)
     safe = np.where(finite, a, 1.0)
-    return np.where(finite, nbinom.logpmf(y, safe, safe / (safe + m)), poisson.logpmf(y, m))
+    return np.where(
+        finite,
+        graph_log_density_mean_alpha(NUMPY, y, m, safe),
+        poisson_family.graph_log_density(NUMPY, y, m),
+    )
 
 
 def _logpmf_table(top, m, a):
@@ -443,6 +467,7 @@ FAMILY_MEAN_ALPHA = Family(
     support_upper=support_upper_mean_alpha,
     support_window=support_window_mean_alpha,
     pmf_recursion=pmf_recursion_mean_alpha,
+    graph_log_density=graph_log_density_mean_alpha,
     renyi_divergence=renyi_by_summation(log_density_mean_alpha, support_upper_mean_alpha),
     renyi_above_one=False,
     # α's information is a sum over the support, in NumPy

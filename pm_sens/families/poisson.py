@@ -1,9 +1,8 @@
 """Poisson(mean)."""
 
 import numpy as np
-from scipy import special
 
-from pm_sens.families._base import Family, clip_positive, diagonal_factors, log1p_gap
+from pm_sens.families._base import NUMPY, Family, clip_positive, diagonal_factors, log1p_gap
 
 
 def fisher_information(phi):
@@ -23,13 +22,16 @@ def kl_divergence(phi_p, phi_q):
     return m1 * log1p_gap((m2 - m1) / m1)
 
 
+def graph_log_density(xp, y, m):
+    """Log pmf at the count y, ``y log m − m − log y!`` (−inf off the counts), in ``xp``."""
+    m = clip_positive(m, xp)
+    inside = (y >= 0) & xp.equal(xp.floor(y), y)
+    return xp.where(inside, y * xp.log(m) - m - xp.gammaln(xp.maximum(y, 0) + 1.0), -np.inf)
+
+
 def log_density(phi, y):
-    """Log pmf at the count y: ``y log m − m − log y!``."""
-    m = clip_positive(phi[..., 0])
-    out = y * np.log(m)
-    out -= m
-    out -= special.gammaln(np.asarray(y) + 1.0)
-    return out
+    """Log pmf at the count y (`graph_log_density` in NumPy)."""
+    return graph_log_density(NUMPY, np.asarray(y, dtype=float), phi[..., 0])
 
 
 #: SciPy's inverse survival function of the Poisson is nan below this tail mass
@@ -82,5 +84,6 @@ FAMILY = Family(
     support_window=support_window,
     pmf_recursion=pmf_recursion,
     fisher_factors=diagonal_factors(_rate_scale),
+    graph_log_density=graph_log_density,
     renyi_divergence=renyi_divergence,
 )

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import special
 
 from pm_sens.families import bernoulli, negative_binomial, poisson
-from pm_sens.families._base import Family, kl_terms, outer
+from pm_sens.families._base import NUMPY, Family, kl_terms, outer
 from pm_sens.families._renyi import renyi_by_summation, sum_over_counts
 
 
@@ -44,7 +44,7 @@ class CountBase:
     """A base count family with its zero mass and zero score."""
 
     family: Family
-    #: log f(0|θ) for θ (..., K)
+    #: ``zero_log_mass(xp, *θ's columns)``: log f(0|θ), in the namespace ``xp``
     zero_log_mass: Callable
     #: ∂ log f(0|θ)/∂θ, (..., K)
     zero_score: Callable
@@ -55,19 +55,21 @@ def _nb_zero_score(theta):
     return np.stack([-a / (m + a), m / (m + a) - np.log1p(m / a)], -1)
 
 
-POISSON = CountBase(
-    poisson.FAMILY, lambda theta: -theta[..., 0], lambda theta: -np.ones_like(theta[..., :1])
-)
+POISSON = CountBase(poisson.FAMILY, lambda xp, m: -m, lambda theta: -np.ones_like(theta[..., :1]))
 NEGATIVE_BINOMIAL = CountBase(
     negative_binomial.FAMILY_MEAN_ALPHA,
-    lambda theta: -theta[..., 1] * np.log1p(theta[..., 0] / theta[..., 1]),
+    lambda xp, m, a: -a * xp.log1p(m / a),
     _nb_zero_score,
 )
 
 
+def _columns(theta):
+    return tuple(np.moveaxis(theta, -1, 0))
+
+
 def _pieces(base, phi):
     psi, theta = phi[..., 0], phi[..., 1:]
-    log_f0 = base.zero_log_mass(theta)
+    log_f0 = base.zero_log_mass(np, *_columns(theta))
     return psi, theta, np.exp(log_f0), -np.expm1(log_f0), base.zero_score(theta)
 
 
@@ -112,15 +114,27 @@ def _hurdle_fisher(base):
     return fisher_information
 
 
-def _log_density(base, hurdle):
+def _graph_log_density(base, hurdle):
+    def graph_log_density(xp, y, psi, *columns):
+        """Log pmf at the count y (−inf off the counts) in ``xp``, from the base's."""
+        zero = xp.equal(y, 0)
+        q0 = -xp.expm1(base.zero_log_mass(xp, *columns))
+        positive = xp.log(psi) + base.family.graph_log_density(
+            xp, xp.where(zero, 1.0, y), *columns
+        )
+        if hurdle:
+            return xp.where(zero, xp.log1p(-psi), positive - xp.log(q0))
+        return xp.where(zero, xp.log1p(-psi * q0), positive)
+
+    return graph_log_density
+
+
+def _log_density(graph_log_density):
     def log_density(phi, y):
-        psi, theta, _, q0, _ = _pieces(base, phi)
-        y = np.asarray(y)
-        with np.errstate(divide="ignore"):
-            positive = np.log(psi) + base.family.log_density(theta, np.maximum(y, 1))
-            if hurdle:
-                return np.where(y == 0, np.log1p(-psi), positive - np.log(q0))
-            return np.where(y == 0, np.log1p(-psi * q0), positive)
+        """Log pmf at the count y (the family's ``graph_log_density`` in NumPy)."""
+        y = np.asarray(y, dtype=float)
+        with np.errstate(divide="ignore"):  # ψ = 0 or 1: a zero mass
+            return graph_log_density(NUMPY, y, phi[..., 0], *_columns(phi[..., 1:]))
 
     return log_density
 
@@ -176,7 +190,8 @@ def _pmf_recursion(base, hurdle):
 
 def zero_modified(base, name, *, hurdle):
     """The zero-inflated (``hurdle=False``) or hurdle family on ``base``."""
-    log_density = _log_density(base, hurdle)
+    graph_log_density = _graph_log_density(base, hurdle)
+    log_density = _log_density(graph_log_density)
     support_upper = _support_upper(base, hurdle)
     return Family(
         name,
@@ -188,6 +203,7 @@ def zero_modified(base, name, *, hurdle):
         support_upper=support_upper,
         support_window=_support_window(base, hurdle),
         pmf_recursion=_pmf_recursion(base, hurdle),
+        graph_log_density=graph_log_density,
         renyi_divergence=renyi_by_summation(log_density, support_upper),
         renyi_above_one=False,
     )

@@ -324,8 +324,8 @@ class _RowSums:
         # draws in the graph, and their logs for the observed y's density, where no
         # other measure needs the parameters
         self.log_tables_in_graph = observed_rows is not None and _device_log_tables(ctx, by_row)
-        # on the JAX backend, a continuous family's log density at the observed y,
-        # which the graph takes
+        # on the JAX backend, the family's log density at the observed y, which the
+        # graph takes
         self.log_density_in_graph = observed_rows is not None and _device_log_density(ctx, by_row)
         self.tables_in_graph = _device_tables(ctx, entropy) and (
             observed_rows is None or self.log_tables_in_graph
@@ -536,7 +536,10 @@ def _device_log_density(ctx, by_row):
     with a log density written for any array namespace
     (`Family.graph_log_density`: the Normal's, Student-t's, Laplace's,
     logistic's, Gumbel's, exponential's, log-normal's, Gamma's, Beta's,
-    truncated Normal's and Wald's), one outcome per point, and each point's
+    truncated and censored Normal's, Wald's, censored Weibull's, the continuous
+    hurdles', and the count laws': Bernoulli, binomial, Poisson, negative
+    binomial, beta-binomial and their zero-inflated, hurdle and zero-truncated
+    forms), one outcome per point, and each point's
     density alone (`_device_log_tables`), on the JAX backend (on its CPU build
     too, unlike the tables: the per-draw parameters NumPy would take cost more
     to bring back than XLA's few operations per value) and the draws in memory
