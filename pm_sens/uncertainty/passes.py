@@ -274,14 +274,19 @@ def uncertainty_rows(
     one of each.
     """
     evaluated, inverse = values, None
-    if observed_rows is not None and _device_log_density(ctx, by_row):
-        # the graph takes each row's y: every row is evaluated
-        evaluated = {**values, OBSERVED_Y: np.asarray(observed_rows, dtype=float)}
-    elif repeats:
+    if repeats:
         evaluated, inverse = _distinct_evaluation(ctx, values, by_row)
+    log_density_in_graph = (
+        observed_rows is not None and inverse is None and _device_log_density(ctx, by_row, entropy)
+    )
+    if log_density_in_graph:
+        # the graph takes each row's y
+        evaluated = {**values, OBSERVED_Y: np.asarray(observed_rows, dtype=float)}
     # the curves' sums are of every row: not of rows spread back from distinct ones
     curves = curves if inverse is None else None
-    sums = _RowSums(ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves)
+    sums = _RowSums(
+        ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves, log_density_in_graph
+    )
     if entropy:
         sums.accumulator = entropy_accumulator(
             ctx, sums.compiled, evaluated, n_rows, sums.table_mean, inverse
@@ -312,10 +317,22 @@ class _RowSums:
     sums to the totals in the draws' order; `results` gives them.
     ``accumulator``: the entropies' `EntropyAccumulator`, set by the caller
     (its support window is found on the compiled graph), None without
-    entropies.
+    entropies. ``log_density_in_graph``: whether the graph takes each row's
+    observed y and sums its log density over draws (`_device_log_density`).
     """
 
-    def __init__(self, ctx, values, n_rows, entropy, observed_rows, add_mean, by_row, curves):
+    def __init__(
+        self,
+        ctx,
+        values,
+        n_rows,
+        entropy,
+        observed_rows,
+        add_mean,
+        by_row,
+        curves,
+        log_density_in_graph,
+    ):
         self.ctx, self.values, self.n_rows = ctx, values, n_rows
         self.observed_rows, self.add_mean, self.by_row = observed_rows, add_mean, by_row
         self.likelihood = likelihood = ctx.predictive.likelihood
@@ -324,9 +341,7 @@ class _RowSums:
         # draws in the graph, and their logs for the observed y's density, where no
         # other measure needs the parameters
         self.log_tables_in_graph = observed_rows is not None and _device_log_tables(ctx, by_row)
-        # on the JAX backend, the family's log density at the observed y, which the
-        # graph takes
-        self.log_density_in_graph = observed_rows is not None and _device_log_density(ctx, by_row)
+        self.log_density_in_graph = log_density_in_graph
         self.tables_in_graph = _device_tables(ctx, entropy) and (
             observed_rows is None or self.log_tables_in_graph
         )
@@ -529,7 +544,7 @@ def _device_log_tables(ctx, by_row):
     )
 
 
-def _device_log_density(ctx, by_row):
+def _device_log_density(ctx, by_row, entropy):
     """Whether a device sums the observed y's log density over draws in the graph.
 
     Each row's y is then an argument of the graph (`OBSERVED_Y`), for a family
@@ -539,19 +554,24 @@ def _device_log_density(ctx, by_row):
     truncated and censored Normal's, Wald's, censored Weibull's, the continuous
     hurdles', and the count laws': Bernoulli, binomial, Poisson, negative
     binomial, beta-binomial and their zero-inflated, hurdle and zero-truncated
-    forms), one outcome per point, and each point's
-    density alone (`_device_log_tables`), on the JAX backend (on its CPU build
-    too, unlike the tables: the per-draw parameters NumPy would take cost more
-    to bring back than XLA's few operations per value) and the draws in memory
-    (a cluster's chunks take the points' data only). Every row is then
-    evaluated, not only distinct ones (rows of equal inputs differ in y).
+    forms), one outcome per point, and each point's density alone
+    (`_device_log_tables`), on the JAX backend (on its CPU build too, unlike
+    the tables: the per-draw parameters NumPy would take cost more to bring
+    back than XLA's few operations per value) and the draws in memory (a
+    cluster's chunks take the points' data only). Not where the parameters
+    come back all the same, for ``entropy`` outside the graph (a count law's
+    sums over its support): NumPy then reads the density from them. The
+    caller evaluates every row then, not only distinct ones (rows of equal
+    inputs differ in y): not where the distinct rows are few.
     """
+    likelihood = ctx.predictive.likelihood
     return (
-        ctx.predictive.likelihood.draw_family.graph_log_density is not None
+        likelihood.draw_family.graph_log_density is not None
         and not ctx.predictive.outcome_shape
         and by_row is None
         and not ctx.draws.lazy
         and ctx.backend != "cpu"
+        and not (entropy and likelihood.entropy is None)
     )
 
 
