@@ -452,6 +452,55 @@ def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
     )
 
 
+def _beyond_a_bound_in_50_digits(z):
+    """Mean, variance and entropy of the standard normal beyond a bound at z > 0.
+
+    In 50-digit decimals: the Mills ratio ``R = (1 − Φ(z))/φ(z)`` by Laplace's
+    continued fraction to 4000 levels, ``t = 1/R``, the mean t, the variance
+    ``1 + z t − t²`` and the entropy ``log(√(2πe) Z) + z t/2``, ``Z = φ(z) R``:
+    the textbook forms, whose cancellation the 50 digits absorb.
+    """
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 50
+        z = Decimal(z)
+        fraction = z
+        for k in range(4000, 0, -1):
+            fraction = z + k / fraction
+        t = fraction  # 1/R
+        log_2pi = (2 * Decimal(np.pi)).ln()
+        log_mass = -(z**2) / 2 - log_2pi / 2 - t.ln()
+        entropy = (log_2pi + 1) / 2 + log_mass + z * t / 2
+        return float(t), float(1 + z * t - t * t), float(entropy)
+
+
+@pytest.mark.parametrize(("lower", "upper"), [(0.0, np.inf), (0.0, 300.0), (-np.inf, 0.0)])
+def test_a_truncated_normals_moments_far_beyond_a_bound_keep_their_precision(lower, upper):
+    """The truncated Normal's mean, variance and entropy in the graph, at locations from
+    half a scale to 40 scales beyond a bound (the other infinite or far), against the
+    standard normal's beyond a bound in 50-digit arithmetic: 1e-13 relative (the
+    variance, near σ²/z², took a difference of terms near z²: 3e-7 at 40 scales)."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pm_sens.graph.likelihoods import closed_forms
+
+    sigma = 0.7
+    distance = np.array([0.5, 2.0, 3.0, 3.99, 4.0, 6.0, 10.0, 20.0, 40.0])
+    side = 1.0 if lower == 0.0 else -1.0  # the law lies above the location, or below
+    mu = pt.vector("mu")
+    bounds = (pt.constant(sigma), pt.constant(lower), pt.constant(upper))
+    mean, variance = closed_forms._truncated_normal(mu, *bounds)
+    entropy = closed_forms._truncated_normal_entropy(mu, *bounds)
+    location = -side * sigma * distance
+    got = pytensor.function([mu], [mean, variance, entropy])(location)
+    t, v, h = np.array([_beyond_a_bound_in_50_digits(z) for z in distance]).T
+    expected = [location + side * sigma * t, sigma**2 * v, h + np.log(sigma)]
+    for name, value, want in zip(("mean", "variance", "entropy"), got, expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-13, err_msg=name)
+
+
 @pytest.mark.parametrize(
     ("base", "lower", "upper"),
     [
