@@ -484,15 +484,15 @@ def test_a_truncated_normals_moments_far_beyond_a_bound_keep_their_precision(low
     import pytensor
     import pytensor.tensor as pt
 
-    from pm_sens.graph.likelihoods import closed_forms
+    from pm_sens.graph.likelihoods import truncated_normal
 
     sigma = 0.7
     distance = np.array([0.5, 2.0, 3.0, 3.99, 4.0, 6.0, 10.0, 20.0, 40.0])
     side = 1.0 if lower == 0.0 else -1.0  # the law lies above the location, or below
     mu = pt.vector("mu")
     bounds = (pt.constant(sigma), pt.constant(lower), pt.constant(upper))
-    mean, variance = closed_forms._truncated_normal(mu, *bounds)
-    entropy = closed_forms._truncated_normal_entropy(mu, *bounds)
+    mean, variance = truncated_normal.moments(mu, *bounds)
+    entropy = truncated_normal.entropy(mu, *bounds)
     location = -side * sigma * distance
     got = pytensor.function([mu], [mean, variance, entropy])(location)
     t, v, h = np.array([_beyond_a_bound_in_50_digits(z) for z in distance]).T
