@@ -361,6 +361,21 @@ def test_jax_sums_a_normals_log_density_at_the_observed_y_on_the_device(
         )
 
 
+def _regression_on_two_inputs(law, y, rng):
+    """``law(X @ b, y)`` on 30 rows of two normal inputs, with 10 known draws of b."""
+    with pm.Model() as model:
+        xd = pm.Data("X", rng.normal(size=(len(y), 2)))
+        law(xd @ pm.Normal("b", shape=2), y)
+    observed = model.observed_RVs[0]
+    idata = azb.from_dict(
+        {
+            "posterior": {"b": 0.5 * rng.normal(size=(1, 10, 2))},
+            "observed_data": {"y": model.rvs_to_values[observed].data},
+        }
+    )
+    return model, idata
+
+
 @pytest.mark.parametrize(
     "law",
     [
@@ -425,17 +440,7 @@ def test_jax_sums_each_closed_form_log_density_on_the_device(law, monkeypatch):
     default kinds come back from the JAX backend without per-draw arrays, the log
     density summed over draws in the graph, and equal the CPU backend's."""
     rng = np.random.default_rng(11)
-    x, y = rng.normal(size=(30, 2)), rng.normal(size=30)
-    with pm.Model() as model:
-        xd = pm.Data("X", x)
-        law(xd @ pm.Normal("b", shape=2), y)
-    observed = model.observed_RVs[0]
-    idata = azb.from_dict(
-        {
-            "posterior": {"b": 0.5 * rng.normal(size=(1, 10, 2))},
-            "observed_data": {"y": model.rvs_to_values[observed].data},
-        }
-    )
+    model, idata = _regression_on_two_inputs(law, rng.normal(size=30), rng)
     pfi = dict(n_repeats=1, random_seed=2, **QUIET)
     cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
     returned = _recorded_outputs(monkeypatch)
@@ -481,17 +486,7 @@ def test_jax_sums_each_count_laws_log_pmf_on_the_device(law, monkeypatch):
     importance comes back from the JAX backend without per-draw arrays, the observed
     count's log pmf summed over draws in the graph, and equals the CPU backend's."""
     rng = np.random.default_rng(12)
-    x, y = rng.normal(size=(30, 2)), rng.poisson(1.5, size=30)
-    with pm.Model() as model:
-        xd = pm.Data("X", x)
-        law(xd @ pm.Normal("b", shape=2), y)
-    observed = model.observed_RVs[0]
-    idata = azb.from_dict(
-        {
-            "posterior": {"b": 0.5 * rng.normal(size=(1, 10, 2))},
-            "observed_data": {"y": model.rvs_to_values[observed].data},
-        }
-    )
+    model, idata = _regression_on_two_inputs(law, rng.poisson(1.5, size=30), rng)
     pfi = dict(kind="likelihood", n_repeats=1, random_seed=2, **QUIET)
     cpu = pm_sens.permutation_importance(idata, model, **pfi)["permutation_importance"]
     returned = _recorded_outputs(monkeypatch)
