@@ -18,6 +18,7 @@ from pm_sens.measures import _halves, _recurrence, entropy
 from pm_sens.measures.entropy import EntropyAccumulator
 from pm_sens.measures.mixture_density import MixtureLogDensity
 from tests.conftest import posterior
+from tests.test_families import beyond_a_bound_in_50_digits
 
 
 def _with_observed(idata, name, y):
@@ -452,29 +453,6 @@ def test_entropies_computed_in_the_graph_equal_scipys(rng, monkeypatch, name):
     )
 
 
-def _beyond_a_bound_in_50_digits(z):
-    """Mean, variance and entropy of the standard normal beyond a bound at z > 0.
-
-    In 50-digit decimals: the Mills ratio ``R = (1 − Φ(z))/φ(z)`` by Laplace's
-    continued fraction to 4000 levels, ``t = 1/R``, the mean t, the variance
-    ``1 + z t − t²`` and the entropy ``log(√(2πe) Z) + z t/2``, ``Z = φ(z) R``:
-    the textbook forms, whose cancellation the 50 digits absorb.
-    """
-    from decimal import Decimal, localcontext
-
-    with localcontext() as context:
-        context.prec = 50
-        z = Decimal(z)
-        fraction = z
-        for k in range(4000, 0, -1):
-            fraction = z + k / fraction
-        t = fraction  # 1/R
-        log_2pi = (2 * Decimal(np.pi)).ln()
-        log_mass = -(z**2) / 2 - log_2pi / 2 - t.ln()
-        entropy = (log_2pi + 1) / 2 + log_mass + z * t / 2
-        return float(t), float(1 + z * t - t * t), float(entropy)
-
-
 @pytest.mark.parametrize(("lower", "upper"), [(0.0, np.inf), (0.0, 300.0), (-np.inf, 0.0)])
 def test_a_truncated_normals_moments_far_beyond_a_bound_keep_their_precision(lower, upper):
     """The truncated Normal's mean, variance and entropy in the graph, at locations from
@@ -495,7 +473,7 @@ def test_a_truncated_normals_moments_far_beyond_a_bound_keep_their_precision(low
     entropy = truncated_normal.entropy(mu, *bounds)
     location = -side * sigma * distance
     got = pytensor.function([mu], [mean, variance, entropy])(location)
-    t, v, h = np.array([_beyond_a_bound_in_50_digits(z) for z in distance]).T
+    t, v, _, _, h = np.array([beyond_a_bound_in_50_digits(z) for z in distance]).T
     expected = [location + side * sigma * t, sigma**2 * v, h + np.log(sigma)]
     for name, value, want in zip(("mean", "variance", "entropy"), got, expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-13, err_msg=name)

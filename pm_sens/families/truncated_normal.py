@@ -12,7 +12,10 @@ with ``m_k`` the moments of the standard normal truncated to (a, b)
   (l, u), corrected by each law's ``log Z``.
 
 Far in a tail (``a`` large) the covariance is a difference of moments near
-``a²``: its relative precision is about ``a⁴`` times float64's.
+``a²``, of about ``a⁴`` times float64's relative error: beyond a bound 4 or
+more scales out (the other bound's terms below rounding) the information and
+entropy come from the excess over the bound instead (`beyond_a_bound`, the
+Mills ratio's continued fraction), to rounding.
 """
 
 import numpy as np
@@ -29,6 +32,61 @@ from pm_sens.families.censored_normal import (
     standardized,
 )
 
+#: a bound this many scales beyond the location, the other bound's terms below
+#: rounding: moments from the Mills ratio's continued fraction (`beyond_a_bound`)
+TAIL_FROM = 4.0
+#: the fraction's levels: 2e-16 relative at 4 scales (against 60-digit arithmetic)
+_FRACTION_DEPTH = 50
+#: a bound farther out than this stands in for an infinite one in `far_in_a_tail`
+_FAR_BOUND = 1e10
+
+
+def far_in_a_tail(xp, a, b):
+    """Where the interval (a, b) lies far in one tail, in the namespace ``xp``.
+
+    Returns ``(far, z, side)``: whether the nearer bound ``z`` (a ≥ 0, or −b ≥
+    0) is at least `TAIL_FROM` scales out while the farther one's terms
+    ``φ(far)/φ(z)``, times the squares of both, are below 1e-20; z itself (at
+    least `TAIL_FROM`); ``side`` +1 where the interval lies above the
+    location, −1 below.
+    """
+    upper_side = a >= 0
+    z = xp.where(upper_side, a, -b)
+    other = xp.minimum(xp.where(upper_side, b, -a), _FAR_BOUND)
+    log_ratio = -(other - z) * (other + z) / 2  # log φ(other) − log φ(z)
+    small = log_ratio + 2 * xp.log(xp.maximum(other, 1.0) * xp.maximum(z, 1.0)) < -46.0
+    far = (z >= TAIL_FROM) & small
+    return far, xp.maximum(z, TAIL_FROM), xp.where(upper_side, 1.0, -1.0)
+
+
+def beyond_a_bound(xp, z):
+    """The standard normal beyond a bound at z ≥ `TAIL_FROM`, in the namespace ``xp``.
+
+    With the Mills ratio's continued fraction ``(1 − Φ(z))/φ(z) = 1/C₁``,
+    ``C_k = z + k/C_{k+1}`` (from its `_FRACTION_DEPTH`-th level up), the
+    excess x = |y| − z has the raw moments ``E[x^k] = k!/(C₂ ⋯ C_{k+1})``.
+    Returns ``C₁`` (the mean's distance from 0, ``z + 1/C₂``), the entropy
+    ``½ − log C₁ + z/(2C₂)`` and the central moments ``Var x``, ``Cov(x, x²)``
+    and ``Var x²``, each a sum of positive terms by the recurrence:
+    ``(2C₂ − C₃)/(C₂²C₃)``, ``2(3C₂ − C₄)/(C₂²C₃C₄)`` and ``4(6C₂C₃ −
+    C₄C₅)/(C₂²C₃²C₄C₅)``, where ``1 + zC₁ − C₁²`` (near ``1/z²``) cancels
+    terms near z².
+    """
+    fraction = z
+    for k in range(_FRACTION_DEPTH, 6, -1):
+        fraction = z + k / fraction
+    c6 = z + 6 / fraction
+    c5 = z + 5 / c6
+    c4 = z + 4 / c5
+    c3 = z + 3 / c4
+    c2 = z + 2 / c3
+    c1 = z + 1 / c2
+    variance = (z + 4 / c3 - 3 / c4) / (c2**2 * c3)
+    skew = 2 * (2 * z + 6 / c3 - 4 / c5) / (c2**2 * c3 * c4)
+    spread = 4 * (z * (5 * z + 18 / c4 - 5 / c6) + 8) / ((c2 * c3) ** 2 * c4 * c5)
+    entropy = 0.5 - xp.log(c1) + z / (2 * c2)
+    return c1, entropy, variance, skew, spread
+
 
 def _moments(phi, lower, upper, order):
     """σ, ``log Z`` and the truncated standard moments ``m_0 … m_order``."""
@@ -37,12 +95,31 @@ def _moments(phi, lower, upper, order):
 
 
 def fisher_information(phi, lower, upper):
-    """Fisher information of (μ, σ), (..., 2, 2)."""
+    """Fisher information of (μ, σ), (..., 2, 2).
+
+    The covariance of ``(z, z²)`` over σ²; far beyond one bound (`far_in_a_tail`)
+    from the excess x beyond it (`beyond_a_bound`): ``z = ±(c + x)``, so
+    ``Var z = Var x``, ``Cov(z, z²) = ±(Cov(x, x²) + 2c Var x)`` and ``Var z² =
+    Var x² + 4c Cov(x, x²) + 4c² Var x``.
+    """
     sigma, _, m = _moments(phi, lower, upper, 4)
-    s2 = sigma**2
-    mu_mu = (m[..., 2] - m[..., 1] ** 2) / s2
-    mu_sigma = (m[..., 3] - m[..., 1] * m[..., 2]) / s2
-    sigma_sigma = (m[..., 4] - m[..., 2] ** 2) / s2
+    covariance = [
+        m[..., 2] - m[..., 1] ** 2,
+        m[..., 3] - m[..., 1] * m[..., 2],
+        m[..., 4] - m[..., 2] ** 2,
+    ]
+    _, _, a, b = standardized(phi, lower, upper)
+    far, z, side = far_in_a_tail(np, *np.broadcast_arrays(a, b))
+    if far.any():
+        c, side = z[far], side[far]
+        _, _, var_x, cov_x, var_x2 = beyond_a_bound(np, c)
+        for entries, value in zip(
+            covariance,
+            (var_x, side * (cov_x + 2 * c * var_x), var_x2 + 4 * c * cov_x + 4 * c**2 * var_x),
+            strict=True,
+        ):
+            entries[far] = value
+    mu_mu, mu_sigma, sigma_sigma = (x / sigma**2 for x in covariance)
     return stack_matrix([[mu_mu, mu_sigma], [mu_sigma, sigma_sigma]])
 
 
@@ -83,9 +160,15 @@ def renyi_divergence(phi_p, phi_q, alpha, lower, upper):
 
 
 def entropy(phi, lower, upper):
-    """``log(√(2π) σ Z) + m_2/2``."""
+    """``log(√(2π) σ Z) + m_2/2``; far beyond one bound, `beyond_a_bound`'s plus ``log σ``."""
     sigma, log_z, m = _moments(phi, lower, upper, 2)
-    return np.log(sigma) + LOG_ROOT_2PI + log_z + m[..., 2] / 2
+    value = np.log(sigma) + LOG_ROOT_2PI + log_z + m[..., 2] / 2
+    _, _, a, b = standardized(phi, lower, upper)
+    far, z, _ = far_in_a_tail(np, *np.broadcast_arrays(a, b))
+    if far.any():
+        value = np.array(value, dtype=float)
+        value[far] = np.broadcast_to(np.log(sigma), far.shape)[far] + beyond_a_bound(np, z[far])[1]
+    return value
 
 
 def graph_log_density(xp, y, mu, sigma, lower, upper):
