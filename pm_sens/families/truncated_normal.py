@@ -88,6 +88,12 @@ def beyond_a_bound(xp, z):
     return c1, entropy, variance, skew, spread
 
 
+def _far_rows(phi, lower, upper):
+    """`far_in_a_tail` of the laws ``phi`` on (l, u)."""
+    _, _, a, b = standardized(phi, lower, upper)
+    return far_in_a_tail(np, *np.broadcast_arrays(a, b))
+
+
 def _moments(phi, lower, upper, order):
     """σ, ``log Z`` and the truncated standard moments ``m_0 … m_order``."""
     _, sigma, a, b = standardized(phi, lower, upper)
@@ -108,8 +114,7 @@ def fisher_information(phi, lower, upper):
         m[..., 3] - m[..., 1] * m[..., 2],
         m[..., 4] - m[..., 2] ** 2,
     ]
-    _, _, a, b = standardized(phi, lower, upper)
-    far, z, side = far_in_a_tail(np, *np.broadcast_arrays(a, b))
+    far, z, side = _far_rows(phi, lower, upper)
     if far.any():
         c, side = z[far], side[far]
         _, _, var_x, cov_x, var_x2 = beyond_a_bound(np, c)
@@ -163,8 +168,7 @@ def entropy(phi, lower, upper):
     """``log(√(2π) σ Z) + m_2/2``; far beyond one bound, `beyond_a_bound`'s plus ``log σ``."""
     sigma, log_z, m = _moments(phi, lower, upper, 2)
     value = np.log(sigma) + LOG_ROOT_2PI + log_z + m[..., 2] / 2
-    _, _, a, b = standardized(phi, lower, upper)
-    far, z, _ = far_in_a_tail(np, *np.broadcast_arrays(a, b))
+    far, z, _ = _far_rows(phi, lower, upper)
     if far.any():
         value = np.array(value, dtype=float)
         value[far] = np.broadcast_to(np.log(sigma), far.shape)[far] + beyond_a_bound(np, z[far])[1]
